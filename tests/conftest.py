@@ -1,0 +1,65 @@
+"""Shared fixtures: tiny randomly initialised models of each supported architecture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    Gemma3TextConfig,
+    LlamaConfig,
+    MistralConfig,
+    Phi3Config,
+    PretrainedConfig,
+    Qwen2Config,
+    Qwen3Config,
+)
+
+_COMMON = {
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+}
+
+
+def tiny_configs() -> dict[str, PretrainedConfig]:
+    """One tiny config per architecture; window sizes are small so sliding layers really slide."""
+    return {
+        "llama": LlamaConfig(**_COMMON),
+        "mistral": MistralConfig(**_COMMON, sliding_window=5),
+        "qwen2": Qwen2Config(**_COMMON, use_sliding_window=True, sliding_window=5, max_window_layers=1),
+        "qwen3": Qwen3Config(**_COMMON, head_dim=16),
+        "gemma3": Gemma3TextConfig(
+            **_COMMON,
+            head_dim=32,
+            sliding_window=5,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        ),
+        "phi3": Phi3Config(**_COMMON, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    }
+
+
+ARCHITECTURES = sorted(tiny_configs())
+
+
+def tiny_model(arch: str, *, dtype: torch.dtype = torch.float32, attn_implementation: str = "sdpa"):
+    """A seeded tiny random causal LM of ``arch`` (one of :data:`ARCHITECTURES`)."""
+    config = tiny_configs()[arch]
+    config._attn_implementation = attn_implementation
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn_implementation)
+    return model.eval()
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(1234)
+
+
+@pytest.fixture(params=ARCHITECTURES)
+def arch(request: pytest.FixtureRequest) -> str:
+    return request.param
