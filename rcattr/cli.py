@@ -21,7 +21,9 @@ def _parser() -> argparse.ArgumentParser:
         "the answer by relative contextualization on the top-k RC heads.",
     )
     demo.add_argument(
-        "--model", help="transformers model name or path (default: offline SmolLM2-135M-Instruct)"
+        "--model",
+        help="an offline packaged model (SmolLM2-135M-Instruct, the default, or gemma-3-270m) or any "
+        "transformers causal LM name or path",
     )
     demo.add_argument(
         "--document",

@@ -64,14 +64,17 @@ class _DocumentRC:
 def build_prompt(
     tokenizer: PreTrainedTokenizerBase, documents: tuple[str, ...] | list[str], question: str
 ) -> tuple[str, list[tuple[int, int]]]:
-    """The chat prompt and the character span of each document inside it."""
+    """The prompt (chat template, or plain text for a base model) and each document's character span in it."""
     marker = "\x00DOCUMENTS\x00"
     message = f"Answer the question using the documents.\n\n{marker}\nQuestion: {question}"
-    template = str(
-        tokenizer.apply_chat_template(
-            [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=False
+    if tokenizer.chat_template:
+        template = str(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=False
+            )
         )
-    )
+    else:  # a base model: plain text, with the BOS token its tokenizer would add
+        template = f"{tokenizer.bos_token or ''}{message}\nAnswer:"
     head, tail = template.split(marker)
     spans, body = [], ""
     for number, document in enumerate(documents, start=1):
@@ -138,7 +141,9 @@ def render(result: DemoResult, documents: tuple[str, ...] | list[str], question:
     lines = [f"Question: {question}", f"Answer:   {result.answer}", ""]
     best = ", ".join(f"L{layer}.H{head}" for layer, head in result.top_heads[:8])
     lines += [f"Top RC heads (of {len(result.top_heads)} used): {best}", "", "Where the answer comes from:"]
-    for number, (document, score) in enumerate(zip(documents, result.document_scores.tolist(), strict=True), start=1):
+    for number, (document, score) in enumerate(
+        zip(documents, result.document_scores.tolist(), strict=True), start=1
+    ):
         bar = "#" * round(score * width)
         text = document if len(document) <= 60 else document[:57] + "..."
         lines.append(f"  [{number}] {score:6.1%} {bar:<{width}} {text}")

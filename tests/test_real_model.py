@@ -1,4 +1,4 @@
-"""Checks on the offline default model (SmolLM2-135M-Instruct); slower, marked, and run in CI."""
+"""Checks on the offline packaged models (SmolLM2-135M-Instruct, Gemma-3-270m); marked, run in CI."""
 
 from __future__ import annotations
 
@@ -9,48 +9,76 @@ import torch
 from reference import float64_logits, record_eager_qk
 
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.models import load_model
+from rcattr.models import DEFAULT_MODEL, load_model
 
 pytestmark = pytest.mark.real_model
 
+ANSWER_TOKENS = 24
+
 
 @pytest.fixture(scope="module")
-def default_model():
+def smollm2():
     return load_model()
 
 
-def test_default_model_is_smollm2(default_model):
-    model, tokenizer = default_model
+@pytest.fixture(scope="module")
+def gemma3():
+    return load_model("gemma-3-270m")
+
+
+def test_default_model_is_smollm2(smollm2):
+    model, tokenizer = smollm2
     config = model.config
+    assert config.name_or_path == DEFAULT_MODEL
     assert (config.model_type, config.num_hidden_layers, config.num_attention_heads) == ("llama", 30, 9)
     assert config.num_key_value_heads == 3
     assert model.config._attn_implementation == "sdpa"
     assert tokenizer.chat_template and "<|im_start|>" in tokenizer.chat_template
 
 
-@torch.no_grad()
-def test_capture_on_default_model_equals_eager(default_model):
-    model, tokenizer = default_model
-    messages = [{"role": "user", "content": "Paris is the capital of France. What is the capital of France?"}]
-    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    ids = tokenizer(prompt + "The capital of France is Paris.", return_tensors="pt").input_ids
-    prompt_len = len(tokenizer(prompt).input_ids)
-    rows = slice(prompt_len, None)
+def test_gemma3_has_sliding_and_global_layers(gemma3):
+    config = gemma3[0].config
+    assert (config.model_type, config.num_key_value_heads, config.head_dim) == ("gemma3_text", 1, 256)
+    assert {"sliding_attention", "full_attention"} == set(config.layer_types)
 
-    plain = model(ids).logits
+
+def _long_text(sentences: int) -> str:
+    return " ".join(
+        f"Fact {i}: the {i % 7}th river flows past town {i * 13 % 101}." for i in range(sentences)
+    )
+
+
+@pytest.mark.parametrize(("model_name", "sentences"), [("smollm2", 6), ("gemma3", 60)])
+@torch.no_grad()
+def test_capture_equals_float64_eager(model_name, sentences, request):
+    model, tokenizer = request.getfixturevalue(model_name)
+    ids = tokenizer(_long_text(sentences), return_tensors="pt").input_ids
+    rows = slice(ids.shape[1] - ANSWER_TOKENS, None)
+
+    plain = model(ids, logits_to_keep=1, output_hidden_states=True).hidden_states[-1]
     store = LogitStore()
     with LogitCapture(model, store, query_positions=rows):
-        captured = model(ids).logits
+        captured = model(ids, logits_to_keep=1, output_hidden_states=True).hidden_states[-1]
     assert (captured - plain).abs().max() <= 1e-6
 
     reference_model = copy.deepcopy(model).double()
     reference_model.set_attn_implementation("eager")
     with record_eager_qk(reference_model) as records:
-        reference_model(ids)
-    for layer in range(30):
+        reference_model(ids, logits_to_keep=1)
+    del reference_model
+
+    window = getattr(model.config, "sliding_window", None)
+    for layer in range(model.config.num_hidden_layers):
         [(logits, step)] = store.steps[layer]
         [(query, key)] = records[layer]
         expected = float64_logits(query, key)[:, :, rows]
-        assert step.query_positions.tolist() == list(range(prompt_len, ids.shape[1]))
         error = (logits.double() - expected).abs().max() / expected.abs().max()
         assert error <= 1e-4, f"layer {layer}: relative error {error:.2e}"
+        distance = step.query_positions[:, None] - step.key_positions[None, :]
+        sees = distance >= 0
+        if step.sliding_window is not None:
+            assert step.sliding_window == window
+            sees &= distance < window
+        assert torch.equal(step.visible[0], sees), f"layer {layer}: visible keys"
+    if model_name == "gemma3":  # the prompt is long enough for the window to hide the first tokens
+        assert ids.shape[1] > window + ANSWER_TOKENS
