@@ -115,7 +115,7 @@ def explain(
         document_of_key[: len(starts)][(starts < last) & (ends > first)] = index
     reducer = _DocumentRC(document_of_key, len(documents), prompt_ids.shape[1])
     with LogitCapture(model, reducer, query_positions=slice(prompt_ids.shape[1], None)):
-        model(ids)
+        model(ids, logits_to_keep=1)  # only the captured logits are needed, not the vocabulary
 
     layers = sorted(reducer.head_scores)
     head_scores = torch.stack([reducer.head_scores[i] for i in layers])  # [layers, heads]
