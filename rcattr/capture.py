@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import torch
 from transformers import PreTrainedModel
@@ -45,6 +46,10 @@ class CaptureStep:
         padding and the sliding window, read from the very mask the model used.
     sliding_window : int or None
         The layer's window size when it is a sliding-window layer.
+    scaling : float
+        The softmax scale the layer applies to the logits (``1/sqrt(head_dim)`` for most models).
+    softcap : float or None
+        The layer's attention-logit soft-capping, if any (Gemma 2).
     """
 
     layer_idx: int
@@ -52,6 +57,8 @@ class CaptureStep:
     key_positions: torch.Tensor
     visible: torch.Tensor
     sliding_window: int | None
+    scaling: float
+    softcap: float | None = None
 
 
 Reducer = Callable[[torch.Tensor, CaptureStep], None]
@@ -98,7 +105,7 @@ class LogitCapture:
         layers: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        _check_supported(model)
+        check_supported(model)
         self.model = model
         self.reducer = reducer
         self.dtype = dtype
@@ -137,7 +144,7 @@ class LogitCapture:
         query: torch.Tensor,
         key: torch.Tensor,
         attention_mask: torch.Tensor | None,
-        sliding_window: int | None,
+        kwargs: dict[str, object],
     ) -> None:
         layer_idx: int = module.layer_idx  # type: ignore[assignment]  # attention modules set an int
         q_len, k_len = query.shape[-2], key.shape[-2]
@@ -159,7 +166,12 @@ class LogitCapture:
             query_positions=positions[local_rows],
             key_positions=key_positions,
             visible=_visible(attention_mask, local_rows, positions[local_rows], key_positions),
-            sliding_window=sliding_window,
+            sliding_window=_optional(
+                kwargs.get("sliding_window", getattr(module, "sliding_window", None)), int
+            ),
+            scaling=_optional(kwargs.get("scaling", getattr(module, "scaling", None)), float)
+            or query.shape[-1] ** -0.5,
+            softcap=_optional(kwargs.get("softcap"), float),
         )
         dtype = self.dtype or torch.promote_types(query.dtype, torch.float32)
         self.reducer(raw_logits(query[:, :, local_rows], key, dtype=dtype), step)
@@ -305,14 +317,21 @@ def _capturing_attention(inner_name: str) -> AttentionFunction:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         capture = _owner(module)
         if capture is not None:
-            window = kwargs.get("sliding_window", getattr(module, "sliding_window", None))
-            capture._observe(module, query, key, attention_mask, window if isinstance(window, int) else None)
+            capture._observe(module, query, key, attention_mask, kwargs)
         return attention_function(inner_name, module)(module, query, key, value, attention_mask, **kwargs)
 
     return attention
 
 
-def _check_supported(model: PreTrainedModel) -> None:
+def _optional(value: object, kind: type) -> Any:
+    """``value`` as ``kind`` when it is a number (not a bool or None), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return kind(value)
+    return None
+
+
+def check_supported(model: PreTrainedModel) -> None:
+    """Raise ``NotImplementedError`` naming the reason if logits of ``model`` cannot be captured."""
     name = type(model).__name__
     if getattr(model.config, "is_encoder_decoder", False):
         raise NotImplementedError(

@@ -1,0 +1,119 @@
+"""What a span scorer sees of one layer: the logits of the rows being explained, and the span layout.
+
+:class:`SpanIndex` says which context tokens make up each context span (a token may belong to two
+spans when it straddles their boundary). :class:`SpanBlock` holds one layer's raw logits for a
+batch of output units (answer, sentences or tokens, padded to equal length) and offers the pieces
+every scorer needs: the cross logits X(P, G'), the self logits Y(g, G') and their visibility.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+
+@dataclass(frozen=True)
+class SpanIndex:
+    """Membership of context tokens in context spans.
+
+    Attributes
+    ----------
+    span : Tensor of long, shape [P]
+        Span id of each (span, token) pair.
+    member : Tensor of long, shape [P]
+        Context token of each pair, as an index into the context keys ``[C]``.
+    n_spans : int
+    """
+
+    span: torch.Tensor
+    member: torch.Tensor
+    n_spans: int
+
+    @classmethod
+    def from_ranges(cls, ranges: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> SpanIndex:
+        """From each span's context-token indices."""
+        span = torch.cat([torch.full((len(r),), i, dtype=torch.long) for i, r in enumerate(ranges)])
+        member = torch.cat([torch.as_tensor(list(r), dtype=torch.long) for r in ranges])
+        return cls(span.to(device), member.to(device), len(ranges))
+
+    def sum(self, per_token: torch.Tensor) -> torch.Tensor:
+        """Sum ``[..., C]`` per-token values over each span: ``[..., n_spans]``."""
+        out = per_token.new_zeros((*per_token.shape[:-1], self.n_spans))
+        return out.index_add_(-1, self.span, per_token.index_select(-1, self.member))
+
+    def mean(self, total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+        """Block means from per-token sums and counts ``[..., C]``; 0 for a span with no sample."""
+        counts = self.sum(count)
+        return self.sum(total) / counts.clamp_min(1)
+
+    @cached_property
+    def padded(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``([n_spans, longest], mask)``: each span's context tokens, padded with token 0."""
+        sizes = torch.bincount(self.span, minlength=self.n_spans)
+        width = int(sizes.max())
+        order = torch.argsort(self.span, stable=True)
+        slot = (
+            torch.arange(len(self.span), device=self.span.device)
+            - (torch.cumsum(sizes, 0) - sizes)[self.span[order]]
+        )
+        index = torch.zeros(self.n_spans, width, dtype=torch.long, device=self.span.device)
+        mask = torch.zeros(self.n_spans, width, dtype=torch.bool, device=self.span.device)
+        index[self.span[order], slot] = self.member[order]
+        mask[self.span[order], slot] = True
+        return index, mask
+
+
+@dataclass(frozen=True)
+class SpanBlock:
+    """One layer's logits for ``U`` output units, each padded to ``R`` rows.
+
+    Attributes
+    ----------
+    logits : Tensor, shape [U, H, R, K]
+        Raw logits ``<q_j, k_i>`` of each unit's rows (unscaled, post-RoPE) against every key.
+    visible : Tensor of bool, shape [U, R, K]
+        Which keys each row attends to; all False on padding rows.
+    context_keys : Tensor of long, shape [C]
+        Key indices of the attributed context tokens.
+    answer_keys : Tensor of long, shape [A]
+        Key indices of the answer tokens (the self sample Y).
+    spans : SpanIndex
+        Context spans over the ``C`` context tokens.
+    scaling : float
+        The layer's softmax scale (``1/sqrt(d)`` for most models).
+    softcap : float or None
+        Logit soft-capping of the layer, if any.
+    """
+
+    logits: torch.Tensor
+    visible: torch.Tensor
+    context_keys: torch.Tensor
+    answer_keys: torch.Tensor
+    spans: SpanIndex
+    scaling: float
+    softcap: float | None = None
+
+    @cached_property
+    def cross(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """X(P, G'): ``[U, H, R, C]`` logits to the context tokens and ``[U, 1, R, C]`` visibility."""
+        return self.logits.index_select(-1, self.context_keys), self.visible.index_select(
+            -1, self.context_keys
+        )[:, None]
+
+    @cached_property
+    def self_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Y(g, G'): ``[U, H, R * A]`` logits to the answer tokens and ``[U, 1, R * A]`` validity."""
+        logits = self.logits.index_select(-1, self.answer_keys).flatten(2)
+        visible = self.visible.index_select(-1, self.answer_keys).flatten(1)[:, None]
+        return logits, visible
+
+    def attention(self) -> torch.Tensor:
+        """Post-softmax attention ``[U, H, R, K]`` exactly as the model computes it (0 on padding rows)."""
+        scores = self.logits * self.scaling
+        if self.softcap is not None:
+            scores = torch.tanh(scores / self.softcap) * self.softcap
+        scores = scores.masked_fill(~self.visible[:, None], float("-inf"))
+        return torch.softmax(scores, dim=-1).nan_to_num_(0.0)
