@@ -10,6 +10,7 @@ summed and normalised over spans (paper Eq. 7).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -208,8 +209,12 @@ class RCAttributor:
         config = model.config.get_text_config()
         self.n_layers, self.n_heads = config.num_hidden_layers, config.num_attention_heads
         self.heads = None if heads is None else fixed_heads(heads, self.n_layers, self.n_heads)
+        total = self.n_layers * self.n_heads
+        if heads is None and isinstance(top_k, int) and top_k > total:
+            warnings.warn(f"top_k={top_k} but the model has {total} heads; using all of them", stacklevel=2)
+            self.top_k = total
         if heads is None:
-            top_heads(torch.zeros(self.n_layers, self.n_heads), top_k)  # validates top_k now
+            top_heads(torch.zeros(self.n_layers, self.n_heads), self.top_k)  # validates top_k now
 
     @torch.no_grad()
     def attribute(
@@ -257,6 +262,12 @@ class RCAttributor:
         unit_scores = _Reduction.stack(reduction.unit_scores)[layers, :, heads].sum(0)  # [U, n_spans]
         context_rc = _Reduction.stack(reduction.context_rc)[layers, heads].sum(0)  # [A]
         self_rc = _Reduction.stack(reduction.self_rc)[layers, heads].sum(0)
+        if not bool((answer_scores > 0).any()):
+            warnings.warn(
+                "no selected head sees the context from the answer (sliding windows shorter than the "
+                "distance?); every span scores 0",
+                stacklevel=2,
+            )
         return RCAttributionResult(
             seq_attr=_normalise(answer_scores).float().cpu(),
             token_attr=_normalise(unit_scores).float().cpu(),

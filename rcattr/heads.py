@@ -69,7 +69,7 @@ def top_heads(scores: torch.Tensor, k: int | float = 20, *, bottom: bool = False
     ----------
     scores : Tensor, shape [L, H]
     k : int or float, default 20
-        Number of heads, or a fraction of all heads when ``0 < k < 1``.
+        Number of heads, or a fraction of all heads when a float in ``(0, 1]``.
     bottom : bool, default False
         Take the lowest-scoring heads instead (the paper's ablation).
 
@@ -79,7 +79,9 @@ def top_heads(scores: torch.Tensor, k: int | float = 20, *, bottom: bool = False
         ``(layer, head)`` pairs, best first (worst first with ``bottom=True``).
     """
     total = scores.numel()
-    count = round(k * total) if isinstance(k, float) and 0 < k < 1 else int(k)
+    if isinstance(k, float) and not 0 < k <= 1:
+        raise ValueError(f"top_k={k!r} as a fraction of the model's {total} heads must be in (0, 1]")
+    count = max(1, round(k * total)) if isinstance(k, float) else int(k)
     if not 1 <= count <= total:
         raise ValueError(
             f"top_k={k!r} selects {count} heads; the model has {total} (use 1..{total} or a fraction)"

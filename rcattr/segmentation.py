@@ -83,8 +83,10 @@ def sentence_spans(text: str, source: int = 0, *, language: str = "english") -> 
     spans = []
     for line in _LINE.finditer(text):
         for start, end in punkt.span_tokenize(line.group()):
-            first, last = line.start() + start, line.start() + end
-            if text[first:last].strip():
+            piece = line.group()[start:end]
+            if piece.strip():
+                first = line.start() + start + len(piece) - len(piece.lstrip())
+                last = line.start() + start + len(piece.rstrip())
                 spans.append(TextSpan(first, last, text[first:last], source))
     return spans
 

@@ -63,3 +63,26 @@ def _seed() -> None:
 @pytest.fixture(params=ARCHITECTURES)
 def arch(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<bos>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant: {% endif %}"
+)
+
+
+def char_tokenizer(*, chat: bool = True):
+    """A fast character-level tokenizer for the tiny models: printable ASCII is its own id, the rest <unk>."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<bos>": 1, "<eos>": 2, "\t": 9, "\n": 10, **{chr(i): i for i in range(32, 127)}}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
+    )
+    if chat:
+        tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer

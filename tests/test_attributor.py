@@ -1,0 +1,211 @@
+"""RCAttributor on tiny random models: exact against brute force, shapes, inputs and errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from captum.attr import LLMAttributionResult, TextTemplateInput, TextTokenInput
+from conftest import ARCHITECTURES, char_tokenizer, tiny_model
+from transformers import AutoModelForCausalLM, BloomConfig
+
+from rcattr.attributor import RCAttributor
+from rcattr.capture import LogitCapture, LogitStore
+from rcattr.prompting import ContextInput, render_prompt
+from rcattr.result import RCAttributionResult
+
+DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
+QUESTION = "What did the cat do?"
+ANSWER = "It sat. Then it purred."
+INPUT = ContextInput(DOCUMENTS, QUESTION)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_model("llama")
+
+
+def _store(model, text_ids: list[int], answer_start: int) -> LogitStore:
+    store = LogitStore()
+    with (
+        torch.no_grad(),
+        LogitCapture(model, store, query_positions=slice(answer_start, None), dtype=torch.float64),
+    ):
+        model(torch.tensor([text_ids]))
+    return store
+
+
+def _ids(tokenizer, answer: str) -> tuple[list[int], int, list[tuple[int, int]]]:
+    prompt = render_prompt(tokenizer, INPUT)
+    encoded = tokenizer(prompt.text, add_special_tokens=False, return_offsets_mapping=True)
+    answer_ids = tokenizer(answer, add_special_tokens=False).input_ids
+    return encoded.input_ids + answer_ids, len(encoded.input_ids), encoded.offset_mapping
+
+
+@pytest.mark.parametrize("scorer", ["rc", "attention"])
+def test_matches_brute_force_over_stored_logits(llama, scorer: str) -> None:
+    tokenizer = char_tokenizer()
+    result = RCAttributor(llama, tokenizer, top_k=5, span_scorer=scorer).attribute(
+        INPUT, ANSWER, granularity="chunk", output_granularity="sentence"
+    )
+    ids, start, offsets = _ids(tokenizer, ANSWER)
+    store = _store(llama, ids, start)
+    prompt = render_prompt(tokenizer, INPUT)
+    chunk_keys = [
+        [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]
+        for c, s in zip(prompt.chunks, prompt.chunk_starts, strict=True)
+    ]
+    context = sorted(k for keys in chunk_keys for k in keys)
+    answer_keys = list(range(start, len(ids)))
+    units = [list(range(0, 7)), list(range(8, 23))]  # "It sat." and "Then it purred." as answer rows
+    assert [s.text for s in result.output_spans] == ["It sat.", "Then it purred."]
+
+    def block_score(logits: torch.Tensor, rows: list[int], keys: list[int]) -> float:
+        if scorer == "attention":
+            weights = torch.softmax(logits[rows] / 4.0, -1)  # head_dim 16: scaling 1/4, causal via the store
+            return float(weights[:, keys].sum(-1).mean())
+        x = [float(logits[r, k]) for r in rows for k in keys]
+        y = [float(logits[r, a]) for r in rows for a in answer_keys if a <= start + r]
+        return sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y))
+
+    # the default head score P(X > Y) over every answer row, checked for the selected heads
+    expected_rows = []
+    for rows in [list(range(len(answer_keys))), *units]:
+        totals = torch.zeros(3, dtype=torch.float64)
+        for layer, head in result.head_selection.as_pairs():
+            logits = store.layer(layer, fill=float("-inf"))[0][0, head]  # [A, S]
+            for chunk, keys in enumerate(chunk_keys):
+                totals[chunk] += block_score(logits, rows, keys)
+        expected_rows.append(totals / totals.sum())
+    torch.testing.assert_close(result.seq_attr, expected_rows[0].float())
+    torch.testing.assert_close(result.token_attr, torch.stack(expected_rows[1:]).float())
+
+    for layer, head in result.head_selection.as_pairs()[:2]:
+        logits = store.layer(layer, fill=float("-inf"))[0][0, head]
+        x = [float(logits[r, k]) for r in range(len(answer_keys)) for k in context]
+        y = [float(logits[r, a]) for r in range(len(answer_keys)) for a in answer_keys if a <= start + r]
+        superiority = sum(a > b for a in x for b in y) / (len(x) * len(y))
+        assert result.head_selection.scores[layer, head].item() == pytest.approx(superiority, rel=1e-9)
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.filterwarnings("ignore:no selected head sees the context")
+def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
+    model = tiny_model(arch)
+    result = RCAttributor(model, char_tokenizer(), top_k=4, span_scorer=scorer).attribute(
+        INPUT, ANSWER, granularity="sentence", output_granularity="token"
+    )
+    assert isinstance(result, LLMAttributionResult) and isinstance(result, RCAttributionResult)
+    assert result.input_tokens == [
+        "The cat sat.",
+        "It purred.",
+        "Dogs bark loudly.",
+        "Birds fly south in May.",
+    ]
+    assert result.token_attr is not None and result.token_attr.shape == (len(ANSWER), 4)
+    if arch == "mistral":  # every layer has a 5-token window: no answer row sees the context
+        assert result.seq_attr.tolist() == [0.0] * 4
+    else:
+        torch.testing.assert_close(result.seq_attr.sum(), torch.tensor(1.0))
+        assert bool((result.seq_attr >= 0).all())
+        seen = result.token_attr.sum(1)
+        torch.testing.assert_close(seen[seen > 0], torch.ones(int((seen > 0).sum())))
+    assert result.groundedness.shape == (len(ANSWER),)
+    assert bool(((result.groundedness >= 0) & (result.groundedness <= 1)).all())
+    assert result.head_selection.heads.shape == (4, 2)
+
+
+@pytest.mark.parametrize("scorer", ["rc", "rc_bound", "attention"])
+def test_batched_units_equal_units_scored_alone(llama, scorer: str) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=3, span_scorer=scorer)
+    tokens = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="token")
+    sentences = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
+    for unit, bounds in [(3, (3, 4)), (20, (20, 21))]:
+        alone = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity=[bounds])
+        torch.testing.assert_close(alone.token_attr[0], tokens.token_attr[unit])
+    second = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity=[(8, 23)])
+    torch.testing.assert_close(second.token_attr[0], sentences.token_attr[1])
+
+
+def test_generated_and_given_answers_give_identical_results(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
+    generated = attributor.attribute(INPUT, gen_args={"max_new_tokens": 12, "min_new_tokens": 12})
+    given = attributor.attribute(INPUT, generated.answer)
+    assert generated.answer
+    assert torch.equal(generated.seq_attr, given.seq_attr)
+    assert torch.equal(generated.token_attr, given.token_attr)
+    assert torch.equal(generated.groundedness, given.groundedness)
+
+
+def test_captum_inputs(llama) -> None:
+    tokenizer = char_tokenizer()
+    attributor = RCAttributor(llama, tokenizer, top_k=3)
+    template = TextTemplateInput("{} lives in {}, {}.", values=["Dave", "Palm Coast", "FL"], mask=[0, 1, 1])
+    result = attributor.attribute(template, "Florida")
+    assert result.input_tokens == ["Dave", "Palm Coast FL"] and result.inp is template
+    torch.testing.assert_close(result.seq_attr.sum(), torch.tensor(1.0))
+    tokens = TextTokenInput("Dave lives", tokenizer, skip_tokens=[" "])
+    result = attributor.attribute(tokens, "Florida")
+    assert result.input_tokens == list("Davelives")
+
+
+def test_fixed_bottom_and_head_scores(llama) -> None:
+    tokenizer = char_tokenizer()
+    scores = RCAttributor(llama, tokenizer, top_k=4).head_scores(INPUT, ANSWER)
+    assert scores.shape == (3, 4)
+    bottom = RCAttributor(llama, tokenizer, top_k=2, bottom=True).attribute(INPUT, ANSWER)
+    assert bottom.head_selection.heads.tolist() == [
+        [int(i) // 4, int(i) % 4] for i in scores.flatten().argsort()[:2]
+    ]
+    fixed = RCAttributor(llama, tokenizer, heads=[(2, 1)]).attribute(INPUT, ANSWER)
+    assert fixed.head_selection.as_pairs() == [(2, 1)] and fixed.head_selection.kind == "fixed"
+
+
+def test_result_table_and_top(llama) -> None:
+    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, ANSWER, granularity="chunk")
+    table = result.to_dataframe()
+    assert list(table.columns) == ["score", "source", "start", "end", "text"]
+    assert table["score"].is_monotonic_decreasing and sorted(table["source"]) == [0, 1, 2]
+    best, score = result.top(1)[0]
+    assert best.text == DOCUMENTS[best.source] and score == pytest.approx(float(result.seq_attr.max()))
+    with pytest.raises(IndexError, match="1 output units"):
+        result.top(1, output=3)
+
+
+@pytest.mark.parametrize(
+    ("inp", "target", "kwargs", "error", "message"),
+    [
+        (ContextInput(""), "a", {}, ValueError, "context is empty"),
+        (INPUT, "  ", {}, ValueError, "target is empty"),
+        (INPUT, "x" * 300, {}, ValueError, "exceeds the model's window of 256"),
+        ("one context", "a", {"granularity": [(0, 50)]}, ValueError, "0 <= start < end <= 11"),
+        (INPUT, "abc", {"output_granularity": [(2, 9)]}, ValueError, "0 <= start < end <= 3"),
+        (INPUT, "a", {"granularity": [(0, 3)]}, ValueError, "single context string"),
+        (INPUT, "a", {"granularity": "word"}, ValueError, "unknown granularity 'word'"),
+        (INPUT, "a", {"output_granularity": "paragraph"}, ValueError, "unknown output_granularity"),
+        (INPUT, 3, {}, TypeError, "target must be the answer string"),
+    ],
+)
+def test_bad_input_is_named(llama, inp, target, kwargs, error, message) -> None:
+    with pytest.raises(error, match=message):
+        RCAttributor(llama, char_tokenizer(), top_k=4).attribute(inp, target, **kwargs)
+
+
+def test_bad_configuration_is_named(llama) -> None:
+    tokenizer = char_tokenizer()
+    with pytest.raises(ValueError, match="unknown span_scorer"):
+        RCAttributor(llama, tokenizer, span_scorer="grad")
+    with pytest.raises(ValueError, match="unknown head_score"):
+        RCAttributor(llama, tokenizer, head_score="max")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="top_k=0"):
+        RCAttributor(llama, tokenizer, top_k=0)
+    with pytest.warns(UserWarning, match="has 12 heads; using all of them"):
+        assert RCAttributor(llama, tokenizer, top_k=13).top_k == 12
+    with pytest.raises(ValueError, match="does not exist"):
+        RCAttributor(llama, tokenizer, heads=[(3, 0)])
+
+
+def test_unsupported_model_is_named() -> None:
+    bloom = AutoModelForCausalLM.from_config(BloomConfig(vocab_size=128, hidden_size=32, n_layer=1, n_head=2))
+    with pytest.raises(NotImplementedError, match="BloomForCausalLM"):
+        RCAttributor(bloom, char_tokenizer())

@@ -1,0 +1,92 @@
+"""Head scores against brute force, scale-freedom of the default, and head selection."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rcattr.heads import fixed_heads, layer_head_scores, top_heads
+
+
+def _layer(seed: int = 0) -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(seed)
+    cross = torch.randn(3, 4, 5, generator=generator, dtype=torch.float64)
+    own = torch.randn(3, 4, 4, generator=generator, dtype=torch.float64)
+    cross_visible = torch.ones(4, 5, dtype=torch.bool)
+    cross_visible[0, :2] = False  # a window hides far context from the first row
+    own_visible = torch.ones(4, 4, dtype=torch.bool).tril()
+    return cross, cross_visible, own, own_visible
+
+
+def _pairs(head: int) -> tuple[list[float], list[float]]:
+    cross, cross_visible, own, own_visible = _layer()
+    return cross[head][cross_visible].tolist(), own[head][own_visible].tolist()
+
+
+@pytest.mark.parametrize("kind", ["superiority", "rc", "rc_std"])
+def test_head_scores_match_brute_force(kind: str) -> None:
+    scores = layer_head_scores(*_layer(), kind=kind)  # type: ignore[arg-type]
+    for head in range(3):
+        x, y = _pairs(head)
+        if kind == "superiority":
+            expected = sum(a > b for a in x for b in y) / (len(x) * len(y))
+        else:
+            expected = sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y))
+            if kind == "rc_std":
+                expected /= torch.tensor(y, dtype=torch.float64).std(correction=0).item()
+        assert scores[head].item() == pytest.approx(expected, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.01, 100.0), min_size=3, max_size=3))
+def test_scale_free_scores_ignore_per_head_logit_scales(scales: list[float]) -> None:
+    cross, cross_visible, own, own_visible = _layer(1)
+    factor = torch.tensor(scales, dtype=torch.float64)[:, None, None]
+    for kind in ("superiority", "rc_std"):
+        before = layer_head_scores(cross, cross_visible, own, own_visible, kind)  # type: ignore[arg-type]
+        after = layer_head_scores(cross * factor, cross_visible, own * factor, own_visible, kind)  # type: ignore[arg-type]
+        torch.testing.assert_close(before, after)
+
+
+def test_raw_rc_follows_the_scale() -> None:
+    cross, cross_visible, own, own_visible = _layer()
+    before = layer_head_scores(cross, cross_visible, own, own_visible, "rc")
+    after = layer_head_scores(cross * 10, cross_visible, own * 10, own_visible, "rc")
+    torch.testing.assert_close(after, before * 10)
+
+
+def test_no_visible_context_scores_zero() -> None:
+    cross, _, own, own_visible = _layer()
+    hidden = torch.zeros(4, 5, dtype=torch.bool)
+    assert layer_head_scores(cross, hidden, own, own_visible).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_unknown_kind() -> None:
+    with pytest.raises(ValueError, match="unknown head score 'max'"):
+        layer_head_scores(*_layer(), kind="max")  # type: ignore[arg-type]
+
+
+SCORES = torch.tensor([[0.1, 0.9, 0.3], [0.5, 0.2, 0.8]])
+
+
+def test_top_and_bottom_heads() -> None:
+    assert top_heads(SCORES, 2).tolist() == [[0, 1], [1, 2]]
+    assert top_heads(SCORES, 2, bottom=True).tolist() == [[0, 0], [1, 1]]
+    assert top_heads(SCORES, 0.5).shape == (3, 2)
+    assert top_heads(SCORES, 1.0).shape == (6, 2)
+
+
+@pytest.mark.parametrize("k", [0, 7, -1, 1.5, 0.0])
+def test_top_heads_reject_bad_k(k: float) -> None:
+    with pytest.raises(ValueError, match="model.s 6 heads|model has 6"):
+        top_heads(SCORES, k)
+
+
+def test_fixed_heads() -> None:
+    assert fixed_heads([(1, 2), (0, 0)], 2, 3).tolist() == [[1, 2], [0, 0]]
+    with pytest.raises(ValueError, match=r"head \(2, 0\) does not exist; the model has 2 layers x 3 heads"):
+        fixed_heads([(2, 0)], 2, 3)
+    with pytest.raises(ValueError, match="empty"):
+        fixed_heads([], 2, 3)

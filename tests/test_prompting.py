@@ -1,0 +1,68 @@
+"""Prompts: chunks sit at their recorded offsets, in chat templates, plain prompts and captum inputs."""
+
+from __future__ import annotations
+
+import pytest
+from captum.attr import TextTemplateInput, TextTokenInput
+from conftest import char_tokenizer
+
+from rcattr.prompting import ContextInput, render_prompt
+
+DOCUMENTS = ["First <doc> & more.", "Second doc.\nWith two lines.", "Third {braces} doc."]
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_chunks_sit_at_their_offsets(chat: bool) -> None:
+    prompt = render_prompt(char_tokenizer(chat=chat), ContextInput(DOCUMENTS, "Which doc?"))
+    assert prompt.chunks == DOCUMENTS
+    for chunk, start in zip(prompt.chunks, prompt.chunk_starts, strict=True):
+        assert prompt.text[start : start + len(chunk)] == chunk
+    assert "Document [3]: " in prompt.text and "Question: Which doc?" in prompt.text
+    assert prompt.text.startswith("<bos>user: ") == chat
+    assert prompt.add_special_tokens is not chat
+
+
+def test_single_context_string_has_no_document_label() -> None:
+    prompt = render_prompt(char_tokenizer(), "Just one context.")
+    assert "Document [" not in prompt.text and "Question" not in prompt.text
+    assert prompt.text[prompt.chunk_starts[0] :].startswith("Just one context.")
+
+
+def test_forcing_a_missing_chat_template_fails() -> None:
+    with pytest.raises(ValueError, match="no chat template"):
+        render_prompt(char_tokenizer(chat=False), ContextInput("x", chat_template=True))
+
+
+@pytest.mark.parametrize("context", ["", "   ", [], ["ok", " \n"]])
+def test_empty_context_is_rejected(context: str | list[str]) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        render_prompt(char_tokenizer(), ContextInput(context, "q"))
+
+
+def test_template_input_values_and_mask_groups() -> None:
+    inp = TextTemplateInput("{} lives in {}, {}.", values=["Dave", "Palm Coast", "FL"], mask=[0, 1, 1])
+    prompt = render_prompt(char_tokenizer(), inp)
+    assert prompt.text == "Dave lives in Palm Coast, FL."
+    for chunk, start in zip(prompt.chunks, prompt.chunk_starts, strict=True):
+        assert prompt.text[start : start + len(chunk)] == chunk
+    assert prompt.features == [[0], [1, 2]]
+
+
+def test_template_input_with_named_values() -> None:
+    inp = TextTemplateInput("{name} lives in {city}.", values={"name": "Dave", "city": "Paris"})
+    prompt = render_prompt(char_tokenizer(), inp)
+    assert prompt.text == "Dave lives in Paris."
+    assert prompt.chunk_starts == [0, 14]
+
+
+def test_token_input_features_are_the_kept_tokens() -> None:
+    tokenizer = char_tokenizer()
+    inp = TextTokenInput("a b", tokenizer, skip_tokens=[" "])
+    prompt = render_prompt(tokenizer, inp)
+    assert prompt.token_ids == [97, 32, 98]
+    assert prompt.feature_tokens == [0, 2] and prompt.chunks == ["a", "b"]
+
+
+def test_unknown_input_type() -> None:
+    with pytest.raises(TypeError, match="ContextInput"):
+        render_prompt(char_tokenizer(), 42)  # type: ignore[arg-type]

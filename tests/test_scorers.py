@@ -1,0 +1,144 @@
+"""Span scorers against brute force, and the attention scorer against the model's own attention."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import char_tokenizer, tiny_model
+
+from rcattr.attributor import RCAttributor
+from rcattr.capture import CaptureStep, LogitCapture
+from rcattr.prompting import ContextInput
+from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
+from rcattr.spans import SpanBlock, SpanIndex
+from rcattr.stats import overlap_bounds
+
+# 3 context tokens at keys 1..3 in two overlapping spans, answer keys 4..7; units: rows {0, 1} and {2, 3}.
+SPAN_TOKENS = [[0, 1], [1, 2]]
+CONTEXT_KEYS = torch.tensor([1, 2, 3])
+ANSWER_KEYS = torch.tensor([4, 5, 6, 7])
+
+
+def _block(window: int | None = None) -> SpanBlock:
+    torch.manual_seed(0)
+    rows = torch.tensor([[0, 1], [2, 3]])  # answer rows of each unit
+    positions = ANSWER_KEYS[rows]  # [U, R] query positions
+    keys = torch.arange(8)
+    visible = keys <= positions[..., None]
+    if window is not None:
+        visible &= keys > positions[..., None] - window
+    logits = torch.randn(2, 3, 2, 8, dtype=torch.float64) * 4
+    return SpanBlock(logits, visible, CONTEXT_KEYS, ANSWER_KEYS, SpanIndex.from_ranges(SPAN_TOKENS), 0.5)
+
+
+def _samples(block: SpanBlock, unit: int, head: int, span: int) -> tuple[list[float], list[float]]:
+    x, y = [], []
+    for row in range(block.logits.shape[2]):
+        for key in range(block.logits.shape[3]):
+            if not block.visible[unit, row, key]:
+                continue
+            value = float(block.logits[unit, head, row, key])
+            if key in [int(CONTEXT_KEYS[t]) for t in SPAN_TOKENS[span]]:
+                x.append(value)
+            if key in ANSWER_KEYS.tolist():
+                y.append(value)
+    return x, y
+
+
+@pytest.mark.parametrize("window", [None, 4])
+def test_rc_scorer_is_the_block_expectation(window: int | None) -> None:
+    block = _block(window)
+    scores = RCScorer().score(block)
+    for unit in range(2):
+        for head in range(3):
+            for span in range(2):
+                x, y = _samples(block, unit, head, span)
+                expected = sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y)) if x else 0.0
+                assert scores[unit, head, span].item() == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("window", [None, 4])
+def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None) -> None:
+    block = _block(window)
+    scores = RCBoundScorer().score(block)
+    for unit in range(2):
+        for head in range(3):
+            for span in range(2):
+                x, y = _samples(block, unit, head, span)
+                if not x:
+                    assert scores[unit, head, span] == 0
+                    continue
+                _, upper = overlap_bounds(
+                    torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+                )
+                assert scores[unit, head, span].item() == pytest.approx(upper.item(), rel=1e-12)
+    assert bool((scores >= RCScorer().score(block) - 1e-12).all())
+
+
+def test_attention_scorer_is_the_mean_softmax_mass() -> None:
+    block = _block()
+    scores = AttentionScorer().score(block)
+    for unit in range(2):
+        for head in range(3):
+            masses = torch.zeros(2, dtype=torch.float64)
+            for row in range(2):
+                logits = block.logits[unit, head, row] * 0.5
+                weights = torch.softmax(logits.masked_fill(~block.visible[unit, row], float("-inf")), -1)
+                for span, tokens in enumerate(SPAN_TOKENS):
+                    masses[span] += weights[CONTEXT_KEYS[tokens]].sum() / 2
+            torch.testing.assert_close(scores[unit, head], masses)
+
+
+def test_softcap_is_applied() -> None:
+    plain = _block()
+    capped = SpanBlock(**{**plain.__dict__, "softcap": 1.0})
+    assert not torch.allclose(AttentionScorer().score(plain), AttentionScorer().score(capped))
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3", "qwen2"])
+def test_attention_scorer_matches_the_models_eager_attention(arch: str) -> None:
+    """Scaling (Gemma's query_pre_attn_scalar), windows and GQA: mass equals output_attentions."""
+    model = tiny_model(arch, attn_implementation="eager")
+    ids = torch.randint(3, 120, (1, 12))
+    blocks: dict[int, SpanBlock] = {}
+
+    def keep(logits: torch.Tensor, step: CaptureStep) -> None:
+        visible = step.visible[0][None]
+        blocks[step.layer_idx] = SpanBlock(
+            logits[0][None],
+            visible,
+            torch.arange(12),
+            torch.arange(8, 12),
+            SpanIndex.from_ranges([[k] for k in range(12)]),
+            step.scaling,
+            step.softcap,
+        )
+
+    with LogitCapture(model, keep, query_positions=slice(8, None)):
+        attentions = model(ids, output_attentions=True).attentions
+    for layer, block in blocks.items():
+        expected = attentions[layer][0, :, 8:].mean(1)  # [H, keys]: mean over the 4 rows
+        torch.testing.assert_close(AttentionScorer().score(block)[0], expected, atol=1e-5, rtol=1e-4)
+
+
+def test_make_span_scorer() -> None:
+    assert isinstance(make_span_scorer("rc_bound"), RCBoundScorer)
+    scorer = RCScorer(dtype=torch.float32)
+    assert make_span_scorer(scorer) is scorer
+    assert sorted(SPAN_SCORERS) == ["attention", "rc", "rc_bound"]
+    with pytest.raises(ValueError, match="unknown span_scorer 'mean'"):
+        make_span_scorer("mean")
+
+
+def test_a_custom_scorer_plugs_in() -> None:
+    class FirstToken(AttentionScorer):
+        def score(self, block: SpanBlock) -> torch.Tensor:
+            scores = torch.zeros(block.logits.shape[0], block.logits.shape[1], block.spans.n_spans)
+            scores[..., 0] = 1.0
+            return scores
+
+    model = tiny_model("llama")
+    result = RCAttributor(model, char_tokenizer(), top_k=2, span_scorer=FirstToken()).attribute(
+        ContextInput(["aa", "bb"], "q"), target="ab", granularity="chunk"
+    )
+    assert result.seq_attr.tolist() == [1.0, 0.0]

@@ -1,0 +1,222 @@
+"""HTML, terminal and heat-map views of a synthetic attribution result."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import matplotlib
+import pytest
+import torch
+
+from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.segmentation import TextSpan, whole_span
+from rcattr.viz import plot_head_scores, save_head_heatmap, save_html, to_html, to_terminal
+
+matplotlib.use("Agg")
+
+CHUNKS = [
+    "The Eiffel Tower is 330 metres tall. It was completed in 1889.",
+    'Beware <script>alert("x")</script> & friends. Mount Fuji is 3,776 metres high.',
+]
+ANSWER = "It is 330 metres tall. It opened in 1889."
+
+
+def _span(text: str, piece: str, source: int = 0) -> TextSpan:
+    start = text.index(piece)
+    return TextSpan(start, start + len(piece), piece, source)
+
+
+def _result(
+    context_spans: list[TextSpan] | None = None, chunks: list[str] | None = None
+) -> RCAttributionResult:
+    chunks = CHUNKS if chunks is None else chunks
+    if context_spans is None:  # listed out of text order on purpose; the gap " " is no span
+        context_spans = [
+            _span(chunks[0], "It was completed in 1889."),
+            _span(chunks[0], "The Eiffel Tower is 330 metres tall."),
+            _span(chunks[1], 'Beware <script>alert("x")</script> & friends.', 1),
+            _span(chunks[1], "Mount Fuji is 3,776 metres high.", 1),
+        ]
+    n = len(context_spans)
+    token_attr = torch.softmax(torch.arange(2 * n, dtype=torch.float).view(2, n).flip(1) * 0.7, dim=1)
+    token_attr[1] = token_attr[1].roll(1)
+    answer_tokens = [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", ANSWER)]
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.rand(4, 3, generator=generator)
+    return RCAttributionResult(
+        seq_attr=token_attr.mean(0),
+        token_attr=token_attr,
+        context_spans=context_spans,
+        output_spans=[_span(ANSWER, "It is 330 metres tall."), _span(ANSWER, "It opened in 1889.")],
+        chunks=chunks,
+        answer=ANSWER,
+        answer_tokens=answer_tokens,
+        groundedness=torch.linspace(0.1, 0.9, len(answer_tokens)),
+        head_selection=HeadSelection(scores, torch.tensor([[0, 1], [3, 2]]), "superiority"),
+        span_scorer="rc_expectation",
+    )
+
+
+class _Collector(HTMLParser):
+    """Text of each ``data-chunk`` block, the ``data-i`` of its spans in order, and the JSON payload."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: dict[int, str] = {}
+        self.span_order: dict[int, list[int]] = {}
+        self.payload = ""
+        self._chunk: int | None = None
+        self._depth = 0
+        self._in_json = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if self._chunk is not None:
+            self._depth += 1
+            if "data-i" in found:
+                self.span_order[self._chunk].append(int(found["data-i"] or -1))
+        elif "data-chunk" in found:
+            self._chunk, self._depth = int(found["data-chunk"] or -1), 0
+            self.chunks[self._chunk], self.span_order[self._chunk] = "", []
+        self._in_json = found.get("type") == "application/json"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_json = False
+        if self._chunk is not None:
+            if self._depth == 0:
+                self._chunk = None
+            self._depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._chunk is not None:
+            self.chunks[self._chunk] += data
+        if self._in_json:
+            self.payload += data
+
+
+def _parse(page: str) -> _Collector:
+    collector = _Collector()
+    collector.feed(page)
+    return collector
+
+
+def test_html_shows_each_chunk_once_and_escaped() -> None:
+    result = _result()
+    page = to_html(result)
+    parsed = _parse(page)
+    assert parsed.chunks == dict(enumerate(CHUNKS))
+    assert "<script>alert" not in page
+    context = page[page.index('id="showing"') : page.index("Top sources")]
+    assert context.count("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; friends.") == 1
+    assert "Document [1]" in page and "Document [2]" in page
+
+
+def test_html_spans_are_in_text_order() -> None:
+    parsed = _parse(to_html(_result()))
+    assert parsed.span_order == {0: [1, 0], 1: [2, 3]}
+
+
+def test_html_payload_has_the_score_shapes() -> None:
+    result = _result()
+    payload = json.loads(_parse(to_html(result)).payload)
+    assert set(payload) == {"seq", "units"}
+    assert len(payload["seq"]) == 4
+    assert [len(row) for row in payload["units"]] == [4, 4]
+    assert payload["units"][1] == pytest.approx(result.token_attr[1].tolist(), abs=1e-6)
+
+
+def test_html_lists_top_sources_heads_and_groundedness() -> None:
+    result = _result()
+    page = to_html(result, title="My <title>")
+    (best, _), *_ = result.top(1)
+    table = page[page.index("Top sources") : page.index("Heads")]
+    assert best.text in table
+    assert "L0H1" in page and "L3H2" in page
+    assert page.count('class="u"') == 2
+    assert 'title="groundedness 0.100"' in page
+    assert "<title>My &lt;title&gt;</title>" in page
+
+
+@pytest.mark.parametrize(
+    "spans",
+    [
+        [whole_span(CHUNKS[0], 0), whole_span(CHUNKS[1], 1)],
+        [TextSpan(4, 10, CHUNKS[0][4:10], 0), TextSpan(20, 25, CHUNKS[1][20:25], 1)],
+        [TextSpan(0, 3, CHUNKS[0][:3], 0), TextSpan(3, 10, CHUNKS[0][3:10], 0), whole_span(CHUNKS[1], 1)],
+    ],
+    ids=["full-chunks", "gaps", "touching"],
+)
+def test_any_spans_render_the_full_chunks(spans: list[TextSpan]) -> None:
+    result = _result(spans)
+    assert _parse(to_html(result)).chunks == dict(enumerate(CHUNKS))
+    plain = to_terminal(result, color=False, width=10_000)
+    assert all(chunk in re.sub(r"\[/?\d(:[\d.]+)?\]", "", plain) for chunk in CHUNKS)
+
+
+def test_terminal_without_color_marks_the_top_spans() -> None:
+    result = _result()
+    text = to_terminal(result, color=False, width=200)
+    (best, score), *_ = result.top(1)
+    assert f"[1:{score:.2f}]{best.text}[/1]" in text
+    assert "[4:" not in text
+    assert "\x1b" not in text
+    assert "Output 2: It opened in 1889." in text
+
+
+def test_terminal_wraps_to_width() -> None:
+    text = to_terminal(_result(), color=False, width=30)
+    header, *context = text.split("\n\nOutput 1")[0].splitlines()
+    assert header.startswith("Context")
+    assert len(context) > 5
+    assert max(len(line) for line in context) <= 30
+
+
+def test_terminal_color_and_auto_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "\x1b[" in to_terminal(_result(), color=True, output=1, width=80)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b" not in to_terminal(_result())
+
+
+def test_terminal_rejects_a_bad_output() -> None:
+    with pytest.raises(IndexError, match="output=5"):
+        to_terminal(_result(), output=5)
+
+
+def test_head_heatmap_outlines_the_selected_heads() -> None:
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    result = _result()
+    ax = plot_head_scores(result, title="heads")
+    outlines = [patch for patch in ax.patches if isinstance(patch, Rectangle)]
+    assert ax.images[0].get_array().shape == (4, 3)
+    assert [outline.get_xy() for outline in outlines] == [(0.5, -0.5), (1.5, 2.5)]  # (head, layer) - 0.5
+    assert ax.figure.axes[-1].get_ylabel() == "superiority"
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("head", "layer", "heads")
+    plt.close(ax.figure)
+
+    given = Figure().subplots()
+    ax = plot_head_scores(result.head_selection.scores.numpy(), selected=[(1, 1)], ax=given)
+    assert ax is given
+    assert sum(isinstance(patch, Rectangle) for patch in ax.patches) == 1
+
+
+@pytest.mark.parametrize(
+    ("scores", "selected"),
+    [(torch.rand(4), None), (torch.rand(4, 3), [(4, 0)]), (torch.rand(4, 3), [1, 2, 3])],
+)
+def test_head_heatmap_rejects_bad_shapes(scores: torch.Tensor, selected: list | None) -> None:
+    with pytest.raises(ValueError):
+        plot_head_scores(scores, selected=selected)
+
+
+def test_save_functions_write_files(tmp_path: Path) -> None:
+    result = _result()
+    page = save_html(result, tmp_path / "result.html", title="saved")
+    image = save_head_heatmap(result, tmp_path / "heads.png")
+    assert "saved" in page.read_text(encoding="utf-8")
+    assert image.read_bytes().startswith(b"\x89PNG")
