@@ -22,7 +22,7 @@ from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.capture import CaptureStep, LogitCapture, check_supported
-from rcattr.heads import HEAD_SCORES, HeadScore, fixed_heads, layer_head_scores, top_heads
+from rcattr.heads import HEAD_SCORES, HeadScore, fixed_heads, layer_rc, top_heads
 from rcattr.prompting import ContextInput, Prompt, render_prompt
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.scorers import SpanScorer, make_span_scorer
@@ -37,7 +37,6 @@ from rcattr.segmentation import (
     whole_span,
 )
 from rcattr.spans import SpanBlock, SpanIndex
-from rcattr.stats import phi
 
 AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput | str
 SpanSpec: TypeAlias = str | Sequence[tuple[int, int]]
@@ -69,7 +68,7 @@ class _Reduction:
     answer_scores: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, n_spans]
     unit_scores: dict[int, torch.Tensor] = field(default_factory=dict)  # [U, H, n_spans]
     context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z] per answer row
-    self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z'] per answer row
+    self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z'] per answer row, same Y
 
     @staticmethod
     def stack(table: Mapping[int, torch.Tensor]) -> torch.Tensor:
@@ -93,9 +92,10 @@ class _Reducer:
         cross_visible = visible.index_select(-1, layout.context_keys)
         own = logits.index_select(-1, self.answer_keys)  # [H, A, A]
         own_visible = visible.index_select(-1, self.answer_keys)
-        self.out.head_scores[layer] = layer_head_scores(
-            cross, cross_visible, own, own_visible, self.head_score
-        )
+        statistics = layer_rc(cross, cross_visible, own, own_visible, self.head_score)
+        self.out.head_scores[layer] = statistics.head_scores
+        self.out.context_rc[layer] = statistics.context_rc
+        self.out.self_rc[layer] = statistics.self_rc
         if self.scorer is None:
             return
         whole = torch.ones(1, layout.n_answer, dtype=torch.bool, device=logits.device)
@@ -105,7 +105,6 @@ class _Reducer:
             self.out.unit_scores[layer] = self.scorer.score(block)
         else:
             self.out.unit_scores[layer] = self.out.answer_scores[layer][None]
-        self._groundedness(layer, cross, cross_visible, own, own_visible)
 
     def _block(
         self,
@@ -129,26 +128,6 @@ class _Reducer:
             scaling=step.scaling,
             softcap=step.softcap,
         )
-
-    def _groundedness(
-        self,
-        layer: int,
-        cross: torch.Tensor,
-        cross_visible: torch.Tensor,
-        own: torch.Tensor,
-        own_visible: torch.Tensor,
-    ) -> None:
-        # Per answer row j: E[Z] with X = its context logits and Y = its self logits, and
-        # E[Z'] = E[Z] - mean X + mean Y (since max(x-y,0) - max(y-x,0) = x - y).
-        per_x = phi(cross, own, y_mask=own_visible)  # [H, A, C]
-        weights = cross_visible.to(per_x.dtype)
-        n_x = weights.sum(-1).clamp_min(1)  # [A]
-        context_rc = (per_x * weights).sum(-1) / n_x
-        mean_x = (cross.to(per_x.dtype) * weights).sum(-1) / n_x
-        own_weights = own_visible.to(per_x.dtype)
-        mean_y = (own.to(per_x.dtype) * own_weights).sum(-1) / own_weights.sum(-1)
-        self.out.context_rc[layer] = context_rc
-        self.out.self_rc[layer] = (context_rc - mean_x + mean_y).clamp_min(0)
 
 
 class RCAttributor:

@@ -10,14 +10,82 @@ of superiority, which needs only the counts of the shared sort + searchsorted ke
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
-from rcattr.stats import expected_rc, probability_of_superiority
+from rcattr.stats import phi_and_rank
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
+
+
+@dataclass(frozen=True)
+class LayerRC:
+    """One layer's RC statistics against the answer's self-contextualization Y(g, g).
+
+    Attributes
+    ----------
+    head_scores : Tensor, shape [H]
+        The head score of each head (0 when no context pair is visible).
+    context_rc : Tensor, shape [H, A]
+        Per answer row j, E[Z] with X = X(p_ctx, {j}) and Y = Y(g, g).
+    self_rc : Tensor, shape [H, A]
+        Per answer row j, the reverse E[Z'] = E[max(Y - X, 0)] of the same samples.
+    """
+
+    head_scores: torch.Tensor
+    context_rc: torch.Tensor
+    self_rc: torch.Tensor
+
+
+def layer_rc(
+    cross: torch.Tensor,
+    cross_visible: torch.Tensor,
+    self_logits: torch.Tensor,
+    self_visible: torch.Tensor,
+    kind: HeadScore = "superiority",
+) -> LayerRC:
+    """Score every head of one layer, and each answer row's context and self contextualization.
+
+    One sort of Y(g, g) and one searchsorted of every cross logit give all of it: the head score
+    is a mean over all visible (row, context) pairs, the row statistics are means over each row.
+
+    Parameters
+    ----------
+    cross : Tensor, shape [H, A, C]
+        Logits from the ``A`` answer rows to the ``C`` context tokens.
+    cross_visible : Tensor of bool, shape [A, C]
+        Which of those pairs the model attends (a sliding window may hide far context).
+    self_logits : Tensor, shape [H, A, A]
+        Logits from the answer rows to the answer tokens.
+    self_visible : Tensor of bool, shape [A, A]
+        The causal (and windowed) pairs among them: the sample Y(g, g).
+    kind : {"superiority", "rc_std", "rc"}
+        ``P(X > Y)``; ``E[Z] / std(Y)``; or the raw ``E[Z]`` of the paper.
+    """
+    if kind not in HEAD_SCORES:
+        raise ValueError(f"unknown head score {kind!r}; choose one of {list(HEAD_SCORES)}")
+    heads, rows = cross.shape[:2]
+    y, y_mask = self_logits.flatten(1), self_visible.flatten()[None]
+    per_x, below = phi_and_rank(cross.flatten(1), y, y_mask=y_mask)
+    per_x, below = per_x.view(cross.shape), below.view(cross.shape)
+    weights = cross_visible.to(per_x.dtype)  # [A, C]
+    n_row = weights.sum(-1)  # [A]
+    context_rc = (per_x * weights).sum(-1) / n_row.clamp_min(1)  # [H, A]
+    valid_y = y.to(per_x.dtype)[:, y_mask[0]]  # [H, |Y|]
+    mean_x = (cross.to(per_x.dtype) * weights).sum(-1) / n_row.clamp_min(1)
+    self_rc = (context_rc - mean_x + valid_y.mean(1, keepdim=True)).clamp_min(0)  # E[Z] - E[Z'] = E[X] - E[Y]
+    self_rc = self_rc * (n_row > 0)
+    total = n_row.sum().clamp_min(1)
+    if kind == "superiority":
+        score = (below * weights).sum((1, 2)) / total
+    else:
+        score = (per_x * weights).sum((1, 2)) / total
+        if kind == "rc_std":
+            score = score / valid_y.std(dim=1, correction=0).clamp_min(torch.finfo(score.dtype).tiny)
+    return LayerRC(score, context_rc, self_rc)
 
 
 def layer_head_scores(
@@ -27,39 +95,8 @@ def layer_head_scores(
     self_visible: torch.Tensor,
     kind: HeadScore = "superiority",
 ) -> torch.Tensor:
-    """Score every head of one layer.
-
-    Parameters
-    ----------
-    cross : Tensor, shape [H, R, C]
-        Logits from the ``R`` answer rows to the ``C`` context tokens.
-    cross_visible : Tensor of bool, shape [R, C]
-        Which of those pairs the model attends (a sliding window may hide far context).
-    self_logits : Tensor, shape [H, R, A]
-        Logits from the answer rows to the ``A`` answer tokens.
-    self_visible : Tensor of bool, shape [R, A]
-        The causal (and windowed) pairs among them.
-    kind : {"superiority", "rc_std", "rc"}
-        ``P(X > Y)``; ``E[Z] / std(Y)``; or the raw ``E[Z]`` of the paper.
-
-    Returns
-    -------
-    Tensor, shape [H], float64
-        0 for every head when no context pair is visible.
-    """
-    if kind not in HEAD_SCORES:
-        raise ValueError(f"unknown head score {kind!r}; choose one of {list(HEAD_SCORES)}")
-    x, x_mask = cross.flatten(1), cross_visible.flatten()[None]
-    y, y_mask = self_logits.flatten(1), self_visible.flatten()[None]
-    if not bool(x_mask.any()):
-        return torch.zeros(cross.shape[0], dtype=torch.float64, device=cross.device)
-    if kind == "superiority":
-        return probability_of_superiority(x, y, x_mask=x_mask, y_mask=y_mask)
-    score = expected_rc(x, y, x_mask=x_mask, y_mask=y_mask)
-    if kind == "rc":
-        return score
-    valid = y.to(torch.float64)[:, y_mask[0]]
-    return score / valid.std(dim=1, correction=0).clamp_min(torch.finfo(torch.float64).tiny)
+    """``[H]`` head scores of one layer; see :func:`layer_rc` for the arguments."""
+    return layer_rc(cross, cross_visible, self_logits, self_visible, kind).head_scores
 
 
 def top_heads(scores: torch.Tensor, k: int | float = 20, *, bottom: bool = False) -> torch.Tensor:

@@ -58,8 +58,10 @@ class RCAttributionResult(LLMAttributionResult):
     answer_tokens : list of TextSpan
         The answer's tokens, for ``groundedness``.
     groundedness : Tensor, shape [n_answer_tokens]
-        Per answer token, the share of its relative contextualization that comes from the context
-        rather than from the answer itself, on the selected heads (in [0, 1]; low = unsupported).
+        Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with
+        X = the token's logits to the context and Y = Y(g, g), the answer's self-contextualization
+        (one reference for every token, so early tokens are not judged on a tiny sample). In [0, 1]:
+        low values mark answer tokens whose contextualization comes from the answer, not the context.
     head_selection : HeadSelection
         All head scores and the selected heads.
     span_scorer : str

@@ -279,6 +279,22 @@ def _context_pieces(
     return pieces
 
 
+def shade_context(
+    result: RCAttributionResult,
+    *,
+    output: int | None = None,
+    color: bool | None = None,
+    width: int | None = None,
+) -> str:
+    """The context with its spans highlighted by score (the first part of :func:`to_terminal`)."""
+    if color is None:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    width = width or shutil.get_terminal_size().columns
+    scores = result.scores(output)  # validates ``output``
+    showing = "whole answer" if output is None else f"output {output % len(result.output_spans) + 1}"
+    return f"Context (scores: {showing}):\n" + _wrap(_context_pieces(result, scores, color), width)
+
+
 def to_terminal(
     result: RCAttributionResult,
     *,
@@ -304,12 +320,8 @@ def to_terminal(
     -------
     str
     """
-    if color is None:
-        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     width = width or shutil.get_terminal_size().columns
-    scores = result.scores(output)  # validates ``output``
-    showing = "whole answer" if output is None else f"output {output % len(result.output_spans) + 1}"
-    lines = [f"Context (scores: {showing}):", _wrap(_context_pieces(result, scores, color), width), ""]
+    lines = [shade_context(result, output=output, color=color, width=width), ""]
     for unit, span in enumerate(result.output_spans):
         lines.append(f"Output {unit + 1}: {_preview(span.text, width - 10)}")
         for rank, (source, score) in enumerate(result.top(3, unit), start=1):

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.heads import fixed_heads, layer_head_scores, top_heads
+from rcattr.heads import fixed_heads, layer_head_scores, layer_rc, top_heads
 
 
 def _layer(seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -90,3 +90,16 @@ def test_fixed_heads() -> None:
         fixed_heads([(2, 0)], 2, 3)
     with pytest.raises(ValueError, match="empty"):
         fixed_heads([], 2, 3)
+
+
+def test_row_statistics_match_brute_force() -> None:
+    cross, cross_visible, own, own_visible = _layer()
+    stats = layer_rc(cross, cross_visible, own, own_visible)
+    for head in range(3):
+        y = own[head][own_visible].tolist()  # Y(g, g): the same reference for every row
+        for row in range(4):
+            x = cross[head, row][cross_visible[row]].tolist()
+            forward = sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y))
+            reverse = sum(max(b - a, 0) for a in x for b in y) / (len(x) * len(y))
+            assert stats.context_rc[head, row].item() == pytest.approx(forward, rel=1e-9)
+            assert stats.self_rc[head, row].item() == pytest.approx(reverse, rel=1e-9, abs=1e-12)

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
+from rcattr.stats import expected_rc, overlap_bounds, phi, phi_and_rank, probability_of_superiority
 
 # --------------------------------------------------------------------------------------------
 # brute-force references (numpy, float64)
@@ -382,3 +382,14 @@ def test_bad_masks_rejected(fn) -> None:  # type: ignore[no-untyped-def]
         fn(x, y, x_mask=torch.ones(2, 6))
     with pytest.raises(ValueError, match="broadcast"):
         fn(torch.randn(2, 6), torch.randn(3, 7))
+
+
+def test_phi_and_rank_equal_phi_and_superiority() -> None:
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 7, generator=generator)
+    y = torch.randn(2, 5, generator=generator).round()
+    mask = torch.rand(2, 5, generator=generator) > 0.3
+    mask[:, 0] = True
+    per_x, below = phi_and_rank(x, y, y_mask=mask)
+    torch.testing.assert_close(per_x, phi(x, y, y_mask=mask))
+    torch.testing.assert_close(below.mean(-1), probability_of_superiority(x, y, y_mask=mask))
