@@ -30,6 +30,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_stats.py
 	$(PY) benchmarks/bench_capture.py
+	$(PY) benchmarks/bench_attribution.py
 
 clean:
 	rm -rf $(VENV) .venv-tf52 build *.egg-info
