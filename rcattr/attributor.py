@@ -98,30 +98,20 @@ class _Reducer:
         self.out.self_rc[layer] = statistics.self_rc
         if self.scorer is None:
             return
-        whole = torch.ones(1, layout.n_answer, dtype=torch.bool, device=logits.device)
-        self.out.answer_scores[layer] = self.scorer.score(self._block(logits, visible, step, None, whole))[0]
+        self.out.answer_scores[layer] = self.scorer.score(self._block(logits[None], visible[None], step))[0]
         if layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer:
-            block = self._block(logits, visible, step, layout.unit_rows, layout.unit_mask)
-            self.out.unit_scores[layer] = self.scorer.score(block)
+            rows = layout.unit_rows
+            unit_logits = logits[:, rows].transpose(0, 1)  # [U, H, R, S]
+            unit_visible = visible[rows] & layout.unit_mask[..., None]
+            self.out.unit_scores[layer] = self.scorer.score(self._block(unit_logits, unit_visible, step))
         else:
             self.out.unit_scores[layer] = self.out.answer_scores[layer][None]
 
-    def _block(
-        self,
-        logits: torch.Tensor,
-        visible: torch.Tensor,
-        step: CaptureStep,
-        rows: torch.Tensor | None,
-        mask: torch.Tensor,
-    ) -> SpanBlock:
-        if rows is None:  # the whole answer: every row, no copy
-            unit_logits, unit_visible = logits[None], visible[None]
-        else:
-            unit_logits = logits[:, rows].transpose(0, 1)  # [U, H, R, S]
-            unit_visible = visible[rows] & mask[..., None]
+    def _block(self, logits: torch.Tensor, visible: torch.Tensor, step: CaptureStep) -> SpanBlock:
+        """The scorer's view of ``[U, H, R, S]`` unit logits and their ``[U, R, S]`` visibility."""
         return SpanBlock(
-            logits=unit_logits,
-            visible=unit_visible,
+            logits=logits,
+            visible=visible,
             context_keys=self.layout.context_keys,
             answer_keys=self.answer_keys,
             spans=self.layout.spans,

@@ -88,17 +88,6 @@ def layer_rc(
     return LayerRC(score, context_rc, self_rc)
 
 
-def layer_head_scores(
-    cross: torch.Tensor,
-    cross_visible: torch.Tensor,
-    self_logits: torch.Tensor,
-    self_visible: torch.Tensor,
-    kind: HeadScore = "superiority",
-) -> torch.Tensor:
-    """``[H]`` head scores of one layer; see :func:`layer_rc` for the arguments."""
-    return layer_rc(cross, cross_visible, self_logits, self_visible, kind).head_scores
-
-
 def top_heads(scores: torch.Tensor, k: int | float = 20, *, bottom: bool = False) -> torch.Tensor:
     """The ``k`` best (or worst) heads of a ``[layers, heads]`` score table.
 

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.heads import fixed_heads, layer_head_scores, layer_rc, top_heads
+from rcattr.heads import fixed_heads, layer_rc, top_heads
 
 
 def _layer(seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -27,7 +27,7 @@ def _pairs(head: int) -> tuple[list[float], list[float]]:
 
 @pytest.mark.parametrize("kind", ["superiority", "rc", "rc_std"])
 def test_head_scores_match_brute_force(kind: str) -> None:
-    scores = layer_head_scores(*_layer(), kind=kind)  # type: ignore[arg-type]
+    scores = layer_rc(*_layer(), kind=kind).head_scores  # type: ignore[arg-type]
     for head in range(3):
         x, y = _pairs(head)
         if kind == "superiority":
@@ -45,27 +45,27 @@ def test_scale_free_scores_ignore_per_head_logit_scales(scales: list[float]) -> 
     cross, cross_visible, own, own_visible = _layer(1)
     factor = torch.tensor(scales, dtype=torch.float64)[:, None, None]
     for kind in ("superiority", "rc_std"):
-        before = layer_head_scores(cross, cross_visible, own, own_visible, kind)  # type: ignore[arg-type]
-        after = layer_head_scores(cross * factor, cross_visible, own * factor, own_visible, kind)  # type: ignore[arg-type]
+        before = layer_rc(cross, cross_visible, own, own_visible, kind).head_scores  # type: ignore[arg-type]
+        after = layer_rc(cross * factor, cross_visible, own * factor, own_visible, kind).head_scores  # type: ignore[arg-type]
         torch.testing.assert_close(before, after)
 
 
 def test_raw_rc_follows_the_scale() -> None:
     cross, cross_visible, own, own_visible = _layer()
-    before = layer_head_scores(cross, cross_visible, own, own_visible, "rc")
-    after = layer_head_scores(cross * 10, cross_visible, own * 10, own_visible, "rc")
+    before = layer_rc(cross, cross_visible, own, own_visible, "rc").head_scores
+    after = layer_rc(cross * 10, cross_visible, own * 10, own_visible, "rc").head_scores
     torch.testing.assert_close(after, before * 10)
 
 
 def test_no_visible_context_scores_zero() -> None:
     cross, _, own, own_visible = _layer()
     hidden = torch.zeros(4, 5, dtype=torch.bool)
-    assert layer_head_scores(cross, hidden, own, own_visible).tolist() == [0.0, 0.0, 0.0]
+    assert layer_rc(cross, hidden, own, own_visible).head_scores.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_unknown_kind() -> None:
     with pytest.raises(ValueError, match="unknown head score 'max'"):
-        layer_head_scores(*_layer(), kind="max")  # type: ignore[arg-type]
+        layer_rc(*_layer(), kind="max")  # type: ignore[arg-type]
 
 
 SCORES = torch.tensor([[0.1, 0.9, 0.3], [0.5, 0.2, 0.8]])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from conftest import char_tokenizer, tiny_model
@@ -91,7 +93,7 @@ def test_attention_scorer_is_the_mean_softmax_mass() -> None:
 
 def test_softcap_is_applied() -> None:
     plain = _block()
-    capped = SpanBlock(**{**plain.__dict__, "softcap": 1.0})
+    capped = dataclasses.replace(plain, softcap=1.0)
     assert not torch.allclose(AttentionScorer().score(plain), AttentionScorer().score(capped))
 
 
