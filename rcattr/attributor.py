@@ -13,51 +13,90 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
-import numpy as np
 import torch
-from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
+from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec, normalise
 from rcattr.capture import CaptureStep, LogitCapture, check_supported
 from rcattr.heads import HEAD_SCORES, HeadScore, fixed_heads, layer_rc, top_heads
-from rcattr.prompting import ContextInput, Prompt, render_prompt
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.scorers import SpanScorer, make_span_scorer
-from rcattr.segmentation import (
-    GRANULARITIES,
-    OUTPUT_GRANULARITIES,
-    TextSpan,
-    char_spans,
-    sentence_spans,
-    token_ranges,
-    token_spans,
-    whole_span,
-)
 from rcattr.spans import SpanBlock, SpanIndex
 
-AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput | str
-SpanSpec: TypeAlias = str | Sequence[tuple[int, int]]
 
-DEFAULT_GEN_ARGS: dict[str, Any] = {"max_new_tokens": 128, "do_sample": False}
+@dataclass(frozen=True)
+class HeadSpanScores:
+    """Every head's statistics for one example, before any head is selected.
+
+    Attributes
+    ----------
+    example : Example
+        The spans and output units the scores refer to.
+    head_scores : Tensor, shape [L, H]
+        The score heads are ranked by.
+    answer : dict of str to Tensor, shape [L, H, n_spans]
+        Per span scorer, each head's span scores for the whole answer.
+    units : dict of str to Tensor, shape [L, H, n_outputs, n_spans]
+        The same per output unit.
+    context_rc, self_rc : Tensor, shape [L, H, A]
+        Per answer token, E[Z] of its context logits and of its own answer logits against Y(g, g).
+    """
+
+    example: Example
+    head_scores: torch.Tensor
+    answer: dict[str, torch.Tensor]
+    units: dict[str, torch.Tensor]
+    context_rc: torch.Tensor
+    self_rc: torch.Tensor
+
+    def combine(self, heads: torch.Tensor, scorer: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``([n_spans], [n_outputs, n_spans])`` scores of ``scorer`` summed over ``heads [k, 2]`` and normalised."""
+        layers, index = heads.to(self.head_scores.device).unbind(1)
+        answer = self.answer[scorer][layers, index].sum(0)
+        units = self.units[scorer][layers, index].sum(0)
+        return normalise(answer), normalise(units)
+
+    def groundedness(self, heads: torch.Tensor) -> torch.Tensor:
+        """``[A]`` share of each answer token's contextualization that comes from the context."""
+        layers, index = heads.to(self.head_scores.device).unbind(1)
+        context = self.context_rc[layers, index].sum(0)
+        return context / (context + self.self_rc[layers, index].sum(0)).clamp_min(1e-30)
 
 
 @dataclass
 class _Layout:
-    """Where everything sits in the sequence of one example."""
+    """Token positions of one example in the form the per-layer reduction indexes with."""
 
-    ids: torch.Tensor  # [1, S] prompt ⊕ answer
-    answer_start: int  # first answer position
+    answer_start: int
     context_keys: torch.Tensor  # [C] positions of the attributed context tokens
     spans: SpanIndex  # context spans over those C tokens
     unit_rows: torch.Tensor  # [U, R] answer-row index of each output unit, padded with 0
     unit_mask: torch.Tensor  # [U, R] bool, False on padding
+    n_answer: int
 
-    @property
-    def n_answer(self) -> int:
-        return self.ids.shape[1] - self.answer_start
+    @classmethod
+    def of(cls, example: Example) -> _Layout:
+        device = example.ids.device
+        context_keys = sorted({token for token_range in example.context_ranges for token in token_range})
+        where = {token: index for index, token in enumerate(context_keys)}
+        spans = SpanIndex.from_ranges([[where[t] for t in r] for r in example.context_ranges], device=device)
+        width = max(len(r) for r in example.unit_ranges)
+        unit_rows = torch.zeros(len(example.unit_ranges), width, dtype=torch.long)
+        unit_mask = torch.zeros(len(example.unit_ranges), width, dtype=torch.bool)
+        for unit, rows in enumerate(example.unit_ranges):
+            unit_rows[unit, : len(rows)] = torch.as_tensor(list(rows))
+            unit_mask[unit, : len(rows)] = True
+        return cls(
+            answer_start=example.answer_start,
+            context_keys=torch.tensor(context_keys, dtype=torch.long, device=device),
+            spans=spans,
+            unit_rows=unit_rows.to(device),
+            unit_mask=unit_mask.to(device),
+            n_answer=example.n_answer,
+        )
 
 
 @dataclass
@@ -65,8 +104,8 @@ class _Reduction:
     """Per-layer reductions, filled by :class:`_Reducer` during the forward."""
 
     head_scores: dict[int, torch.Tensor] = field(default_factory=dict)  # [H]
-    answer_scores: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, n_spans]
-    unit_scores: dict[int, torch.Tensor] = field(default_factory=dict)  # [U, H, n_spans]
+    answer_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [H, n_spans]
+    unit_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [U, H, n_spans]
     context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z] per answer row
     self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z'] per answer row, same Y
 
@@ -78,12 +117,15 @@ class _Reduction:
 class _Reducer:
     """Reduces one layer's answer-row logits ``[1, H, A, S]`` as soon as the layer has run."""
 
-    def __init__(self, layout: _Layout, scorer: SpanScorer | None, head_score: HeadScore) -> None:
+    def __init__(self, layout: _Layout, scorers: Mapping[str, SpanScorer], head_score: HeadScore) -> None:
         self.layout = layout
-        self.scorer = scorer
+        self.scorers = scorers
         self.head_score = head_score
-        self.out = _Reduction()
-        self.answer_keys = torch.arange(layout.answer_start, layout.ids.shape[1], device=layout.ids.device)
+        self.out = _Reduction(
+            answer_scores={name: {} for name in scorers}, unit_scores={name: {} for name in scorers}
+        )
+        start = layout.answer_start
+        self.answer_keys = torch.arange(start, start + layout.n_answer, device=layout.context_keys.device)
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
         layout, layer = self.layout, step.layer_idx
@@ -96,16 +138,17 @@ class _Reducer:
         self.out.head_scores[layer] = statistics.head_scores
         self.out.context_rc[layer] = statistics.context_rc
         self.out.self_rc[layer] = statistics.self_rc
-        if self.scorer is None:
-            return
-        self.out.answer_scores[layer] = self.scorer.score(self._block(logits[None], visible[None], step))[0]
-        if layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer:
+        per_unit = layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer
+        if per_unit:
             rows = layout.unit_rows
             unit_logits = logits[:, rows].transpose(0, 1)  # [U, H, R, S]
             unit_visible = visible[rows] & layout.unit_mask[..., None]
-            self.out.unit_scores[layer] = self.scorer.score(self._block(unit_logits, unit_visible, step))
-        else:
-            self.out.unit_scores[layer] = self.out.answer_scores[layer][None]
+        for name, scorer in self.scorers.items():
+            answer = scorer.score(self._block(logits[None], visible[None], step))[0]
+            self.out.answer_scores[name][layer] = answer
+            self.out.unit_scores[name][layer] = (
+                scorer.score(self._block(unit_logits, unit_visible, step)) if per_unit else answer[None]
+            )
 
     def _block(self, logits: torch.Tensor, visible: torch.Tensor, step: CaptureStep) -> SpanBlock:
         """The scorer's view of ``[U, H, R, S]`` unit logits and their ``[U, R, S]`` visibility."""
@@ -120,7 +163,7 @@ class _Reducer:
         )
 
 
-class RCAttributor:
+class RCAttributor(SpanAttributor):
     """Attribute an answer to context spans with relative contextualization (RCStat).
 
     Parameters
@@ -133,8 +176,8 @@ class RCAttributor:
     top_k : int or float, default 20
         Heads used for the span scores, or a fraction of all heads.
     span_scorer : {"attention", "rc", "rc_bound"} or SpanScorer, default "attention"
-        How a selected head scores a span: post-softmax attention mass (best on QuoteSum, DESIGN §2),
-        expected RC, or its upper bound.
+        How a selected head scores a span: post-softmax attention mass (best on QuoteSum and
+        Veri-Gran, see the README's benchmark), expected RC, or its upper bound.
     head_score : {"superiority", "rc_std", "rc"}, default "superiority"
         How heads are ranked: ``P(X > Y)``, ``E[Z] / std(Y)`` or the paper's raw ``E[Z]``.
     heads : sequence of (layer, head), optional
@@ -151,6 +194,8 @@ class RCAttributor:
     [(TextSpan(start=0, end=92, text='The Eiffel Tower ...', source=0), 0.81)]
     """
 
+    name = "rc"
+
     def __init__(
         self,
         model: PreTrainedModel,
@@ -163,14 +208,9 @@ class RCAttributor:
         bottom: bool = False,
     ) -> None:
         check_supported(model)
-        if not getattr(tokenizer, "is_fast", False):
-            raise ValueError(
-                "RCAttributor needs a fast tokenizer (character offsets); load it with use_fast=True"
-            )
+        super().__init__(model, tokenizer)
         if head_score not in HEAD_SCORES:
             raise ValueError(f"unknown head_score {head_score!r}; choose one of {list(HEAD_SCORES)}")
-        self.model = model
-        self.tokenizer = tokenizer
         self.scorer = make_span_scorer(span_scorer)
         self.head_score: HeadScore = head_score
         self.top_k = top_k
@@ -185,8 +225,31 @@ class RCAttributor:
         if heads is None:
             top_heads(torch.zeros(self.n_layers, self.n_heads), self.top_k)  # validates top_k now
 
+    @property
+    def scorer_name(self) -> str:
+        return self.scorer.name or type(self.scorer).__name__
+
+    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        scores = self._forward(example, {self.scorer_name: self.scorer})
+        selection = self.select(scores.head_scores)
+        seq_attr, token_attr = scores.combine(selection.heads, self.scorer_name)
+        if not bool((seq_attr > 0).any()):
+            warnings.warn(
+                "no selected head sees the context from the answer (sliding windows shorter than the "
+                "distance?); every span scores 0",
+                stacklevel=3,
+            )
+        return example.result(
+            seq_attr,
+            token_attr,
+            self.scorer_name,
+            inp,
+            groundedness=scores.groundedness(selection.heads).float().cpu(),
+            head_selection=selection,
+        )
+
     @torch.no_grad()
-    def attribute(
+    def head_span_scores(
         self,
         inp: AttributionInput,
         target: str | None = None,
@@ -194,222 +257,44 @@ class RCAttributor:
         granularity: SpanSpec = "sentence",
         output_granularity: SpanSpec = "answer",
         gen_args: Mapping[str, Any] | None = None,
-    ) -> RCAttributionResult:
-        """Attribute ``target`` (or the model's greedy answer) to the spans of the context.
+        span_scorers: Sequence[str | SpanScorer] | None = None,
+    ) -> HeadSpanScores:
+        """Every head's scores and span scores from one forward, for any selection afterwards.
 
-        Parameters
-        ----------
-        inp : str, ContextInput, captum TextTemplateInput or TextTokenInput
-            The context (a string is a context without question). For captum inputs the features
-            are the spans: the template's values (grouped by its mask) or the tokens.
-        target : str, optional
-            The answer to explain; None generates it greedily with ``gen_args`` first.
-        granularity : {"sentence", "chunk", "token"} or sequence of (start, end), default "sentence"
-            Context spans: sentences, whole chunks (documents), tokens, or character spans of a
-            string context. Ignored for captum inputs, whose features are the spans.
-        output_granularity : {"answer", "sentence", "token"} or sequence of (start, end), default "answer"
-            One ``token_attr`` row per output unit: the whole answer, its sentences, its tokens, or
-            character spans of the answer.
-        gen_args : mapping, optional
-            Extra ``generate`` arguments when ``target`` is None (default: greedy, 128 new tokens).
-
-        Returns
-        -------
-        RCAttributionResult
-            ``seq_attr [n_spans]`` for the whole answer, ``token_attr [n_outputs, n_spans]``.
+        ``span_scorers`` (default: this attributor's) are all computed in the same pass; the
+        top-k/bottom-k sweep of the benchmark is :meth:`HeadSpanScores.combine` over many head sets.
         """
-        prompt = render_prompt(self.tokenizer, inp)
-        prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
-        answer = self._answer(prompt_ids, target, gen_args)
-        layout, context_spans, output_spans, answer_tokens = self._layout(
-            prompt, prompt_ids, prompt_offsets, answer, granularity, output_granularity
-        )
-        reduction = self._forward(layout, self.scorer)
-        selection = self._select(_Reduction.stack(reduction.head_scores))
-        layers, heads = selection.heads.unbind(1)
-        answer_scores = _Reduction.stack(reduction.answer_scores)[layers, heads].sum(0)  # [n_spans]
-        unit_scores = _Reduction.stack(reduction.unit_scores)[layers, :, heads].sum(0)  # [U, n_spans]
-        context_rc = _Reduction.stack(reduction.context_rc)[layers, heads].sum(0)  # [A]
-        self_rc = _Reduction.stack(reduction.self_rc)[layers, heads].sum(0)
-        if not bool((answer_scores > 0).any()):
-            warnings.warn(
-                "no selected head sees the context from the answer (sliding windows shorter than the "
-                "distance?); every span scores 0",
-                stacklevel=2,
-            )
-        return RCAttributionResult(
-            seq_attr=_normalise(answer_scores).float().cpu(),
-            token_attr=_normalise(unit_scores).float().cpu(),
-            context_spans=context_spans,
-            output_spans=output_spans,
-            chunks=prompt.chunks,
-            answer=answer,
-            answer_tokens=answer_tokens,
-            groundedness=(context_rc / (context_rc + self_rc).clamp_min(1e-30)).float().cpu(),
-            head_selection=selection,
-            span_scorer=self.scorer.name or type(self.scorer).__name__,
-            inp=inp if isinstance(inp, (TextTemplateInput, TextTokenInput)) else None,
-        )
+        example = self.prepare(inp, target, granularity, output_granularity, gen_args)
+        scorers = [self.scorer] if span_scorers is None else [make_span_scorer(s) for s in span_scorers]
+        return self._forward(example, {scorer.name or type(scorer).__name__: scorer for scorer in scorers})
 
     @torch.no_grad()
     def head_scores(
         self, inp: AttributionInput, target: str | None = None, *, gen_args: Mapping[str, Any] | None = None
     ) -> torch.Tensor:
         """``[layers, heads]`` scores of every head for this example (``head_score`` kind)."""
-        prompt = render_prompt(self.tokenizer, inp)
-        prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
-        answer = self._answer(prompt_ids, target, gen_args)
-        layout = self._layout(prompt, prompt_ids, prompt_offsets, answer, "chunk", "answer")[0]
-        return _Reduction.stack(self._forward(layout, None).head_scores)
+        example = self.prepare(inp, target, "chunk", "answer", gen_args)
+        return self._forward(example, {}).head_scores
 
-    def _select(self, scores: torch.Tensor) -> HeadSelection:
+    def select(self, scores: torch.Tensor) -> HeadSelection:
+        """The heads this attributor uses, given every head's ``[L, H]`` scores."""
         if self.heads is not None:
             return HeadSelection(scores.cpu(), self.heads, "fixed")
         return HeadSelection(
             scores.cpu(), top_heads(scores, self.top_k, bottom=self.bottom).cpu(), self.head_score
         )
 
-    def _forward(self, layout: _Layout, scorer: SpanScorer | None) -> _Reduction:
-        reducer = _Reducer(layout, scorer, self.head_score)
+    def _forward(self, example: Example, scorers: Mapping[str, SpanScorer]) -> HeadSpanScores:
+        layout = _Layout.of(example)
+        reducer = _Reducer(layout, scorers, self.head_score)
         with LogitCapture(self.model, reducer, query_positions=slice(layout.answer_start, None)):
-            self.model(layout.ids, logits_to_keep=1)  # no vocabulary logits: only the captured rows matter
-        return reducer.out
-
-    def _tokenize_prompt(self, prompt: Prompt) -> tuple[list[int], np.ndarray]:
-        if prompt.token_ids is not None and prompt.token_offsets is not None:
-            return prompt.token_ids, np.asarray(prompt.token_offsets, dtype=np.int64).reshape(-1, 2)
-        encoded = self.tokenizer(
-            prompt.text, add_special_tokens=prompt.add_special_tokens, return_offsets_mapping=True
+            self.model(example.ids, logits_to_keep=1)  # no vocabulary logits: only the captured rows matter
+        out = reducer.out
+        return HeadSpanScores(
+            example=example,
+            head_scores=_Reduction.stack(out.head_scores),
+            answer={name: _Reduction.stack(table) for name, table in out.answer_scores.items()},
+            units={name: _Reduction.stack(table).transpose(1, 2) for name, table in out.unit_scores.items()},
+            context_rc=_Reduction.stack(out.context_rc),
+            self_rc=_Reduction.stack(out.self_rc),
         )
-        return list(encoded["input_ids"]), np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(
-            -1, 2
-        )
-
-    def _answer(self, prompt_ids: list[int], target: str | None, gen_args: Mapping[str, Any] | None) -> str:
-        if target is None:
-            ids = torch.tensor([prompt_ids], device=self.model.device)
-            options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
-            generated = self.model.generate(  # type: ignore[operator]  # transformers types generate's decorator badly
-                ids, attention_mask=torch.ones_like(ids), pad_token_id=self.tokenizer.eos_token_id, **options
-            )
-            target = str(
-                self.tokenizer.decode(generated[0, ids.shape[1] :], skip_special_tokens=True)
-            ).strip()
-            if not target:
-                raise RuntimeError(
-                    "the model generated an empty answer; pass target= to explain a given answer"
-                )
-        elif not isinstance(target, str):
-            raise TypeError(f"target must be the answer string or None, got {type(target).__name__}")
-        if not target.strip():
-            raise ValueError("target is empty; give the answer to explain, or None to generate it")
-        return target
-
-    def _layout(
-        self,
-        prompt: Prompt,
-        prompt_ids: list[int],
-        prompt_offsets: np.ndarray,
-        answer: str,
-        granularity: SpanSpec,
-        output_granularity: SpanSpec,
-    ) -> tuple[_Layout, list[TextSpan], list[TextSpan], list[TextSpan]]:
-        encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
-        answer_ids = list(encoded["input_ids"])
-        answer_offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-        total = len(prompt_ids) + len(answer_ids)
-        window = getattr(self.model.config.get_text_config(), "max_position_embeddings", None)
-        if window is not None and total > window:
-            raise ValueError(
-                f"prompt ({len(prompt_ids)} tokens) + answer ({len(answer_ids)} tokens) = {total} tokens exceeds "
-                f"the model's window of {window} positions"
-            )
-        context_spans, context_ranges = self._context_spans(prompt, prompt_offsets, granularity)
-        answer_tokens = token_spans(answer_offsets, 0, len(answer), answer)
-        output_spans = _answer_spans(answer, answer_offsets, output_granularity)
-        unit_ranges = token_ranges(output_spans, answer_offsets, [0])
-
-        device = self.model.device
-        context_keys = sorted({token for token_range in context_ranges for token in token_range})
-        where = {token: index for index, token in enumerate(context_keys)}
-        spans = SpanIndex.from_ranges([[where[t] for t in r] for r in context_ranges], device=device)
-        width = max(len(r) for r in unit_ranges)
-        unit_rows = torch.zeros(len(unit_ranges), width, dtype=torch.long)
-        unit_mask = torch.zeros(len(unit_ranges), width, dtype=torch.bool)
-        for unit, rows in enumerate(unit_ranges):
-            unit_rows[unit, : len(rows)] = torch.as_tensor(list(rows))
-            unit_mask[unit, : len(rows)] = True
-        layout = _Layout(
-            ids=torch.tensor([prompt_ids + answer_ids], device=device),
-            answer_start=len(prompt_ids),
-            context_keys=torch.tensor(context_keys, dtype=torch.long, device=device),
-            spans=spans,
-            unit_rows=unit_rows.to(device),
-            unit_mask=unit_mask.to(device),
-        )
-        return layout, context_spans, output_spans, answer_tokens
-
-    def _context_spans(
-        self, prompt: Prompt, offsets: np.ndarray, granularity: SpanSpec
-    ) -> tuple[list[TextSpan], list[Sequence[int]]]:
-        """The context spans and, for each, the prompt tokens it owns."""
-        if prompt.features is not None:  # captum input: its features are the spans
-            chunk_spans = [whole_span(chunk, index) for index, chunk in enumerate(prompt.chunks)]
-            if prompt.feature_tokens is not None:  # TextTokenInput: one feature per kept token
-                return chunk_spans, [[token] for token in prompt.feature_tokens]
-            ranges = token_ranges(chunk_spans, offsets, prompt.chunk_starts)
-            spans = [
-                chunk_spans[group[0]]
-                if len(group) == 1
-                else TextSpan(
-                    0, len(prompt.chunks[group[0]]), " ".join(prompt.chunks[i] for i in group), group[0]
-                )
-                for group in prompt.features
-            ]
-            return spans, [sorted({t for i in group for t in ranges[i]}) for group in prompt.features]
-        if isinstance(granularity, str):
-            if granularity not in GRANULARITIES:
-                raise ValueError(
-                    f"unknown granularity {granularity!r}; choose one of {list(GRANULARITIES)} or give (start, end) spans"
-                )
-            if granularity == "chunk":
-                spans = [whole_span(chunk, index) for index, chunk in enumerate(prompt.chunks)]
-            elif granularity == "sentence":
-                spans = [
-                    span for index, chunk in enumerate(prompt.chunks) for span in sentence_spans(chunk, index)
-                ]
-            else:
-                spans = [
-                    span
-                    for index, (chunk, start) in enumerate(
-                        zip(prompt.chunks, prompt.chunk_starts, strict=True)
-                    )
-                    for span in token_spans(offsets, start, start + len(chunk), chunk, source=index)
-                ]
-        else:
-            if len(prompt.chunks) != 1:
-                raise ValueError(
-                    "character spans as granularity need a single context string, not a list of chunks"
-                )
-            spans = char_spans(prompt.chunks[0], granularity)
-        return spans, list(token_ranges(spans, offsets, prompt.chunk_starts))
-
-
-def _answer_spans(answer: str, offsets: np.ndarray, spec: SpanSpec) -> list[TextSpan]:
-    if not isinstance(spec, str):
-        return char_spans(answer, spec)
-    if spec not in OUTPUT_GRANULARITIES:
-        raise ValueError(
-            f"unknown output_granularity {spec!r}; choose one of {list(OUTPUT_GRANULARITIES)} or give (start, end) spans"
-        )
-    if spec == "answer":
-        return [whole_span(answer)]
-    if spec == "sentence":
-        return sentence_spans(answer)
-    return token_spans(offsets, 0, len(answer), answer)
-
-
-def _normalise(scores: torch.Tensor) -> torch.Tensor:
-    """Scores over the last dim divided by their sum (paper Eq. 7); all-zero rows stay zero."""
-    total = scores.sum(-1, keepdim=True)
-    return scores / torch.where(total > 0, total, torch.ones_like(total))

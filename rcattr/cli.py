@@ -153,10 +153,11 @@ def report(result: RCAttributionResult, top: int) -> str:
             where = f"[doc {source.source + 1}] " if several else ""
             text = source.text if len(source.text) <= 90 else source.text[:87] + "..."
             lines.append(f"  {rank}. {score:6.1%}  {where}{text}")
+    groundedness = [] if result.groundedness is None else result.groundedness.tolist()
     weak = [
-        (token.text, float(value))
-        for token, value in zip(result.answer_tokens, result.groundedness, strict=True)
-        if float(value) < 0.5 and token.text.strip()
+        (token.text, value)
+        for token, value in zip(result.answer_tokens, groundedness, strict=False)
+        if value < 0.5 and token.text.strip()
     ]
     if weak:
         listed = ", ".join(f"{text.strip()!r} ({value:.2f})" for text, value in weak[:8])

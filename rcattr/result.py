@@ -57,14 +57,15 @@ class RCAttributionResult(LLMAttributionResult):
         The explained answer.
     answer_tokens : list of TextSpan
         The answer's tokens, for ``groundedness``.
-    groundedness : Tensor, shape [n_answer_tokens]
-        Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with
+    groundedness : Tensor, shape [n_answer_tokens], or None
+        RC methods only. Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with
         X = the token's logits to the context and Y = Y(g, g), the answer's self-contextualization
         (one reference for every token, so early tokens are not judged on a tiny sample). In [0, 1]:
         low values mark answer tokens whose contextualization comes from the answer, not the context.
-    head_selection : HeadSelection
-        All head scores and the selected heads.
+    head_selection : HeadSelection or None
+        RC methods only: all head scores and the selected heads.
     span_scorer : str
+        The RC span scorer, or the name of the baseline method that produced the scores.
     """
 
     def __init__(
@@ -77,9 +78,9 @@ class RCAttributionResult(LLMAttributionResult):
         chunks: Sequence[str],
         answer: str,
         answer_tokens: Sequence[TextSpan],
-        groundedness: torch.Tensor,
-        head_selection: HeadSelection,
         span_scorer: str,
+        groundedness: torch.Tensor | None = None,
+        head_selection: HeadSelection | None = None,
         inp: Any = None,
     ) -> None:
         super().__init__(

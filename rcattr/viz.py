@@ -120,8 +120,9 @@ def _relative(scores: torch.Tensor) -> list[float]:
 
 
 def _answer_html(result: RCAttributionResult) -> str:
-    answer, g = result.answer, result.groundedness.detach().float().cpu().tolist()
-    if len(g) != len(result.answer_tokens):
+    answer = result.answer
+    g = None if result.groundedness is None else result.groundedness.detach().float().cpu().tolist()
+    if g is not None and len(g) != len(result.answer_tokens):
         raise ValueError(
             f"groundedness has {len(g)} values but the result has {len(result.answer_tokens)} answer tokens"
         )
@@ -131,7 +132,7 @@ def _answer_html(result: RCAttributionResult) -> str:
         inner = []
         for low, high, token in _pieces(tokens, start, end):
             text = html.escape(answer[low:high])
-            if token is None:
+            if token is None or g is None:
                 inner.append(text)
                 continue
             low_class = " low" if g[token] < _LOW_GROUNDEDNESS else ""
@@ -167,11 +168,13 @@ def _summary_html(result: RCAttributionResult) -> str:
         f"<td>{html.escape(_preview(span.text, 200))}</td></tr>"
         for rank, (span, score) in enumerate(result.top(5), start=1)
     )
+    table = f"<h2>Top sources</h2><table><tr><th>#</th><th>score</th><th>source</th><th>text</th></tr>{rows}</table>"
     selection = result.head_selection
+    if selection is None:
+        return f"{table}<p>Method: <code>{html.escape(result.span_scorer)}</code></p>"
     heads = ", ".join(f"L{layer}H{head}" for layer, head in selection.as_pairs())
     return (
-        "<h2>Top sources</h2><table><tr><th>#</th><th>score</th><th>source</th><th>text</th></tr>"
-        f"{rows}</table><h2>Heads</h2><p>{len(selection.heads)} heads selected by "
+        f"{table}<h2>Heads</h2><p>{len(selection.heads)} heads selected by "
         f"<code>{html.escape(selection.kind)}</code>: <code>{heads}</code></p>"
     )
 
@@ -337,6 +340,8 @@ def _head_scores(
     kind = "head score"
     if isinstance(scores_or_result, RCAttributionResult):
         selection = scores_or_result.head_selection
+        if selection is None:
+            raise ValueError(f"a {scores_or_result.span_scorer!r} result has no head scores to plot")
         scores_or_result, kind = selection.scores, selection.kind
         selected = selection.heads if selected is None else selected
     scores = torch.as_tensor(scores_or_result).detach().float().cpu().numpy()

@@ -1,0 +1,21 @@
+"""Mean post-softmax attention over all heads and layers: the standard attention baseline."""
+
+from __future__ import annotations
+
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.attributor import RCAttributor
+
+
+class AttentionAttributor(RCAttributor):
+    """Attention mass from the answer rows to each span, averaged over every head of every layer.
+
+    This is :class:`~rcattr.RCAttributor`'s attention scorer without head selection, so the
+    difference between the two measures what RC head selection adds.
+    """
+
+    name = "attention"
+
+    def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
+        super().__init__(model, tokenizer, top_k=1.0, span_scorer="attention")

@@ -1,0 +1,54 @@
+"""Hidden-state similarity (Phukan et al. 2024, "Peering into the mind of language models").
+
+The paper observes that an answer copies text from its context and that the LLM's hidden state of
+a copied answer token is closest (cosine) to the hidden state of the context token it was copied
+from. Each answer token is anchored to its most similar context token at one layer; a span's score
+for an output unit is the similarity-weighted count of the unit's tokens anchored inside it.
+
+Layer: the paper reads one intermediate layer and reports that middle layers work best; we default
+to the middle layer ``L // 2`` (layer 15 of SmolLM2's 30) and expose ``layer=`` so the benchmark
+can sweep it. ``hidden_states[l]`` is the output of layer ``l`` (``hidden_states[0]`` is the
+embedding output).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.result import RCAttributionResult
+
+
+class HiddenStateAttributor(SpanAttributor):
+    """Cosine similarity of answer and context hidden states at one layer, anchored per answer token.
+
+    Parameters
+    ----------
+    layer : int, optional
+        Which layer's output to compare, 1..L (default: the middle layer, L // 2).
+    """
+
+    name = "hidden_state"
+
+    def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike, layer: int | None = None) -> None:
+        super().__init__(model, tokenizer)
+        n_layers = model.config.get_text_config().num_hidden_layers
+        self.layer = n_layers // 2 if layer is None else layer
+        if not 1 <= self.layer <= n_layers:
+            raise ValueError(f"layer={self.layer} is out of range; the model has layers 1..{n_layers}")
+
+    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        outputs = self.model(example.ids, output_hidden_states=True, logits_to_keep=1)
+        hidden = F.normalize(outputs.hidden_states[self.layer][0].float(), dim=-1)  # [S, D]
+        keys = sorted({position for r in example.context_ranges for position in r})
+        similarity = hidden[example.answer_start :] @ hidden[keys].T  # [A, C]
+        best, anchor = similarity.max(-1)
+        column = {position: index for index, position in enumerate(keys)}
+        membership = torch.zeros(len(keys), len(example.context_spans))  # [C, n_spans]
+        for span, positions in enumerate(example.context_ranges):
+            membership[[column[p] for p in positions], span] = 1.0
+        votes = membership[anchor] * best.clamp_min(0)[:, None]  # [A, n_spans]
+        return example.result(votes.sum(0), unit_sum(votes, example.unit_ranges), self.name, inp)

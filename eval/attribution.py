@@ -1,0 +1,547 @@
+"""The attribution benchmark: every method side by side on QuoteSum or Veri-Gran.
+
+    python -m rcattr.eval.attribution --dataset quotesum --split dev --out runs/quotesum
+
+Protocol (the RCStat paper's): the gold answer is teacher-forced, the context is the numbered
+sources (``Document [i]: ...``) followed by the question, and each gold span of the answer is one
+output unit; its prediction is the source of the highest-scoring context span (chunk-level
+accuracy, paper Table 1). Each method writes one line per record to ``OUT/records/METHOD.jsonl``
+as it goes, so an interrupted run resumes where it stopped. ``sweep`` is one RC pass per record
+that scores every head with both span scorers: it gives the top-k / bottom-k curve of the paper's
+Fig. 5 and the RC variants of the table (attention over RC top-k, bottom-k and all heads; RC
+expectation as the span scorer). ``results.json``, ``results.md`` and ``sweep.png`` are rewritten
+at the end from every record on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.attributor import HeadSpanScores, RCAttributor
+from rcattr.base import SpanAttributor
+from rcattr.baselines import (
+    AblationAttributor,
+    AttentionAttributor,
+    BM25Attributor,
+    HiddenStateAttributor,
+    IntegratedGradientsAttributor,
+    RandomAttributor,
+)
+from rcattr.eval.datasets import AttributionRecord, load_attribution
+from rcattr.eval.faithfulness import faithfulness
+from rcattr.eval.memory import PeakMemory
+from rcattr.eval.metrics import accuracy, location_hits, source_hits
+from rcattr.heads import top_heads
+from rcattr.prompting import ContextInput
+
+METHODS = ("rc", "sweep", "attention", "hidden_state", "ig", "bm25", "ablation", "random")
+DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
+RESUMABLE_CHANGES = ("methods", "limit", "method_limits", "faithfulness")  # may differ when resuming
+SWEEP_KS = (1, 2, 5, 10, 20, 30, 50, 100, 150, 200)
+SWEEP_SCORERS = ("attention", "rc")
+PROTOCOL = (
+    "gold answer teacher-forced; context = the numbered sources and the question (chat template); "
+    "one output unit per gold span; prediction = source of the top-scoring context span"
+)
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """What a run measures; a resumed run must have the same."""
+
+    dataset: str
+    split: str = "dev"
+    methods: tuple[str, ...] = METHODS
+    limit: int | None = None
+    method_limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_METHOD_LIMITS))
+    top_k: int = 20
+    granularity: str = "chunk"
+    max_tokens: int | None = 4096
+    model: str | None = None
+    hidden_state_layer: int | None = None
+    ig_steps: int = 16
+    faithfulness: int = 0
+    lds_samples: int = 32
+
+    def records_for(self, method: str) -> int | None:
+        """How many records ``method`` runs on (the expensive ones may run on fewer)."""
+        own = self.method_limits.get(method)
+        if own is None:
+            return self.limit
+        return own if self.limit is None else min(self.limit, own)
+
+
+@dataclass
+class _Variant:
+    """A table row derived from the sweep pass: a span scorer over a head set."""
+
+    label: str
+    scorer: str
+    direction: str
+    k: str  # an int as text, or "all"
+
+
+def _variants(top_k: int) -> list[_Variant]:
+    return [
+        _Variant(f"attention · RC top-{top_k} heads", "attention", "top", str(top_k)),
+        _Variant("attention · all heads", "attention", "top", "all"),
+        _Variant(f"attention · RC bottom-{top_k} heads", "attention", "bottom", str(top_k)),
+        _Variant(f"RC expectation · top-{top_k} heads", "rc", "top", str(top_k)),
+        _Variant("RC expectation · all heads", "rc", "top", "all"),
+    ]
+
+
+def build_method(
+    name: str, model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig
+) -> SpanAttributor:
+    """The attributor behind a method name (``sweep`` uses an RCAttributor's per-head pass)."""
+    if name in ("rc", "sweep"):
+        text = model.config.get_text_config()
+        return RCAttributor(
+            model, tokenizer, top_k=min(config.top_k, text.num_hidden_layers * text.num_attention_heads)
+        )
+    if name == "attention":
+        return AttentionAttributor(model, tokenizer)
+    if name == "hidden_state":
+        return HiddenStateAttributor(model, tokenizer, layer=config.hidden_state_layer)
+    if name == "ig":
+        return IntegratedGradientsAttributor(model, tokenizer, n_steps=config.ig_steps)
+    if name == "bm25":
+        return BM25Attributor(model, tokenizer)
+    if name == "ablation":
+        return AblationAttributor(model, tokenizer)
+    if name == "random":
+        return RandomAttributor(model, tokenizer)
+    raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+
+
+def _input(record: AttributionRecord) -> ContextInput:
+    return ContextInput(record.chunks, record.question)
+
+
+def _units(record: AttributionRecord) -> list[tuple[int, int]]:
+    return [(span.start, span.end) for span in record.gold]
+
+
+class AttributionBenchmark:
+    """Runs the methods of ``config`` over a dataset, writing per-record lines under ``out``."""
+
+    def __init__(
+        self, config: BenchmarkConfig, model: PreTrainedModel, tokenizer: TokenizerLike, out: str | Path
+    ) -> None:
+        self.config, self.model, self.tokenizer = config, model, tokenizer
+        self.out = Path(out)
+        (self.out / "records").mkdir(parents=True, exist_ok=True)
+        self._check_resume()
+        n_heads = model.config.get_text_config()
+        self.total_heads = n_heads.num_hidden_layers * n_heads.num_attention_heads
+        self.records, self.too_long = self._records()
+
+    def _check_resume(self) -> None:
+        path = self.out / "config.json"
+        stored = {key: value for key, value in asdict(self.config).items() if key not in RESUMABLE_CHANGES}
+        if path.exists():
+            previous = json.loads(path.read_text())
+            previous = {key: value for key, value in previous.items() if key not in RESUMABLE_CHANGES}
+            if previous != stored:
+                changed = sorted(key for key in stored if previous.get(key) != stored[key])
+                raise ValueError(
+                    f"{self.out} holds a run with other settings ({', '.join(changed)}); use a new --out"
+                )
+        path.write_text(json.dumps(asdict(self.config), indent=2))
+
+    def _records(self) -> tuple[list[AttributionRecord], int]:
+        """Records with gold spans that fit ``max_tokens`` and the model's window, and how many did not."""
+        records = [
+            r for r in load_attribution(self.config.dataset, self.config.split, self.config.limit) if r.gold
+        ]
+        sizer = RandomAttributor(self.model, self.tokenizer)
+        fitting = []
+        for record in records:
+            try:
+                length = sizer.prepare(_input(record), record.answer, "chunk").ids.shape[1]
+            except ValueError as error:
+                if "window" not in str(error):
+                    raise
+                continue
+            if self.config.max_tokens is None or length <= self.config.max_tokens:
+                fitting.append(record)
+        return fitting, len(records) - len(fitting)
+
+    def _done(self, method: str) -> dict[str, dict[str, Any]]:
+        path = self.out / "records" / f"{method}.jsonl"
+        if not path.exists():
+            return {}
+        return {row["id"]: row for row in map(json.loads, path.read_text().splitlines()) if row}
+
+    def run(self) -> dict[str, Any]:
+        """Run every method (skipping records already on disk), then the faithfulness pass; returns the results."""
+        for method in self.config.methods:
+            self._run_method(method)
+        if self.config.faithfulness:
+            self._run_faithfulness()
+        results = self.results()
+        (self.out / "results.json").write_text(json.dumps(results, indent=2))
+        (self.out / "results.md").write_text(markdown_table(results))
+        if "sweep" in results:
+            plot_sweep(results, self.out / "sweep.png")
+        return results
+
+    def _run_method(self, method: str) -> None:
+        attributor = build_method(method, self.model, self.tokenizer, self.config)
+        records = self.records[: self.config.records_for(method)]
+        done = self._done(method)
+        todo = [r for r in records if r.id not in done]
+        if not todo:
+            return
+        with PeakMemory() as peak, open(self.out / "records" / f"{method}.jsonl", "a") as sink:
+            for record in tqdm(todo, desc=f"{self.config.dataset}/{method}", unit="record"):
+                start = time.perf_counter()
+                if method == "sweep":
+                    assert isinstance(attributor, RCAttributor)
+                    row = self._sweep_row(attributor, record)
+                else:
+                    row = self._method_row(attributor, record)
+                row["seconds"] = time.perf_counter() - start
+                sink.write(json.dumps({"id": record.id, **row}) + "\n")
+                sink.flush()
+        memory = self.out / "records" / "peak_memory.json"
+        peaks = json.loads(memory.read_text()) if memory.exists() else {}
+        peaks[method] = max(peaks.get(method, 0.0), peak.mib)
+        memory.write_text(json.dumps(peaks, indent=2))
+
+    def _method_row(self, attributor: SpanAttributor, record: AttributionRecord) -> dict[str, Any]:
+        result = attributor.attribute(
+            _input(record),
+            record.answer,
+            granularity=self.config.granularity,
+            output_granularity=_units(record),
+        )
+        assert result.token_attr is not None
+        row: dict[str, Any] = {
+            "source": source_hits(result.token_attr, result.context_spans, record.gold),
+            "location": location_hits(result.token_attr, result.context_spans, record),
+        }
+        if self.config.granularity == "chunk":
+            row["chunk_scores"] = result.seq_attr.tolist()
+        return row
+
+    def _heads(self, scores: HeadSpanScores, direction: str, k: str) -> torch.Tensor:
+        count = self.total_heads if k == "all" else min(int(k), self.total_heads)
+        return top_heads(scores.head_scores, count, bottom=direction == "bottom")
+
+    def _sweep_row(self, attributor: RCAttributor, record: AttributionRecord) -> dict[str, Any]:
+        scores = attributor.head_span_scores(
+            _input(record),
+            record.answer,
+            granularity=self.config.granularity,
+            output_granularity=_units(record),
+            span_scorers=SWEEP_SCORERS,
+        )
+        spans = scores.example.context_spans
+        ks = [str(k) for k in SWEEP_KS if k < self.total_heads] + ["all"]
+        curve = {}
+        for scorer in SWEEP_SCORERS:
+            for direction in ("top", "bottom"):
+                for k in ks:
+                    units = scores.combine(self._heads(scores, direction, k), scorer)[1]
+                    curve[f"{scorer}/{direction}/{k}"] = source_hits(units, spans, record.gold)
+        row: dict[str, Any] = {"curve": curve}
+        variants = {}
+        for variant in _variants(min(self.config.top_k, self.total_heads)):
+            answer, units = scores.combine(self._heads(scores, variant.direction, variant.k), variant.scorer)
+            variants[variant.label] = {
+                "source": source_hits(units, spans, record.gold),
+                "location": location_hits(units, spans, record),
+                **({"chunk_scores": answer.tolist()} if self.config.granularity == "chunk" else {}),
+            }
+        row["variants"] = variants
+        return row
+
+    def _method_scores(
+        self, record_id: str, tables: dict[str, dict[str, dict[str, Any]]]
+    ) -> dict[str, torch.Tensor]:
+        scores = {}
+        for method, rows in tables.items():
+            row = rows.get(record_id)
+            if row is None:
+                continue
+            if method == "sweep":
+                for label, variant in row["variants"].items():
+                    scores[label] = torch.tensor(variant["chunk_scores"])
+            else:
+                scores[method] = torch.tensor(row["chunk_scores"])
+        return scores
+
+    def _run_faithfulness(self) -> None:
+        if self.config.granularity != "chunk":
+            raise ValueError("the faithfulness metrics remove whole sources: run with --granularity chunk")
+        tables = {method: self._done(method) for method in self.config.methods}
+        done = self._done("faithfulness")
+        path = self.out / "records" / "faithfulness.jsonl"
+        with open(path, "a") as sink:
+            for record in tqdm(self.records[: self.config.faithfulness], desc="faithfulness", unit="record"):
+                if record.id in done or len(record.chunks) < 2:
+                    continue
+                scores = self._method_scores(record.id, tables)
+                metrics = faithfulness(
+                    self.model,
+                    self.tokenizer,
+                    _input(record),
+                    record.answer,
+                    scores,
+                    ks=(1, 3),
+                    n_samples=self.config.lds_samples,
+                )
+                sink.write(json.dumps({"id": record.id, "metrics": metrics}) + "\n")
+                sink.flush()
+
+    def results(self) -> dict[str, Any]:
+        """Aggregate every record on disk into the ``results.json`` structure."""
+        memory_path = self.out / "records" / "peak_memory.json"
+        peaks = json.loads(memory_path.read_text()) if memory_path.exists() else {}
+        methods: dict[str, Any] = {}
+        sweep: dict[str, Any] = {}
+        for method in self.config.methods:
+            rows = list(self._done(method).values())
+            if not rows:
+                continue
+            timing = {
+                "n_records": len(rows),
+                "seconds_per_example": sum(row["seconds"] for row in rows) / len(rows),
+                "peak_memory_mib": peaks.get(method),
+            }
+            if method == "sweep":
+                for label in rows[0]["variants"]:
+                    methods[label] = {
+                        **_summary([row["variants"][label] for row in rows]),
+                        **timing,
+                        "from": "sweep",
+                    }
+                sweep = {
+                    key: accuracy([hit for row in rows for hit in row["curve"][key]])[0]
+                    for key in rows[0]["curve"]
+                }
+            else:
+                methods[method] = {**_summary(rows), **timing}
+        results: dict[str, Any] = {
+            "config": asdict(self.config),
+            "model": self.model.config.name_or_path,
+            "protocol": PROTOCOL,
+            "total_heads": self.total_heads,
+            "n_records": len(self.records),
+            "skipped_too_long": self.too_long,
+            "methods": methods,
+        }
+        if sweep:
+            results["sweep"] = sweep
+        faithful = self._done("faithfulness")
+        if faithful:
+            results["faithfulness"] = _faithfulness_summary([row["metrics"] for row in faithful.values()])
+        return results
+
+
+def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    score, n_spans = accuracy([hit for row in rows for hit in row["source"]])
+    location, n_located = accuracy([hit for row in rows for hit in row["location"]])
+    return {"accuracy": score, "n_spans": n_spans, "location_accuracy": location, "n_located": n_located}
+
+
+def _faithfulness_summary(rows: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Mean of each metric per method over the records where it is defined (nan ignored)."""
+    out: dict[str, dict[str, float]] = {}
+    for method in rows[0]:
+        values: dict[str, list[float]] = {}
+        for row in rows:
+            for metric, value in row.get(method, {}).items():
+                if value is not None and not math.isnan(value):
+                    values.setdefault(metric, []).append(value)
+        out[method] = {metric: sum(v) / len(v) for metric, v in values.items()}
+        out[method]["n_records"] = len(rows)
+    return out
+
+
+def _format(value: float | None, spec: str) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    """The results as Markdown: one row per method, then the notes a reader needs to trust them."""
+    config = results["config"]
+    lines = [
+        f"## {config['dataset']} {config['split']}: chunk-level attribution accuracy",
+        "",
+        f"Model: `{results['model']}`. Protocol: {results['protocol']}. Context spans: {config['granularity']}.",
+        "",
+        "| method | accuracy | spans | records | s / example | peak MiB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in results["methods"].items():
+        shared = " ¹" if row.get("from") == "sweep" else ""
+        lines.append(
+            f"| {name} | {_format(row['accuracy'], '.1%')} | {row['n_spans']} | {row['n_records']} | "
+            f"{_format(row['seconds_per_example'], '.2f')}{shared} | {_format(row['peak_memory_mib'], '.0f')}{shared} |"
+        )
+    notes = [
+        "",
+        f"{results['n_records']} records with gold spans; {results['skipped_too_long']} longer than "
+        f"{config['max_tokens']} tokens were left out.",
+    ]
+    if any(row.get("from") == "sweep" for row in results["methods"].values()):
+        notes.append(
+            "¹ Computed from the sweep pass (one RC forward that scores every head with both span scorers); "
+            "its time and memory are the whole pass's. `rc` is the default RCAttributor on its own."
+        )
+    for name, limit in config["method_limits"].items():
+        if name in results["methods"] and results["methods"][name]["n_records"] < results["n_records"]:
+            notes.append(
+                f"{name}: first {results['methods'][name]['n_records']} records only (cost; limit {limit})."
+            )
+    if "faithfulness" in results:
+        notes += ["", "| method | drop@1 | drop@3 | LDS | records |", "|---|---|---|---|---|"]
+        for name, row in results["faithfulness"].items():
+            notes.append(
+                f"| {name} | {_format(row.get('drop@1'), '.3f')} | {_format(row.get('drop@3'), '.3f')} | "
+                f"{_format(row.get('lds'), '.3f')} | {row['n_records']} |"
+            )
+        notes.append(
+            "drop@k: log-probability drop of the answer when the top-k sources are removed (higher is better)."
+        )
+    return "\n".join(lines + notes) + "\n"
+
+
+def _curve(sweep: dict[str, float], scorer: str, direction: str) -> Iterator[tuple[int | str, float]]:
+    for key, value in sweep.items():
+        name, side, k = key.split("/")
+        if name == scorer and side == direction:
+            yield k, value
+
+
+def plot_sweep(results: dict[str, Any], path: str | Path) -> Path:
+    """Accuracy against the number of heads k, top-k and bottom-k, for both span scorers (Fig. 5)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    total = results["total_heads"]
+    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    for scorer, label in (("attention", "attention mass"), ("rc", "RC expectation")):
+        for direction, style in (("top", "-o"), ("bottom", "--s")):
+            points = list(_curve(results["sweep"], scorer, direction))
+            ks = [total if k == "all" else int(k) for k, _ in points]
+            axes.plot(
+                ks, [100 * v for _, v in points], style, label=f"{label}, {direction}-k heads", markersize=4
+            )
+    axes.set_xscale("log")
+    axes.set_xlabel("heads used (k)")
+    axes.set_ylabel("chunk-level accuracy (%)")
+    axes.set_title(
+        f"{results['config']['dataset']} {results['config']['split']}: accuracy vs k ({results['model']})"
+    )
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=150)
+    plt.close(figure)
+    return Path(path)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.attribution",
+        description="Attribution benchmark: every method on QuoteSum or Veri-Gran, gold answer teacher-forced.",
+    )
+    parser.add_argument("--dataset", required=True, choices=("quotesum", "verigran"))
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--out", required=True, help="output folder (resumes a run already there)")
+    parser.add_argument("--limit", type=int, help="first N records only")
+    parser.add_argument(
+        "--methods",
+        default=",".join(METHODS),
+        help=f"comma-separated, from {', '.join(METHODS)} (default: all)",
+    )
+    parser.add_argument(
+        "--method-limit",
+        action="append",
+        default=[],
+        metavar="METHOD=N",
+        help="run METHOD on the first N records only (default: "
+        + ", ".join(f"{m}={n}" for m, n in DEFAULT_METHOD_LIMITS.items())
+        + "; N=0 lifts the limit); repeatable",
+    )
+    parser.add_argument("--top-k", type=int, default=20, help="RC heads (default 20)")
+    parser.add_argument("--granularity", default="chunk", choices=("chunk", "sentence", "token"))
+    parser.add_argument(
+        "--max-tokens", type=int, default=4096, help="leave out longer records (default 4096)"
+    )
+    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
+    parser.add_argument("--hidden-state-layer", type=int, help="layer for hidden_state (default: middle)")
+    parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (default 16)")
+    parser.add_argument(
+        "--faithfulness",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ContextCite drop@k and LDS on the first N records",
+    )
+    parser.add_argument("--lds-samples", type=int, default=32, help="random ablations per record for LDS")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
+    methods = tuple(name.strip() for name in args.methods.split(",") if name.strip())
+    unknown = [name for name in methods if name not in METHODS]
+    if unknown:
+        raise SystemExit(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+    limits = dict(DEFAULT_METHOD_LIMITS)
+    for item in args.method_limit:
+        name, _, count = item.partition("=")
+        if name not in METHODS or not count.isdigit():
+            raise SystemExit(
+                f"--method-limit wants METHOD=N with METHOD in {', '.join(METHODS)}, got {item!r}"
+            )
+        limits[name] = int(count)
+    return BenchmarkConfig(
+        dataset=args.dataset,
+        split=args.split,
+        methods=methods,
+        limit=args.limit,
+        method_limits={name: count for name, count in limits.items() if count},
+        top_k=args.top_k,
+        granularity=args.granularity,
+        max_tokens=args.max_tokens,
+        model=args.model,
+        hidden_state_layer=args.hidden_state_layer,
+        ig_steps=args.ig_steps,
+        faithfulness=args.faithfulness,
+        lds_samples=args.lds_samples,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from rcattr.models import load_model
+
+    args = _parser().parse_args(argv)
+    config = config_from_args(args)
+    model, tokenizer = load_model(config.model)
+    benchmark = AttributionBenchmark(config, model, tokenizer, args.out)
+    results = benchmark.run()
+    print(markdown_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Attribution accuracy on hand-made cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rcattr.eval.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.memory import PeakMemory
+from rcattr.eval.metrics import accuracy, location_hits, quote_location, source_hits, top_spans
+from rcattr.segmentation import TextSpan
+
+CHUNKS = ["Alpha one. Alpha two.", "Beta one. Beta two."]
+SENTENCES = [
+    TextSpan(0, 10, "Alpha one.", 0),
+    TextSpan(11, 21, "Alpha two.", 0),
+    TextSpan(0, 9, "Beta one.", 1),
+]
+RECORD = AttributionRecord(
+    id="r",
+    question="q",
+    chunks=CHUNKS,
+    answer="Alpha two and Beta one, paraphrased",
+    gold=[
+        GoldSpan(0, 9, "Alpha two", 0),
+        GoldSpan(14, 22, "Beta one", 1),
+        GoldSpan(24, 35, "paraphrased", 1),
+    ],
+)
+
+
+def test_top_spans_breaks_ties_by_lowest_index() -> None:
+    assert top_spans(torch.tensor([[0.2, 0.5, 0.5], [0.0, 0.0, 0.0]])) == [1, 0]
+
+
+def test_source_hits_score_the_source_of_the_top_span() -> None:
+    scores = torch.tensor([[0.1, 0.8, 0.1], [0.6, 0.0, 0.4], [0.0, 0.1, 0.9]])
+    assert source_hits(scores, SENTENCES, RECORD.gold) == [True, False, True]
+    with pytest.raises(ValueError, match="2 output units for 3 gold spans"):
+        source_hits(scores[:2], SENTENCES, RECORD.gold)
+
+
+def test_location_hits_need_the_quoted_sentence() -> None:
+    assert quote_location(RECORD.gold[0], CHUNKS) == (11, 20)
+    assert quote_location(RECORD.gold[2], CHUNKS) is None
+    # span 0: the right chunk but the wrong sentence; span 1: the quoted sentence; span 2: not a quote
+    scores = torch.tensor([[0.9, 0.1, 0.0], [0.0, 0.1, 0.9], [1.0, 0.0, 0.0]])
+    assert location_hits(scores, SENTENCES, RECORD) == [False, True, None]
+    assert source_hits(scores, SENTENCES, RECORD.gold) == [True, True, False]
+
+
+def test_accuracy_ignores_undefined_hits() -> None:
+    assert accuracy([True, False, None, True]) == (pytest.approx(2 / 3), 3)
+    value, count = accuracy([None])
+    assert math.isnan(value) and count == 0
+
+
+def test_peak_memory_sees_an_allocation() -> None:
+    with PeakMemory(interval=0.001) as peak:
+        block = torch.ones(64 * 2**20 // 4)  # 64 MiB, touched
+        block += 1
+    assert peak.mib > 32
