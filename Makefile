@@ -8,7 +8,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench eval clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ bench: setup
 	$(PY) benchmarks/bench_stats.py
 	$(PY) benchmarks/bench_capture.py
 	$(PY) benchmarks/bench_attribution.py
+
+# the attribution benchmark on the shipped dev files (README "Attribution benchmark"); about 1.5 h on 2 CPU cores
+eval: setup
+	$(PY) -m rcattr.eval.attribution --dataset quotesum --out runs/quotesum --faithfulness 30
+	$(PY) -m rcattr.eval.attribution --dataset verigran --out runs/verigran
 
 clean:
 	rm -rf $(VENV) .venv-tf52 build *.egg-info

@@ -42,13 +42,19 @@ class HiddenStateAttributor(SpanAttributor):
 
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         outputs = self.model(example.ids, output_hidden_states=True, logits_to_keep=1)
-        hidden = F.normalize(outputs.hidden_states[self.layer][0].float(), dim=-1)  # [S, D]
-        keys = sorted({position for r in example.context_ranges for position in r})
-        similarity = hidden[example.answer_start :] @ hidden[keys].T  # [A, C]
-        best, anchor = similarity.max(-1)
-        column = {position: index for index, position in enumerate(keys)}
-        membership = torch.zeros(len(keys), len(example.context_spans))  # [C, n_spans]
-        for span, positions in enumerate(example.context_ranges):
-            membership[[column[p] for p in positions], span] = 1.0
-        votes = membership[anchor] * best.clamp_min(0)[:, None]  # [A, n_spans]
+        votes = anchor_votes(outputs.hidden_states[self.layer][0], example)
         return example.result(votes.sum(0), unit_sum(votes, example.unit_ranges), self.name, inp)
+
+
+def anchor_votes(hidden: torch.Tensor, example: Example) -> torch.Tensor:
+    """``[A, n_spans]``: each answer token's cosine similarity to its most similar context token,
+    placed on the spans holding that token; ``hidden [S, D]`` is one layer's output."""
+    hidden = F.normalize(hidden.float(), dim=-1)
+    keys = sorted({position for r in example.context_ranges for position in r})
+    similarity = hidden[example.answer_start :] @ hidden[keys].T  # [A, C]
+    best, anchor = similarity.max(-1)
+    column = {position: index for index, position in enumerate(keys)}
+    membership = torch.zeros(len(keys), len(example.context_spans))  # [C, n_spans]
+    for span, positions in enumerate(example.context_ranges):
+        membership[[column[p] for p in positions], span] = 1.0
+    return membership[anchor] * best.clamp_min(0)[:, None]

@@ -91,6 +91,7 @@ class _Variant:
     scorer: str
     direction: str
     k: str  # an int as text, or "all"
+    head_score: str = "superiority"
 
 
 def _variants(top_k: int) -> list[_Variant]:
@@ -100,6 +101,8 @@ def _variants(top_k: int) -> list[_Variant]:
         _Variant(f"attention · RC bottom-{top_k} heads", "attention", "bottom", str(top_k)),
         _Variant(f"RC expectation · top-{top_k} heads", "rc", "top", str(top_k)),
         _Variant("RC expectation · all heads", "rc", "top", "all"),
+        _Variant(f"attention · top-{top_k} heads by E[Z]/std(Y)", "attention", "top", str(top_k), "rc_std"),
+        _Variant(f"attention · top-{top_k} heads by raw E[Z]", "attention", "top", str(top_k), "rc"),
     ]
 
 
@@ -238,9 +241,11 @@ class AttributionBenchmark:
             row["chunk_scores"] = result.seq_attr.tolist()
         return row
 
-    def _heads(self, scores: HeadSpanScores, direction: str, k: str) -> torch.Tensor:
+    def _heads(
+        self, scores: HeadSpanScores, direction: str, k: str, head_score: str = "superiority"
+    ) -> torch.Tensor:
         count = self.total_heads if k == "all" else min(int(k), self.total_heads)
-        return top_heads(scores.head_scores, count, bottom=direction == "bottom")
+        return top_heads(scores.every_head_score[head_score], count, bottom=direction == "bottom")
 
     def _sweep_row(self, attributor: RCAttributor, record: AttributionRecord) -> dict[str, Any]:
         scores = attributor.head_span_scores(
@@ -261,7 +266,8 @@ class AttributionBenchmark:
         row: dict[str, Any] = {"curve": curve}
         variants = {}
         for variant in _variants(min(self.config.top_k, self.total_heads)):
-            answer, units = scores.combine(self._heads(scores, variant.direction, variant.k), variant.scorer)
+            heads = self._heads(scores, variant.direction, variant.k, variant.head_score)
+            answer, units = scores.combine(heads, variant.scorer)
             variants[variant.label] = {
                 "source": source_hits(units, spans, record.gold),
                 "location": location_hits(units, spans, record),

@@ -37,6 +37,8 @@ class HeadSpanScores:
         The spans and output units the scores refer to.
     head_scores : Tensor, shape [L, H]
         The score heads are ranked by.
+    every_head_score : dict of str to Tensor, shape [L, H]
+        All three head scores (``superiority``, ``rc_std``, ``rc``), computed in the same pass.
     answer : dict of str to Tensor, shape [L, H, n_spans]
         Per span scorer, each head's span scores for the whole answer.
     units : dict of str to Tensor, shape [L, H, n_outputs, n_spans]
@@ -47,6 +49,7 @@ class HeadSpanScores:
 
     example: Example
     head_scores: torch.Tensor
+    every_head_score: dict[str, torch.Tensor]
     answer: dict[str, torch.Tensor]
     units: dict[str, torch.Tensor]
     context_rc: torch.Tensor
@@ -103,7 +106,7 @@ class _Layout:
 class _Reduction:
     """Per-layer reductions, filled by :class:`_Reducer` during the forward."""
 
-    head_scores: dict[int, torch.Tensor] = field(default_factory=dict)  # [H]
+    head_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # kind -> layer -> [H]
     answer_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [H, n_spans]
     unit_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [U, H, n_spans]
     context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z] per answer row
@@ -135,7 +138,8 @@ class _Reducer:
         own = logits.index_select(-1, self.answer_keys)  # [H, A, A]
         own_visible = visible.index_select(-1, self.answer_keys)
         statistics = layer_rc(cross, cross_visible, own, own_visible, self.head_score)
-        self.out.head_scores[layer] = statistics.head_scores
+        for kind, score in statistics.every_score.items():
+            self.out.head_scores.setdefault(kind, {})[layer] = score
         self.out.context_rc[layer] = statistics.context_rc
         self.out.self_rc[layer] = statistics.self_rc
         per_unit = layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer
@@ -292,7 +296,8 @@ class RCAttributor(SpanAttributor):
         out = reducer.out
         return HeadSpanScores(
             example=example,
-            head_scores=_Reduction.stack(out.head_scores),
+            head_scores=_Reduction.stack(out.head_scores[self.head_score]),
+            every_head_score={kind: _Reduction.stack(table) for kind, table in out.head_scores.items()},
             answer={name: _Reduction.stack(table) for name, table in out.answer_scores.items()},
             units={name: _Reduction.stack(table).transpose(1, 2) for name, table in out.unit_scores.items()},
             context_rc=_Reduction.stack(out.context_rc),

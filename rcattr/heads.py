@@ -29,6 +29,8 @@ class LayerRC:
     ----------
     head_scores : Tensor, shape [H]
         The head score of each head (0 when no context pair is visible).
+    every_score : dict of str to Tensor, shape [H]
+        All three head scores (they share the sort), for comparing them.
     context_rc : Tensor, shape [H, A]
         Per answer row j, E[Z] with X = X(p_ctx, {j}) and Y = Y(g, g).
     self_rc : Tensor, shape [H, A]
@@ -38,6 +40,7 @@ class LayerRC:
     head_scores: torch.Tensor
     context_rc: torch.Tensor
     self_rc: torch.Tensor
+    every_score: dict[str, torch.Tensor]
 
 
 def layer_rc(
@@ -79,13 +82,13 @@ def layer_rc(
     self_rc = (context_rc - mean_x + valid_y.mean(1, keepdim=True)).clamp_min(0)  # E[Z] - E[Z'] = E[X] - E[Y]
     self_rc = self_rc * (n_row > 0)
     total = n_row.sum().clamp_min(1)
-    if kind == "superiority":
-        score = (below * weights).sum((1, 2)) / total
-    else:
-        score = (per_x * weights).sum((1, 2)) / total
-        if kind == "rc_std":
-            score = score / valid_y.std(dim=1, correction=0).clamp_min(torch.finfo(score.dtype).tiny)
-    return LayerRC(score, context_rc, self_rc)
+    rc = (per_x * weights).sum((1, 2)) / total
+    scores = {
+        "superiority": (below * weights).sum((1, 2)) / total,
+        "rc_std": rc / valid_y.std(dim=1, correction=0).clamp_min(torch.finfo(rc.dtype).tiny),
+        "rc": rc,
+    }
+    return LayerRC(scores[kind], context_rc, self_rc, scores)
 
 
 def top_heads(scores: torch.Tensor, k: int | float = 20, *, bottom: bool = False) -> torch.Tensor:

@@ -37,6 +37,7 @@ def test_head_scores_match_brute_force(kind: str) -> None:
             if kind == "rc_std":
                 expected /= torch.tensor(y, dtype=torch.float64).std(correction=0).item()
         assert scores[head].item() == pytest.approx(expected, rel=1e-9)
+    assert torch.equal(layer_rc(*_layer(), kind="superiority").every_score[kind], scores)
 
 
 @settings(max_examples=25, deadline=None)
