@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 from scipy.stats import spearmanr
+from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.prompting import ContextInput, render_prompt
@@ -43,7 +44,7 @@ def ablate(inp: ContextInput, keep: Sequence[bool]) -> ContextInput:
 
 @torch.no_grad()
 def answer_log_probs(
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     tokenizer: TokenizerLike,
     inp: ContextInput,
     answer: str,
@@ -145,7 +146,7 @@ def lds(scores: torch.Tensor, masks: torch.Tensor, actual: torch.Tensor) -> floa
 
 
 def faithfulness(
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     tokenizer: TokenizerLike,
     inp: ContextInput,
     answer: str,
