@@ -294,7 +294,7 @@ class AttributionBenchmark:
     def _run_faithfulness(self) -> None:
         if self.config.granularity != "chunk":
             raise ValueError("the faithfulness metrics remove whole sources: run with --granularity chunk")
-        tables = {method: self._done(method) for method in self.config.methods}
+        tables = {method: self._done(method) for method in METHODS}
         done = self._done("faithfulness")
         path = self.out / "records" / "faithfulness.jsonl"
         with open(path, "a") as sink:
@@ -320,7 +320,7 @@ class AttributionBenchmark:
         peaks = json.loads(memory_path.read_text()) if memory_path.exists() else {}
         methods: dict[str, Any] = {}
         sweep: dict[str, Any] = {}
-        for method in self.config.methods:
+        for method in METHODS:  # every method with records on disk, run now or before
             rows = list(self._done(method).values())
             if not rows:
                 continue

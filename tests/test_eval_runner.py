@@ -80,6 +80,8 @@ def test_resumes_without_recomputing_and_refuses_other_settings(saved_model, dat
     results = _run(saved_model, out, "--methods", "random")  # one more record, the first two kept
     assert (out / "records" / "random.jsonl").read_text().splitlines()[:2] == lines
     assert results["methods"]["random"]["n_records"] == 3
+    later = _run(saved_model, out, "--methods", "bm25")  # the report keeps every method on disk
+    assert set(later["methods"]) == {"bm25", "random"}
     with pytest.raises(ValueError, match="top_k"):
         _run(saved_model, out, "--methods", "random", "--top-k", "5")
 
