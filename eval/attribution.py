@@ -342,6 +342,7 @@ class AttributionBenchmark:
                 }
             else:
                 methods[method] = {**_summary(rows), **timing}
+        self._compare_on_same_records(methods)
         results: dict[str, Any] = {
             "config": asdict(self.config),
             "model": self.model.config.name_or_path,
@@ -357,6 +358,17 @@ class AttributionBenchmark:
         if faithful:
             results["faithfulness"] = _faithfulness_summary([row["metrics"] for row in faithful.values()])
         return results
+
+    def _compare_on_same_records(self, methods: dict[str, Any]) -> None:
+        """Add to each method run on a subset the default RC row's accuracy on the same records."""
+        sweep = self._done("sweep")
+        default = _variants(min(self.config.top_k, self.total_heads))[0].label
+        for name, row in methods.items():
+            if row.get("from") == "sweep" or not sweep:
+                continue
+            ids = [record_id for record_id in self._done(name) if record_id in sweep]
+            hits = [hit for record_id in ids for hit in sweep[record_id]["variants"][default]["source"]]
+            row["rc_default_same_records"] = accuracy(hits)[0]
 
 
 def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -391,13 +403,14 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Model: `{results['model']}`. Protocol: {results['protocol']}. Context spans: {config['granularity']}.",
         "",
-        "| method | accuracy | spans | records | s / example | peak MiB |",
-        "|---|---|---|---|---|---|",
+        "| method | accuracy | RC default, same records | spans | records | s / example | peak MiB |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, row in results["methods"].items():
         shared = " ¹" if row.get("from") == "sweep" else ""
         lines.append(
-            f"| {name} | {_format(row['accuracy'], '.1%')} | {row['n_spans']} | {row['n_records']} | "
+            f"| {name} | {_format(row['accuracy'], '.1%')} | {_format(row.get('rc_default_same_records'), '.1%')} | "
+            f"{row['n_spans']} | {row['n_records']} | "
             f"{_format(row['seconds_per_example'], '.2f')}{shared} | {_format(row['peak_memory_mib'], '.0f')}{shared} |"
         )
     notes = [

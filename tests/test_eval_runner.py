@@ -59,6 +59,8 @@ def test_every_method_runs_and_writes_the_report(saved_model, data, capsys) -> N
     assert "attention · RC bottom-12 heads" in methods and methods["attention · all heads"]["from"] == "sweep"
     # the default RCAttributor is the sweep's top-k attention row, computed separately
     assert methods["rc"]["accuracy"] == methods["attention · RC top-12 heads"]["accuracy"]
+    assert methods["rc"]["rc_default_same_records"] == methods["rc"]["accuracy"]
+    assert 0.0 <= methods["ig"]["rc_default_same_records"] <= 1.0  # ig ran on 1 record: RC on that one
     assert set(results["sweep"]) >= {"attention/top/1", "attention/bottom/all", "rc/top/10"}
     assert results["faithfulness"]["bm25"]["n_records"] == 2
     table = (out / "results.md").read_text()
