@@ -380,14 +380,15 @@ def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def _faithfulness_summary(rows: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
     """Mean of each metric per method over the records where it is defined (nan ignored)."""
     out: dict[str, dict[str, float]] = {}
-    for method in rows[0]:
+    for method in dict.fromkeys(name for row in rows for name in row):
+        present = [row[method] for row in rows if method in row]
         values: dict[str, list[float]] = {}
-        for row in rows:
-            for metric, value in row.get(method, {}).items():
+        for metrics in present:
+            for metric, value in metrics.items():
                 if value is not None and not math.isnan(value):
                     values.setdefault(metric, []).append(value)
         out[method] = {metric: sum(v) / len(v) for metric, v in values.items()}
-        out[method]["n_records"] = len(rows)
+        out[method]["n_records"] = len(present)
     return out
 
 

@@ -63,6 +63,7 @@ def test_every_method_runs_and_writes_the_report(saved_model, data, capsys) -> N
     assert 0.0 <= methods["ig"]["rc_default_same_records"] <= 1.0  # ig ran on 1 record: RC on that one
     assert set(results["sweep"]) >= {"attention/top/1", "attention/bottom/all", "rc/top/10"}
     assert results["faithfulness"]["bm25"]["n_records"] == 2
+    assert results["faithfulness"]["ig"]["n_records"] == 1  # ig ran on one record only
     table = (out / "results.md").read_text()
     assert "| bm25 |" in table and "teacher-forced" in table and "ig: first 1 records only" in table
     assert (out / "sweep.png").stat().st_size > 0
