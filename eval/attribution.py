@@ -424,11 +424,9 @@ def markdown_table(results: dict[str, Any]) -> str:
             "¹ Computed from the sweep pass (one RC forward that scores every head with both span scorers); "
             "its time and memory are the whole pass's. `rc` is the default RCAttributor on its own."
         )
-    for name, limit in config["method_limits"].items():
-        if name in results["methods"] and results["methods"][name]["n_records"] < results["n_records"]:
-            notes.append(
-                f"{name}: first {results['methods'][name]['n_records']} records only (cost; limit {limit})."
-            )
+    for name, row in results["methods"].items():
+        if row.get("from") != "sweep" and row["n_records"] < results["n_records"]:
+            notes.append(f"{name}: first {row['n_records']} records only (cost; `--method-limit`).")
     if "faithfulness" in results:
         notes += ["", "| method | drop@1 | drop@3 | LDS | records |", "|---|---|---|---|---|"]
         for name, row in results["faithfulness"].items():
