@@ -45,6 +45,7 @@ from rcattr.eval.memory import PeakMemory
 from rcattr.eval.metrics import accuracy, location_hits, source_hits
 from rcattr.heads import top_heads
 from rcattr.prompting import ContextInput
+from rcattr.segmentation import TextSpan
 
 METHODS = ("rc", "sweep", "attention", "hidden_state", "ig", "bm25", "ablation", "random")
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
@@ -233,12 +234,18 @@ class AttributionBenchmark:
             output_granularity=_units(record),
         )
         assert result.token_attr is not None
+        return self._scored(result.seq_attr, result.token_attr, result.context_spans, record)
+
+    def _scored(
+        self, answer: torch.Tensor, units: torch.Tensor, spans: Sequence[TextSpan], record: AttributionRecord
+    ) -> dict[str, Any]:
+        """A record's line: hits per gold span from ``units [n_gold, n_spans]``, and the chunk scores."""
         row: dict[str, Any] = {
-            "source": source_hits(result.token_attr, result.context_spans, record.gold),
-            "location": location_hits(result.token_attr, result.context_spans, record),
+            "source": source_hits(units, spans, record.gold),
+            "location": location_hits(units, spans, record),
         }
         if self.config.granularity == "chunk":
-            row["chunk_scores"] = result.seq_attr.tolist()
+            row["chunk_scores"] = answer.tolist()
         return row
 
     def _heads(
@@ -267,12 +274,7 @@ class AttributionBenchmark:
         variants = {}
         for variant in _variants(min(self.config.top_k, self.total_heads)):
             heads = self._heads(scores, variant.direction, variant.k, variant.head_score)
-            answer, units = scores.combine(heads, variant.scorer)
-            variants[variant.label] = {
-                "source": source_hits(units, spans, record.gold),
-                "location": location_hits(units, spans, record),
-                **({"chunk_scores": answer.tolist()} if self.config.granularity == "chunk" else {}),
-            }
+            variants[variant.label] = self._scored(*scores.combine(heads, variant.scorer), spans, record)
         row["variants"] = variants
         return row
 

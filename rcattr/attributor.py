@@ -231,7 +231,7 @@ class RCAttributor(SpanAttributor):
 
     @property
     def scorer_name(self) -> str:
-        return self.scorer.name or type(self.scorer).__name__
+        return _scorer_name(self.scorer)
 
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         scores = self._forward(example, {self.scorer_name: self.scorer})
@@ -270,7 +270,7 @@ class RCAttributor(SpanAttributor):
         """
         example = self.prepare(inp, target, granularity, output_granularity, gen_args)
         scorers = [self.scorer] if span_scorers is None else [make_span_scorer(s) for s in span_scorers]
-        return self._forward(example, {scorer.name or type(scorer).__name__: scorer for scorer in scorers})
+        return self._forward(example, {_scorer_name(scorer): scorer for scorer in scorers})
 
     @torch.no_grad()
     def head_scores(
@@ -303,3 +303,7 @@ class RCAttributor(SpanAttributor):
             context_rc=_Reduction.stack(out.context_rc),
             self_rc=_Reduction.stack(out.self_rc),
         )
+
+
+def _scorer_name(scorer: SpanScorer) -> str:
+    return getattr(scorer, "name", "") or type(scorer).__name__
