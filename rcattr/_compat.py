@@ -19,11 +19,17 @@ TRANSFORMERS_VERSION = Version(transformers.__version__)
 
 AttentionFunction = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 
+WRAPPER_PREFIXES = {"capture": "rcattr_capture_", "kvcache": "rcattr_kv_"}
+"""Prefixes of the attention implementations rcattr registers around a model's own (sdpa or eager)."""
+
 __all__ = [
     "TRANSFORMERS_VERSION",
+    "WRAPPER_PREFIXES",
     "AttentionFunction",
     "attention_function",
+    "base_implementation",
     "mask_function",
+    "mask_query_length",
     "register_attention",
 ]
 
@@ -45,6 +51,17 @@ def attention_function(name: str, module: torch.nn.Module) -> AttentionFunction:
     return ALL_ATTENTION_FUNCTIONS[name]  # type: ignore[no-any-return]
 
 
+def base_implementation(name: str) -> str:
+    """The model's own attention implementation under any rcattr wrappers (``rcattr_kv_sdpa`` -> ``sdpa``)."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for prefix in WRAPPER_PREFIXES.values():
+            if name.startswith(prefix):
+                name, stripped = name[len(prefix) :], True
+    return name
+
+
 def mask_function(name: str) -> Callable[..., torch.Tensor | None]:
     """The mask builder that transformers uses for the attention implementation ``name``."""
     return ALL_MASK_ATTENTION_FUNCTIONS[name]  # type: ignore[no-any-return]
@@ -58,3 +75,9 @@ def register_attention(name: str, function: AttentionFunction, mask_like: str) -
     """
     AttentionInterface.register(name, function)
     AttentionMaskInterface.register(name, mask_function(mask_like))
+
+
+def mask_query_length(query: int | torch.Tensor) -> int:
+    """The query length a cache layer's ``get_mask_sizes`` receives: an int since transformers 5.5,
+    the ``cache_position`` tensor before."""
+    return query if isinstance(query, int) else int(query.shape[0])

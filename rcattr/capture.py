@@ -18,12 +18,27 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._compat import AttentionFunction, attention_function, register_attention
+from rcattr._compat import (
+    WRAPPER_PREFIXES,
+    AttentionFunction,
+    attention_function,
+    base_implementation,
+    register_attention,
+)
 
-__all__ = ["SUPPORTED_ATTENTION", "CaptureStep", "LogitCapture", "LogitStore", "Reducer"]
+__all__ = [
+    "SUPPORTED_ATTENTION",
+    "CaptureStep",
+    "LogitCapture",
+    "LogitStore",
+    "Reducer",
+    "check_supported",
+    "mask_allows",
+    "visible_keys",
+]
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")
-_PREFIX = "rcattr_capture_"
+_PREFIX = WRAPPER_PREFIXES["capture"]
 
 QueryRows = slice | range | Sequence[int] | torch.Tensor | None
 
@@ -165,7 +180,7 @@ class LogitCapture:
             layer_idx=layer_idx,
             query_positions=positions[local_rows],
             key_positions=key_positions,
-            visible=_visible(attention_mask, local_rows, positions[local_rows], key_positions),
+            visible=visible_keys(attention_mask, local_rows, positions[local_rows], key_positions),
             sliding_window=_optional(
                 kwargs.get("sliding_window", getattr(module, "sliding_window", None)), int
             ),
@@ -274,13 +289,18 @@ class _RowSelector:
         return keep.nonzero().flatten()
 
 
-def _visible(
+def visible_keys(
     attention_mask: torch.Tensor | None,
     local_rows: torch.Tensor,
     query_positions: torch.Tensor,
     key_positions: torch.Tensor,
 ) -> torch.Tensor:
-    """``[B or 1, R, K]`` bool: which keys each captured query attends to, as the model decided."""
+    """``[B or 1, R, K]`` bool: which keys the chosen query rows attend to, as the model decided.
+
+    ``attention_mask`` is the 4-D mask the attention function received (None when the kernel applies
+    plain causality), ``local_rows`` ``[R]`` index its query rows, ``query_positions`` ``[R]`` and
+    ``key_positions`` ``[K]`` are the sequence positions of those rows and of the keys.
+    """
     if attention_mask is None:  # the kernel applied plain causality (is_causal)
         return (key_positions[None, :] <= query_positions[:, None])[None]
     if attention_mask.dim() != 4 or attention_mask.shape[-1] != key_positions.numel():
@@ -288,10 +308,15 @@ def _visible(
             f"unexpected attention mask of shape {tuple(attention_mask.shape)} for "
             f"{key_positions.numel()} keys; only 4-D [batch, 1, queries, keys] masks are supported"
         )
-    rows = attention_mask[:, 0, local_rows]
-    if rows.dtype == torch.bool:
-        return rows
-    return rows > torch.finfo(rows.dtype).min / 2  # additive float mask: 0 attends, dtype min blocks
+    return mask_allows(attention_mask[:, 0, local_rows])
+
+
+def mask_allows(attention_mask: torch.Tensor) -> torch.Tensor:
+    """A model's attention mask as bool (True attends): sdpa's bool masks as they are, eager's additive
+    float masks (0 attends, the dtype's minimum blocks) thresholded."""
+    if attention_mask.dtype == torch.bool:
+        return attention_mask
+    return attention_mask > torch.finfo(attention_mask.dtype).min / 2
 
 
 _ACTIVE: list[LogitCapture] = []
@@ -344,7 +369,7 @@ def check_supported(model: PreTrainedModel) -> None:
             "(tested: Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3)."
         )
     implementation = model.config._attn_implementation
-    if implementation not in SUPPORTED_ATTENTION:
+    if base_implementation(implementation) not in SUPPORTED_ATTENTION:
         raise NotImplementedError(
             f"{name} uses attn_implementation={implementation!r}; logit capture supports "
             f"{list(SUPPORTED_ATTENTION)}. Reload with attn_implementation='sdpa'."

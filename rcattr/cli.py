@@ -193,6 +193,7 @@ def _heads(args: argparse.Namespace) -> int:
         _input(args), args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
     )
     path = save_head_heatmap(result, args.out)
+    assert result.head_selection is not None  # RCAttributor always selects heads
     best = ", ".join(f"L{layer}.H{head}" for layer, head in result.head_selection.as_pairs()[:10])
     print(f"Answer: {result.answer}\nTop heads ({args.head_score}): {best}\nHeat map: {path}")
     return 0

@@ -7,6 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
+from transformers import DynamicCache
+
+from rcattr._compat import register_attention
+from rcattr.capture import mask_allows
 
 
 @contextmanager
@@ -34,3 +38,53 @@ def float64_logits(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     groups = query.shape[1] // key.shape[1]
     key = key.double().repeat_interleave(groups, dim=1)
     return query.double() @ key.transpose(-1, -2)
+
+
+_KEEP: dict[int, torch.Tensor] = {}  # layer -> [B, Hkv, n] prompt tokens the reference lets through
+
+
+def _reference_attention(module, query, key, value, attention_mask, scaling=None, **kwargs):
+    """Plain float64 attention over the full cache with the evicted prompt positions masked per head."""
+    batch, heads, q_len, _ = query.shape
+    groups = heads // key.shape[1]
+    key_len = key.shape[-2]
+    if attention_mask is None:
+        allowed = (torch.arange(key_len) <= torch.arange(key_len - q_len, key_len)[:, None])[None, None]
+    else:
+        allowed = mask_allows(attention_mask)
+    allowed = allowed.expand(batch, heads, q_len, key_len).clone()
+    keep = _KEEP.get(module.layer_idx)
+    if keep is not None:
+        allowed[..., : keep.shape[-1]] &= keep.repeat_interleave(groups, 1)[:, :, None, :]
+    k = key.repeat_interleave(groups, 1).double()
+    v = value.repeat_interleave(groups, 1).double()
+    scores = (query.double() @ k.transpose(-1, -2)) * (scaling or module.scaling)
+    weights = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
+    return (weights @ v).transpose(1, 2).to(query.dtype).contiguous(), None
+
+
+register_attention("rcattr_test_reference", _reference_attention, mask_like="sdpa")
+
+
+def evicted_reference_logits(model, cache, ids, mask, chunks) -> list[torch.Tensor]:
+    """:func:`next_logits` through a full ``DynamicCache``, the new tokens attending through float64
+    attention that masks, per head, exactly the prompt positions ``cache`` (an RCKVCache) evicted."""
+    _KEEP.clear()
+    _KEEP.update({i: e.kept for i, e in enumerate(cache.evictions) if e is not None})
+    return next_logits(model, DynamicCache(config=model.config), ids, mask, chunks, "rcattr_test_reference")
+
+
+def next_logits(model, cache, ids, mask, chunks, chunk_attention=None) -> list[torch.Tensor]:
+    """Prefill ``ids`` into ``cache``, then feed each chunk of new tokens (through ``chunk_attention``
+    when given); the logits of every chunk."""
+    model(ids, attention_mask=mask, past_key_values=cache)
+    implementation = model.config._attn_implementation
+    model.set_attn_implementation(chunk_attention or implementation)
+    out = []
+    try:
+        for chunk in chunks:
+            mask = torch.cat([mask, torch.ones_like(chunk)], dim=-1)
+            out.append(model(chunk, attention_mask=mask, past_key_values=cache).logits)
+    finally:
+        model.set_attn_implementation(implementation)
+    return out

@@ -1,0 +1,109 @@
+"""How close RCKVCache's next-token distributions stay to the full cache's, on SQuAD v2 questions.
+
+For each of the first ``--questions`` answerable SQuAD v2 dev questions (one paragraph each,
+chat-formatted, as in ``bench_kvcache.py``), greedy decoding with the full cache gives an answer g;
+g is then teacher-forced through each compressed cache and compared, token by token, with the full
+cache's distributions: mean KL(full || compressed) and top-1 agreement. Variants:
+
+- ``c=C mean`` / ``c=C max``: the adaptive threshold, a key head scoring by the mean or the max of its
+  query heads (grouped-query attention);
+- ``ratio=R mean`` / ``ratio=R max``: the same scores, every head keeping the same share;
+- ``ratio=r(c)``: uniform budgets at the compression the adaptive run reached on the same question,
+  which isolates what adaptive budgets buy.
+
+    python benchmarks/bench_kv_fidelity.py --questions 40 --c 1.0 --ratios 0.5 0.7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+from tqdm import tqdm
+
+from rcattr.eval.datasets import data_dir
+from rcattr.kvcache import RCKVCache
+from rcattr.models import load_model
+
+
+def squad_questions(tokenizer, limit: int) -> list[torch.Tensor]:
+    """Chat-formatted ``[1, n]`` prompts: paragraph, then one answerable question."""
+    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
+    prompts = []
+    for paragraph in (p for article in articles for p in article["paragraphs"]):
+        answerable = [q for q in paragraph["qas"] if not q["is_impossible"]]
+        if not answerable:
+            continue
+        content = f"{paragraph['context']}\n\nAnswer in a few words. Question: {answerable[0]['question']}"
+        prompts.append(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": content}],
+                add_generation_prompt=True,
+                return_tensors="pt",
+                return_dict=True,
+            )["input_ids"]
+        )
+        if len(prompts) == limit:
+            break
+    return prompts
+
+
+def compare(model, prompt: torch.Tensor, answer: torch.Tensor, full_logp: torch.Tensor, cache: RCKVCache):
+    """(mean KL(full || compressed), top-1 agreement) over the answer's tokens, and the compression."""
+    first = model(prompt, past_key_values=cache).logits[:, -1:]
+    rest = model(answer[:, :-1], past_key_values=cache).logits
+    logp = torch.cat([first, rest], dim=1).log_softmax(-1)[0]
+    kl = (full_logp.exp() * (full_logp - logp)).sum(-1).mean().item()
+    agree = (logp.argmax(-1) == full_logp.argmax(-1)).float().mean().item()
+    return kl, agree, cache.compression_ratio
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--c", type=float, default=1.0)
+    parser.add_argument("--ratios", type=float, nargs="+", default=[0.5, 0.7])
+    parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--answer-tokens", type=int, default=24)
+    args = parser.parse_args()
+
+    torch.set_grad_enabled(False)
+    model, tokenizer = load_model()
+    rows: dict[str, list[tuple[float, float, float]]] = {}
+    for prompt in tqdm(squad_questions(tokenizer, args.questions), desc="questions"):
+        out = model.generate(prompt, max_new_tokens=args.answer_tokens, do_sample=False)
+        answer = out[:, prompt.shape[1] :]
+        full_logp = model(out).logits[0, prompt.shape[1] - 1 : -1].log_softmax(-1)
+        reached = 0.0
+        for reduce in ("mean", "max"):
+            name = f"c={args.c} {reduce}"
+            cache = RCKVCache(model, c=args.c, window=args.window, group_reduce=reduce)
+            rows.setdefault(name, []).append(compare(model, prompt, answer, full_logp, cache))
+            reached = rows[name][-1][2] if reduce == "mean" else reached
+            for ratio in args.ratios:
+                cache = RCKVCache(model, window=args.window, ratio=ratio, group_reduce=reduce)
+                rows.setdefault(f"ratio={ratio} {reduce}", []).append(
+                    compare(model, prompt, answer, full_logp, cache)
+                )
+        cache = RCKVCache(model, window=args.window, ratio=reached)
+        rows.setdefault(f"ratio=r(c={args.c}) mean", []).append(
+            compare(model, prompt, answer, full_logp, cache)
+        )
+
+    print(
+        f"SmolLM2-135M-Instruct, {args.questions} SQuAD v2 dev questions, window {args.window}, "
+        f"{args.answer_tokens}-token greedy answers of the full cache teacher-forced"
+    )
+    print("| variant | compression | KL(full ‖ compressed) | top-1 agreement |")
+    print("|---|---:|---:|---:|")
+    for name, values in rows.items():
+        kl, agree, ratio = (statistics.mean(v[i] for v in values) for i in range(3))
+        print(f"| {name} | {ratio:.3f} | {kl:.4f} | {agree:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

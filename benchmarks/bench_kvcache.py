@@ -1,0 +1,148 @@
+"""RCKVCache against transformers' DynamicCache on the default model: prefill time, decode time, bytes held.
+
+The prompt is SQuAD v2 dev paragraphs (in file order) up to the asked number of tokens, followed by the
+question of the last paragraph, chat-formatted. For every prompt length the variants run interleaved
+in one process, ``--repeats`` times, and the medians are compared as ratios (the machine is noisy:
+only side-by-side figures mean anything):
+
+- ``default``: ``DynamicCache``, no eviction;
+- ``rc``: ``RCKVCache(model, c, window)``;
+- ``snapkv``: kvpress's ``SnapKVPress`` at the compression ratio RCKVCache reached, when kvpress is
+  importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill.
+
+Prefill is one ``model(prompt, past_key_values=cache, logits_to_keep=1)``; decode feeds
+``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
+
+    python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+from transformers import DynamicCache
+
+from rcattr.eval.datasets import data_dir
+from rcattr.kvcache import RCKVCache
+from rcattr.models import load_model
+
+try:
+    from kvpress import SnapKVPress
+except ImportError:  # kvpress needs transformers < 5.3
+    SnapKVPress = None
+
+
+def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
+    """``[1, n]`` chat-formatted ids: SQuAD v2 paragraphs up to about ``tokens`` tokens, then a question."""
+    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
+    paragraphs = [p for article in articles for p in article["paragraphs"]]
+    context, question, used = [], "", 0
+    for paragraph in paragraphs:
+        length = len(tokenizer(paragraph["context"])["input_ids"])
+        if used + length > tokens and context:
+            break
+        context.append(paragraph["context"])
+        used += length
+        answerable = [q for q in paragraph["qas"] if not q["is_impossible"]]
+        question = answerable[0]["question"] if answerable else question
+    content = "\n\n".join(context) + f"\n\nAnswer in a few words. Question: {question}"
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": content}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )["input_ids"]
+
+
+def cache_nbytes(cache) -> int:
+    if isinstance(cache, RCKVCache):
+        return cache.nbytes()
+    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v, *_ in cache)
+
+
+def run(
+    model, ids: torch.Tensor, make_cache: Callable, press: contextlib.AbstractContextManager, new_tokens: int
+):
+    """Prefill seconds, decode seconds per token, and the cache after decoding."""
+    cache = make_cache()
+    start = time.perf_counter()
+    with press:
+        logits = model(ids, past_key_values=cache, logits_to_keep=1).logits
+    prefill = time.perf_counter() - start
+    token = logits[:, -1:].argmax(-1)
+    start = time.perf_counter()
+    for _ in range(new_tokens):
+        token = model(token, past_key_values=cache).logits[:, -1:].argmax(-1)
+    return prefill, (time.perf_counter() - start) / new_tokens, cache
+
+
+def variants(model, c: float, window: int, ratio: float | None) -> Iterator[tuple[str, Callable, Callable]]:
+    yield "default", lambda: DynamicCache(config=model.config), contextlib.nullcontext
+    yield "rc", lambda: RCKVCache(model, c=c, window=window), contextlib.nullcontext
+    if SnapKVPress is not None and ratio is not None:
+        press = SnapKVPress(compression_ratio=ratio, window_size=window)
+        yield "snapkv", lambda: DynamicCache(config=model.config), lambda: press(model)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lengths", type=int, nargs="+", default=[1000, 4000], help="prompt tokens")
+    parser.add_argument("--c", type=float, default=1.0)
+    parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--new-tokens", type=int, default=32, help="greedy tokens decoded after prefill")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    torch.set_grad_enabled(False)
+    model, tokenizer = load_model()
+    model(torch.tensor([[1, 2, 3]]))  # warm-up
+    print(
+        f"transformers cache vs RCKVCache(c={args.c}, window={args.window}); kvpress: {SnapKVPress is not None}"
+    )
+    print(
+        "| prompt tokens | variant | prefill s | prefill / default | decode ms/token | decode / default "
+        "| compression | bytes held | bytes / default | padding share |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for length in args.lengths:
+        ids = squad_prompt(tokenizer, length)
+        probe = RCKVCache(model, c=args.c, window=args.window)
+        model(ids, past_key_values=probe, logits_to_keep=1)
+        ratio = round(probe.compression_ratio, 2)
+        times: dict[str, list[tuple[float, float]]] = {}
+        caches = {}
+        for _ in range(args.repeats):
+            for name, make_cache, press in variants(model, args.c, args.window, ratio):
+                prefill, decode, caches[name] = run(model, ids, make_cache, press(), args.new_tokens)
+                times.setdefault(name, []).append((prefill, decode))
+        base_prefill = statistics.median(t[0] for t in times["default"])
+        base_decode = statistics.median(t[1] for t in times["default"])
+        base_bytes = cache_nbytes(caches["default"])
+        for name, measured in times.items():
+            prefill = statistics.median(t[0] for t in measured)
+            decode = statistics.median(t[1] for t in measured)
+            cache = caches[name]
+            held = cache_nbytes(cache)
+            compression = (
+                cache.compression_ratio
+                if isinstance(cache, RCKVCache)
+                else (ratio if name == "snapkv" else 0.0)
+            )
+            padding = cache.padding_nbytes() / held if isinstance(cache, RCKVCache) else 0.0
+            print(
+                f"| {ids.shape[1]} | {name} | {prefill:.3f} | {prefill / base_prefill:.2f} | {decode * 1e3:.1f} "
+                f"| {decode / base_decode:.2f} | {compression:.3f} | {held / 2**20:.1f} MiB "
+                f"| {held / base_bytes:.3f} | {padding:.3f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+"""Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (DESIGN §3)."""
+
+from rcattr.kvcache.cache import RCKVCache
+from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer
+from rcattr.kvcache.scoring import adaptive_keep, fixed_ratio_keep, window_rc_scores
+
+__all__ = [
+    "Eviction",
+    "EvictionPolicy",
+    "RCKVCache",
+    "RCLayer",
+    "adaptive_keep",
+    "fixed_ratio_keep",
+    "window_rc_scores",
+]

@@ -1,0 +1,106 @@
+"""The attention path of :class:`~rcattr.kvcache.RCKVCache`.
+
+``Cache.update`` sees keys and values but never queries, and after eviction every key head holds
+different tokens, which the model's mask (one per batch row, shared by all heads) cannot describe.
+So the cache routes the model's attention through a wrapper of its own implementation (sdpa or
+eager): right after an :class:`RCLayer` update, the wrapper of that layer
+
+- at prefill runs the original kernel unchanged, then hands the queries to the layer to evict;
+- afterwards gives the kernel a per-head mask over the stored slots (:meth:`RCLayer.slot_mask`).
+
+For any other cache the wrapper calls the original kernel with the original arguments.
+The update and the attention call of a layer are paired by the identity of the key tensor the
+cache returned, so a stale pairing can never leak into another cache's forward.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from transformers import PreTrainedModel
+
+from rcattr._compat import (
+    WRAPPER_PREFIXES,
+    AttentionFunction,
+    attention_function,
+    base_implementation,
+    register_attention,
+)
+from rcattr.capture import check_supported
+from rcattr.kvcache.layer import RCLayer
+
+__all__ = ["expect_attention", "install"]
+
+_PREFIX = WRAPPER_PREFIXES["kvcache"]
+
+
+class _Pending(threading.local):
+    layer: RCLayer | None = None
+    keys: torch.Tensor | None = None
+
+
+_PENDING = _Pending()
+
+
+def install(model: PreTrainedModel) -> None:
+    """Route ``model``'s attention through the RCKVCache wrapper of its sdpa or eager kernel.
+
+    Idempotent. The wrapper is transparent for every other cache, so the model keeps working as before.
+    """
+    check_supported(model)
+    name = model.config._attn_implementation
+    if name.startswith(_PREFIX):
+        return
+    register_attention(_PREFIX + name, _kv_attention(name), mask_like=name)
+    model.set_attn_implementation(_PREFIX + name)
+
+
+def expect_attention(layer: RCLayer, keys: torch.Tensor) -> None:
+    """Called by the cache after ``layer`` returned ``keys``: the next attention call is that layer's."""
+    _PENDING.layer, _PENDING.keys = layer, keys
+
+
+def _claim(module: torch.nn.Module, key: torch.Tensor) -> RCLayer | None:
+    layer, keys = _PENDING.layer, _PENDING.keys
+    _PENDING.layer = _PENDING.keys = None
+    if layer is None or layer.layer_idx != getattr(module, "layer_idx", None):
+        return None
+    if keys is not key:
+        raise NotImplementedError(
+            f"{type(module).__name__} changed the keys between the cache update and the attention call; "
+            "RCKVCache cannot map its per-head slots onto them"
+        )
+    return layer
+
+
+def _kv_attention(inner_name: str) -> AttentionFunction:
+    """An attention function that runs ``inner_name`` on RCKVCache's per-head slots."""
+    additive_mask = base_implementation(inner_name) == "eager"
+
+    def attention(
+        module: torch.nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        **kwargs: object,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        inner = attention_function(inner_name, module)
+        layer = _claim(module, key)
+        if layer is None or (layer.prefilled and not layer.packed):
+            return inner(module, query, key, value, attention_mask, **kwargs)
+        if not layer.prefilled:
+            output = inner(module, query, key, value, attention_mask, **kwargs)
+            layer.evict(query, attention_mask)
+            return output
+        visible = layer.slot_mask(attention_mask, query.shape[-2], query.shape[1])
+        if additive_mask:
+            blocked = torch.finfo(query.dtype).min
+            mask = torch.zeros(visible.shape, dtype=query.dtype, device=query.device).masked_fill_(
+                ~visible, blocked
+            )
+            return inner(module, query, key, value, mask, **kwargs)
+        return inner(module, query, key, value, visible, **kwargs)
+
+    return attention

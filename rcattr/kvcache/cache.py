@@ -1,0 +1,177 @@
+"""RCKVCache: a transformers ``Cache`` that evicts, head by head, the prompt tokens the model will not need."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from transformers import PreTrainedModel
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+
+from rcattr.kvcache.attention import expect_attention, install
+from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer
+from rcattr.kvcache.scoring import GroupReduce
+
+__all__ = ["RCKVCache"]
+
+
+class RCKVCache(Cache):
+    """Adaptive head-wise KV eviction by relative contextualization (RCStat, DESIGN §3).
+
+    At prefill, for every full-attention layer and key head, each prompt token is scored by its
+    expected RC against the last ``window`` prompt tokens, and dropped when its score is below
+    ``c`` times the head's mean score. The window is always kept; tokens generated afterwards are
+    always kept. Budgets therefore differ per head and per layer, set by the one knob ``c``.
+    The prompt is compressed once, by the first forward that fills the cache.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A decoder-only causal LM using sdpa or eager attention (Llama, Mistral, Qwen2, Qwen3, Gemma3,
+        Phi3, ...). Its attention is routed through a wrapper that is transparent for other caches.
+    c : float, default 1.0
+        Threshold multiplier, >= 0: a token is evicted when ``score < c · mean score``. ``c = 0``
+        keeps everything; larger ``c`` evicts more.
+    window : int, default 16
+        The last prompt tokens that stand in for the generation (the paper uses 8 or 16).
+    ratio : float, optional
+        Instead of the adaptive threshold, evict this share of every key head's prompt, lowest RC
+        scores first (the same budget for every head, as fixed-ratio presses do).
+    group_reduce : {"mean", "max"}, default "mean"
+        With grouped-query attention, how a key head aggregates the scores of its query heads.
+    score_dtype : torch.dtype, default torch.float32
+        Accumulation dtype of the scores.
+
+    Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
+    cache, already bounded by their window; the compression figures count the full-attention layers.
+
+    Examples
+    --------
+    >>> cache = RCKVCache(model, c=1.0, window=16)
+    >>> out = model.generate(**inputs, past_key_values=cache, max_new_tokens=32)
+    >>> cache.compression_ratio, cache.nbytes(), cache.full_nbytes()
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        c: float = 1.0,
+        window: int = 16,
+        *,
+        ratio: float | None = None,
+        group_reduce: GroupReduce = "mean",
+        score_dtype: torch.dtype = torch.float32,
+    ) -> None:
+        if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
+            raise ValueError(f"c must be a finite number >= 0, got {c!r}")
+        if not (isinstance(window, int) and window >= 1):
+            raise ValueError(f"window must be an int >= 1, got {window!r}")
+        if ratio is not None and not 0.0 <= ratio < 1.0:
+            raise ValueError(f"ratio must be in [0, 1), got {ratio!r}")
+        if group_reduce not in ("mean", "max"):
+            raise ValueError(f"group_reduce must be 'mean' or 'max', got {group_reduce!r}")
+        if score_dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"score_dtype must be torch.float32 or torch.float64, got {score_dtype}")
+        install(model)
+        policy = EvictionPolicy(
+            c=float(c), window=window, ratio=ratio, group_reduce=group_reduce, score_dtype=score_dtype
+        )
+        layers = DynamicCache(config=model.config).layers
+        if not layers:
+            raise NotImplementedError(
+                f"{type(model).__name__}: transformers builds no per-layer cache from its config"
+            )
+        layers = [
+            RCLayer(i, policy) if type(layer) is DynamicLayer else layer for i, layer in enumerate(layers)
+        ]
+        if not any(isinstance(layer, RCLayer) for layer in layers):
+            raise NotImplementedError(
+                f"every layer of {type(model).__name__} uses sliding-window attention, whose cache is already "
+                "bounded by the window; RCKVCache evicts from full-attention layers only"
+            )
+        super().__init__(layers=layers)
+        self.policy = policy
+
+    def update(
+        self,
+        key_states: torch.Tensor,
+        value_states: torch.Tensor,
+        layer_idx: int,
+        *args: object,
+        **kwargs: object,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the new keys and values of ``layer_idx`` and return what the attention reads."""
+        keys, values = super().update(key_states, value_states, layer_idx, *args, **kwargs)
+        layer = self.layers[layer_idx]
+        if isinstance(layer, RCLayer):
+            expect_attention(layer, keys)
+        return keys, values
+
+    @property
+    def rc_layers(self) -> list[int]:
+        """Indices of the layers RCKVCache evicts from (the full-attention ones)."""
+        return [i for i, layer in enumerate(self.layers) if isinstance(layer, RCLayer)]
+
+    @property
+    def evictions(self) -> list[Eviction | None]:
+        """Per layer, the prefill's scores and decisions (None for sliding layers or before prefill)."""
+        return [layer.eviction if isinstance(layer, RCLayer) else None for layer in self.layers]
+
+    @property
+    def kept_indices(self) -> list[torch.Tensor | None]:
+        """Per layer, ``[B, Hkv, slots]`` the sequence position held in each slot (-1: pad slot), or None."""
+        return [
+            layer.positions.long() if isinstance(layer, RCLayer) and layer.positions is not None else None
+            for layer in self.layers
+        ]
+
+    @property
+    def head_compression_ratio(self) -> torch.Tensor:
+        """``[layers, B, Hkv]`` share of each key head's prompt evicted; ``nan`` for layers not evicted from."""
+        decided = [e for e in self.evictions if e is not None]
+        if not decided:
+            raise RuntimeError("no prompt has gone through this cache yet")
+        shape = decided[0].compression_ratio.shape
+        return torch.stack(
+            [
+                e.compression_ratio.float() if e is not None else torch.full(shape, float("nan"))
+                for e in self.evictions
+            ]
+        )
+
+    @property
+    def layer_compression_ratio(self) -> torch.Tensor:
+        """``[layers]`` share of each layer's prompt entries evicted (all rows and key heads); ``nan`` if none."""
+        return self.head_compression_ratio.flatten(1).mean(-1)
+
+    @property
+    def compression_ratio(self) -> float:
+        """Evicted prompt entries / all prompt entries, over the evicted-from layers, rows and key heads."""
+        decided = [e for e in self.evictions if e is not None]
+        if not decided:
+            raise RuntimeError("no prompt has gone through this cache yet")
+        kept = sum(int(e.kept.sum()) for e in decided)
+        total = sum(int(e.present.sum()) * e.kept.shape[1] for e in decided)
+        return 1.0 - kept / max(total, 1)
+
+    def nbytes(self) -> int:
+        """Bytes the cache holds now: keys and values of every layer, pad slots and slot positions included."""
+        return sum(_layer_nbytes(layer) for layer in self.layers)
+
+    def padding_nbytes(self) -> int:
+        """Bytes of pad slots: the cost of storing heads of different lengths in one tensor per layer."""
+        return sum(layer.padding_nbytes() for layer in self.layers if isinstance(layer, RCLayer))
+
+    def full_nbytes(self) -> int:
+        """Bytes transformers' ``DynamicCache`` would hold for the same tokens."""
+        return sum(
+            layer.full_nbytes() if isinstance(layer, RCLayer) else _layer_nbytes(layer)
+            for layer in self.layers
+        )
+
+
+def _layer_nbytes(layer: object) -> int:
+    if isinstance(layer, RCLayer):
+        return layer.nbytes()
+    tensors = (getattr(layer, "keys", None), getattr(layer, "values", None))
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)

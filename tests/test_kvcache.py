@@ -1,0 +1,301 @@
+"""RCKVCache on tiny random models: scores against brute force, exactness after eviction, accounting, errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import ARCHITECTURES, tiny_configs, tiny_model
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import evicted_reference_logits, next_logits
+from transformers import (
+    AutoModelForCausalLM,
+    DynamicCache,
+    MistralConfig,
+    T5Config,
+    T5ForConditionalGeneration,
+)
+
+from rcattr.capture import LogitCapture, LogitStore
+from rcattr.kvcache import RCKVCache, adaptive_keep, fixed_ratio_keep, window_rc_scores
+
+# Mistral and Qwen2 releases since 2024 use full attention everywhere; the shared tiny configs slide.
+KV_ARCHITECTURES = ARCHITECTURES
+
+
+def kv_model(arch: str, attn_implementation: str = "sdpa"):
+    """The tiny model of ``arch``; Mistral without its sliding window, which would leave nothing to evict."""
+    if arch != "mistral":
+        return tiny_model(arch, attn_implementation=attn_implementation)
+    config = tiny_configs()["mistral"]
+    config.sliding_window = None
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    return model.eval()
+
+
+def prompt(batch: int = 1, length: int = 40, pad: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random ids and a left-padded attention mask: the last row loses its first ``pad`` tokens."""
+    ids = torch.randint(3, 120, (batch, length))
+    mask = torch.ones(batch, length, dtype=torch.long)
+    mask[-1, :pad] = 0
+    ids[-1, :pad] = 0
+    return ids, mask
+
+
+# ---------------------------------------------------------------------------------------------
+# the scores and the decision, against brute force
+# ---------------------------------------------------------------------------------------------
+
+
+def brute_scores(logits: torch.Tensor, visible: torch.Tensor, kv_heads: int, reduce: str) -> torch.Tensor:
+    """score_h(i) = mean over visible window queries j of mean over Y of max(f(i, j) - y, 0)."""
+    batch, heads, w, n = logits.shape
+    out = torch.full((batch, heads, n - w), float("nan"), dtype=torch.float64)
+    for b in range(batch):
+        for h in range(heads):
+            ys = [
+                logits[b, h, j, n - w + i].item()
+                for j in range(w)
+                for i in range(w)
+                if visible[b, j, n - w + i]
+            ]
+            for i in range(n - w):
+                rows = [j for j in range(w) if visible[b, j, i]]
+                if rows:
+                    out[b, h, i] = sum(max(logits[b, h, j, i].item() - y, 0.0) for j in rows for y in ys) / (
+                        len(rows) * len(ys)
+                    )
+    grouped = out.view(batch, kv_heads, heads // kv_heads, n - w)
+    return grouped.mean(2) if reduce == "mean" else grouped.amax(2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    window=st.integers(1, 5),
+    context=st.integers(1, 7),
+    pad=st.integers(0, 4),
+    kv_heads=st.sampled_from([1, 2]),
+    reduce=st.sampled_from(["mean", "max"]),
+)
+def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads, reduce) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    n = window + context
+    pad = min(pad, context)
+    logits = torch.randn(2, 4, window, n, generator=generator, dtype=torch.float64)
+    positions = torch.arange(n)
+    visible = (positions[None, :] <= positions[n - window :, None]).expand(2, window, n).clone()
+    visible[1, :, :pad] = False  # left padding of the second row
+    got = window_rc_scores(logits, visible, kv_heads, group_reduce=reduce, dtype=torch.float64)
+    want = brute_scores(logits, visible, kv_heads, reduce)
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_adaptive_keep_threshold_is_c_times_mean() -> None:
+    scores = torch.tensor([[[0.0, 1.0, 2.0, 5.0, float("nan")]]])
+    keep, threshold = adaptive_keep(scores, 1.0)
+    assert threshold.item() == pytest.approx(2.0)
+    assert keep.tolist() == [[[False, False, True, True, False]]]
+    keep0, _ = adaptive_keep(scores, 0.0)
+    assert keep0.tolist() == [[[True, True, True, True, False]]]  # c = 0 keeps every real token
+
+
+def test_fixed_ratio_keeps_the_best_of_every_head() -> None:
+    scores = torch.tensor([[[3.0, 1.0, 2.0, 0.0, 5.0, 4.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]])
+    keep = fixed_ratio_keep(scores, ratio=0.5, window=2)  # 8 prompt tokens -> 4 kept, 2 of them the window
+    assert keep.tolist() == [
+        [[False, False, False, False, True, True], [False, False, False, False, True, True]]
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# generate with the cache
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_c_zero_generates_exactly_like_the_default_cache(arch, attn) -> None:
+    model = kv_model(arch, attn)
+    ids, mask = prompt(batch=2, pad=6)
+    default = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False)
+    cache = RCKVCache(model, c=0.0, window=4)
+    kept_all = model.generate(
+        ids, attention_mask=mask, max_new_tokens=10, do_sample=False, past_key_values=cache
+    )
+    assert torch.equal(default, kept_all)
+    assert cache.compression_ratio == 0.0
+
+
+def test_eviction_leaves_other_caches_untouched() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt()
+    before = model(ids).logits
+    model.generate(ids, max_new_tokens=4, do_sample=False, past_key_values=RCKVCache(model, c=1.5, window=4))
+    torch.testing.assert_close(model(ids).logits, before, rtol=0, atol=0)
+    torch.testing.assert_close(model(ids, past_key_values=DynamicCache(config=model.config)).logits, before)
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_logits_after_eviction_equal_masking_exactly_the_evicted_positions(arch, attn) -> None:
+    model = kv_model(arch, attn)
+    ids, mask = prompt(batch=2, pad=5)
+    chunks = [torch.randint(3, 120, (2, 3)), torch.randint(3, 120, (2, 1)), torch.randint(3, 120, (2, 1))]
+    cache = RCKVCache(model, c=1.0, window=4)
+    got = next_logits(model, cache, ids, mask, chunks)
+    assert 0.2 < cache.compression_ratio < 0.9
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+
+
+def test_window_is_kept_and_evictions_are_per_head() -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2, pad=3)
+    cache = RCKVCache(model, c=1.0, window=6)
+    model(ids, attention_mask=mask, past_key_values=cache)
+    for eviction in cache.evictions:
+        assert eviction is not None
+        assert eviction.kept[..., -6:].all()
+        assert not eviction.kept[1, :, :3].any()  # padding is never kept
+        assert torch.isinf(eviction.scores[..., -6:]).all()
+    per_head = cache.head_compression_ratio
+    assert per_head.shape == (3, 2, 2)
+    assert per_head.unique().numel() > 1  # budgets differ across heads and layers
+
+
+def test_compression_grows_with_c() -> None:
+    model = kv_model("qwen3")
+    ids, _ = prompt(length=64)
+    ratios = []
+    for c in [0.0, 0.5, 1.0, 1.5, 2.0, 4.0]:
+        cache = RCKVCache(model, c=c, window=8)
+        model(ids, past_key_values=cache)
+        ratios.append(cache.compression_ratio)
+    assert ratios == sorted(ratios)
+    assert ratios[0] == 0.0 and ratios[-1] > ratios[2] > 0.0
+
+
+def test_ratio_mode_evicts_the_asked_share_of_every_head() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt(length=50)
+    cache = RCKVCache(model, window=5, ratio=0.6)
+    model(ids, past_key_values=cache)
+    assert all(int(e.kept[0, h].sum()) == 20 for e in cache.evictions if e is not None for h in range(2))
+    assert cache.compression_ratio == pytest.approx(0.6)
+    adaptive = RCKVCache(model, c=1.0, window=5)
+    model(ids, past_key_values=adaptive)
+    for fixed, free in zip(
+        cache.evictions, adaptive.evictions, strict=True
+    ):  # same scores, different decisions
+        torch.testing.assert_close(fixed.scores, free.scores, equal_nan=True)
+
+
+def test_bytes_held_match_the_kept_entries() -> None:
+    model = kv_model("gemma3")  # a sliding layer, kept as transformers keeps it, beside a full one
+    ids, mask = prompt(batch=2, pad=4)
+    cache = RCKVCache(model, c=1.0, window=4)
+    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=cache)
+    full = DynamicCache(config=model.config)
+    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=full)
+    held = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v, *_ in full)
+    assert cache.full_nbytes() == held
+
+    per_entry = 2 * 32 * 4  # keys and values, head_dim 32, float32
+    kept = sum(int(e.kept.sum()) for e in cache.evictions if e is not None)
+    generated = 2 * 2 * 2  # 2 new tokens stored (the last one is never fed back) x rows x key heads
+    pads = cache.padding_nbytes() // per_entry
+    rc_layer = cache.layers[cache.rc_layers[0]]
+    assert (kept + generated + pads) * per_entry == rc_layer.keys.numel() * 4 * 2
+    slots = rc_layer.positions
+    assert int((slots >= 0).sum()) == kept + generated
+    sliding = sum(
+        layer.keys.numel() * 4 * 2 for i, layer in enumerate(cache.layers) if i not in cache.rc_layers
+    )
+    assert cache.nbytes() == (kept + generated + pads) * per_entry + slots.numel() * 4 + sliding
+    assert cache.nbytes() < cache.full_nbytes()
+
+
+def test_kept_indices_name_the_stored_positions() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt(length=30)
+    cache = RCKVCache(model, c=1.0, window=4)
+    model(ids, past_key_values=cache)
+    for indices, eviction in zip(cache.kept_indices, cache.evictions, strict=True):
+        for h in range(2):
+            stored = indices[0, h][indices[0, h] >= 0]
+            assert stored.tolist() == eviction.kept[0, h].nonzero().flatten().tolist()
+
+
+def test_beam_search_runs() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt()
+    out = model.generate(
+        ids, max_new_tokens=5, num_beams=2, do_sample=False, past_key_values=RCKVCache(model)
+    )
+    assert out.shape == (1, 45)
+
+
+def test_logit_capture_still_works_once_installed() -> None:
+    model = kv_model("llama")
+    RCKVCache(model)
+    store = LogitStore()
+    ids, _ = prompt(length=12)
+    with LogitCapture(model, store, query_positions=slice(10, None)):
+        model(ids)
+    assert store.layer(0)[0].shape == (1, 4, 2, 12)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"c": -1.0}, "c must be"),
+        ({"c": float("nan")}, "c must be"),
+        ({"window": 0}, "window must be"),
+        ({"ratio": 1.0}, "ratio must be"),
+        ({"group_reduce": "median"}, "group_reduce"),
+        ({"score_dtype": torch.float16}, "score_dtype"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        RCKVCache(kv_model("llama"), **kwargs)
+
+
+def test_right_padding_is_refused() -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2)
+    mask[-1, -3:] = 0
+    with pytest.raises(ValueError, match="left padding"):
+        model(ids, attention_mask=mask, past_key_values=RCKVCache(model))
+
+
+def test_unsupported_models_are_refused() -> None:
+    t5 = T5ForConditionalGeneration(
+        T5Config(vocab_size=32, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8)
+    )
+    with pytest.raises(NotImplementedError, match="encoder-decoder"):
+        RCKVCache(t5)
+    sliding = AutoModelForCausalLM.from_config(
+        MistralConfig(**{**tiny_configs()["mistral"].to_dict(), "sliding_window": 5}),
+        attn_implementation="sdpa",
+    )
+    with pytest.raises(NotImplementedError, match="sliding-window"):
+        RCKVCache(sliding)
+    model = kv_model("llama")
+    model.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(NotImplementedError, match="attn_implementation"):
+        RCKVCache(model)
+
+
+def test_cropping_is_refused() -> None:
+    model = kv_model("llama")
+    cache = RCKVCache(model)
+    model(prompt()[0], past_key_values=cache)
+    with pytest.raises(NotImplementedError, match="cropped"):
+        cache.crop(-2)

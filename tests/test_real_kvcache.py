@@ -1,0 +1,73 @@
+"""RCKVCache on the offline default model (SmolLM2-135M-Instruct) and a SQuAD v2 context; marked, run in CI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from reference import evicted_reference_logits, next_logits
+
+from rcattr.eval.datasets import data_dir
+from rcattr.kvcache import RCKVCache
+from rcattr.models import load_model
+
+pytestmark = pytest.mark.real_model
+
+NEW_TOKENS = 16
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return load_model()
+
+
+@pytest.fixture(scope="module")
+def squad_prompt(smollm2) -> tuple[dict[str, torch.Tensor], str]:
+    """The first answerable question of SQuAD v2 dev with its paragraph, chat-formatted; and its gold answer."""
+    tokenizer = smollm2[1]
+    paragraph = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"][0]["paragraphs"][
+        0
+    ]
+    qa = next(q for q in paragraph["qas"] if not q["is_impossible"])
+    content = f"{paragraph['context']}\n\nAnswer in a few words. Question: {qa['question']}"
+    inputs = tokenizer.apply_chat_template(
+        [{"role": "user", "content": content}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
+    return dict(inputs), qa["answers"][0]["text"]
+
+
+def test_c_zero_generates_like_the_default_cache(smollm2, squad_prompt) -> None:
+    model, _ = smollm2
+    inputs, _ = squad_prompt
+    default = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False)
+    kept_all = model.generate(
+        **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+    )
+    assert torch.equal(default, kept_all)
+
+
+def test_c_one_evicts_most_of_the_context_and_still_answers(smollm2, squad_prompt) -> None:
+    model, tokenizer = smollm2
+    inputs, gold = squad_prompt
+    cache = RCKVCache(model, c=1.0, window=16)
+    out = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False, past_key_values=cache)
+    answer = tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert cache.compression_ratio > 0.4
+    assert cache.nbytes() < 0.7 * cache.full_nbytes()
+    assert gold.lower() in answer.lower()
+
+
+def test_logits_after_eviction_equal_the_masked_reference(smollm2, squad_prompt) -> None:
+    model, _ = smollm2
+    inputs, _ = squad_prompt
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    chunks = [torch.tensor([[504, 3575]]), torch.tensor([[314]])]
+    cache = RCKVCache(model, c=1.0, window=16)
+    got = next_logits(model, cache, ids, mask, chunks)
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
