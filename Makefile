@@ -31,6 +31,7 @@ bench: setup
 	$(PY) benchmarks/bench_stats.py
 	$(PY) benchmarks/bench_capture.py
 	$(PY) benchmarks/bench_attribution.py
+	$(PY) benchmarks/bench_kvcache.py
 
 # the attribution benchmark on the shipped dev files (README "Attribution benchmark"); about 1.5 h on 2 CPU cores
 eval: setup

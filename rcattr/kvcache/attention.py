@@ -6,7 +6,10 @@ So the cache routes the model's attention through a wrapper of its own implement
 eager): right after an :class:`RCLayer` update, the wrapper of that layer
 
 - at prefill runs the original kernel unchanged, then hands the queries to the layer to evict;
-- afterwards gives the kernel a per-head mask over the stored slots (:meth:`RCLayer.slot_mask`).
+- once heads hold different tokens, runs the kernel once per key head, on that head's query heads
+  and stored slots, with a mask read from the model's own at the slots' positions
+  (:meth:`RCLayer.slot_mask`). One call per key head is the price of storing no padding between
+  heads (a varlen kernel, as AdaKV uses on GPU, would make it one call).
 
 For any other cache the wrapper calls the original kernel with the original arguments.
 The update and the attention call of a layer are paired by the identity of the key tensor the
@@ -94,13 +97,25 @@ def _kv_attention(inner_name: str) -> AttentionFunction:
             output = inner(module, query, key, value, attention_mask, **kwargs)
             layer.evict(query, attention_mask)
             return output
-        visible = layer.slot_mask(attention_mask, query.shape[-2], query.shape[1])
-        if additive_mask:
+        visible = layer.slot_mask(attention_mask, query.shape[-2])
+        mask = visible
+        if visible is not None and additive_mask:
             blocked = torch.finfo(query.dtype).min
             mask = torch.zeros(visible.shape, dtype=query.dtype, device=query.device).masked_fill_(
                 ~visible, blocked
             )
-            return inner(module, query, key, value, mask, **kwargs)
-        return inner(module, query, key, value, visible, **kwargs)
+        group = query.shape[1] // layer.kv_heads
+        outputs = [
+            inner(
+                module,
+                query[:, head * group : (head + 1) * group],
+                key[:, :, segment],
+                value[:, :, segment],
+                None if mask is None else mask[..., segment],
+                **kwargs,
+            )[0]
+            for head, segment in enumerate(layer.segments())
+        ]
+        return torch.cat(outputs, dim=2), None  # [B, q, H, d]
 
     return attention

@@ -118,10 +118,11 @@ class RCKVCache(Cache):
         return [layer.eviction if isinstance(layer, RCLayer) else None for layer in self.layers]
 
     @property
-    def kept_indices(self) -> list[torch.Tensor | None]:
-        """Per layer, ``[B, Hkv, slots]`` the sequence position held in each slot (-1: pad slot), or None."""
+    def kept_indices(self) -> list[list[torch.Tensor] | None]:
+        """Per layer and key head, ``[B, slots]`` the sequence positions the head holds (-1: pad slot of a
+        batch row that keeps fewer tokens); None for sliding layers and before the prefill."""
         return [
-            layer.positions.long() if isinstance(layer, RCLayer) and layer.positions is not None else None
+            layer.kept_indices() if isinstance(layer, RCLayer) and layer.positions is not None else None
             for layer in self.layers
         ]
 

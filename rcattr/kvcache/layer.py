@@ -1,17 +1,21 @@
 """One full-attention layer of :class:`~rcattr.kvcache.RCKVCache`: a ``DynamicLayer`` whose key heads
 keep different prompt tokens.
 
-Storage stays transformers' ``[batch, kv_heads, slots, head_dim]``. After eviction each key head keeps
-its own tokens, packed to the front of its row in their original order; shorter rows are padded to
-the layer's longest one, and ``positions`` ``[batch, kv_heads, slots]`` records the sequence position
-of every slot (-1 for a pad). Keys keep the RoPE of their original positions, and the cache reports
-the uncompressed sequence length, so new tokens get the positions they would have had.
+Until something is evicted, storage is transformers' ``[batch, kv_heads, seq, head_dim]``. After
+eviction the key heads keep different numbers of tokens, so they are stored one after the other in
+``[batch, 1, slots, head_dim]`` (AdaKV's flattened layout): head g owns the segment
+``head_slots[g]`` long, its tokens in their original order. Nothing is padded between heads; only
+batch rows that keep fewer tokens than the longest row of the same head are padded.
+``positions`` ``[batch, 1 or kv_heads, slots]`` records the sequence position of every slot (-1 for
+a pad). Keys keep the RoPE of their original positions, and the cache reports the uncompressed
+sequence length, so new tokens get the positions they would have had.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 from transformers.cache_utils import DynamicLayer
@@ -85,25 +89,37 @@ class RCLayer(DynamicLayer):
         self.layer_idx = layer_idx
         self.policy = policy
         self.positions: torch.Tensor | None = None
+        self.head_slots: list[int] | None = None  # set once heads hold different tokens
+        self.has_pads = False
+        self.kv_heads = 0
         self.seen = 0
         self.eviction: Eviction | None = None
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)
-        batch, kv_heads = key_states.shape[:2]
-        self.positions = torch.empty(batch, kv_heads, 0, dtype=torch.int32, device=key_states.device)
+        batch, self.kv_heads = key_states.shape[:2]
+        self.positions = torch.empty(batch, self.kv_heads, 0, dtype=torch.int32, device=key_states.device)
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: object, **kwargs: object
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append the new tokens to every key head; return all stored keys and values (pads included)."""
-        keys, values = super().update(key_states, value_states)
+        """Append the new tokens to every key head; return everything stored (see the module docstring)."""
         batch, kv_heads, new = key_states.shape[:3]
         added = torch.arange(self.seen, self.seen + new, dtype=torch.int32, device=key_states.device)
-        assert self.positions is not None
-        self.positions = torch.cat([self.positions, added.expand(batch, kv_heads, new)], dim=-1)
+        added = added.expand(batch, kv_heads, new)
         self.seen += new
-        return keys, values
+        if self.head_slots is None:
+            keys, values = super().update(key_states, value_states)
+            assert self.positions is not None
+            self.positions = torch.cat([self.positions, added], dim=-1)
+            return keys, values
+        assert self.keys is not None and self.values is not None and self.positions is not None
+        self.keys = _append_per_head(self.keys, key_states, self.head_slots)
+        self.values = _append_per_head(self.values, value_states, self.head_slots)
+        positions = _append_per_head(self.positions[..., None], added[..., None], self.head_slots)
+        self.positions = positions[..., 0]
+        self.head_slots = [slots + new for slots in self.head_slots]
+        return self.keys, self.values
 
     def get_seq_length(self) -> int:
         """Tokens seen so far, evicted ones included: new tokens continue at this position."""
@@ -120,8 +136,21 @@ class RCLayer(DynamicLayer):
 
     @property
     def packed(self) -> bool:
-        """Whether storage differs from positions ``0 .. seen - 1`` in every head (something was dropped)."""
-        return self.eviction is not None and not bool(self.eviction.kept.all())
+        """Whether the heads are stored one after the other (something was evicted)."""
+        return self.head_slots is not None
+
+    def segments(self) -> list[slice]:
+        """The slots of each key head in the packed layout."""
+        assert self.head_slots is not None
+        ends = accumulate(self.head_slots)
+        return [slice(end - slots, end) for slots, end in zip(self.head_slots, ends, strict=True)]
+
+    def kept_indices(self) -> list[torch.Tensor]:
+        """Per key head, ``[B, slots]`` the sequence position held in each of its slots (-1: pad)."""
+        assert self.positions is not None
+        if self.head_slots is None:
+            return list(self.positions.long().unbind(1))
+        return [self.positions[:, 0, segment].long() for segment in self.segments()]
 
     def evict(self, query: torch.Tensor, attention_mask: torch.Tensor | None) -> None:
         """Score the prompt against its last ``window`` queries and drop what each head does not keep.
@@ -164,29 +193,40 @@ class RCLayer(DynamicLayer):
         window_scores = torch.full_like(before[..., :1], float("inf")).expand(batch, kv_heads, window)
         scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
         self.eviction = Eviction(scores=scores, threshold=threshold, kept=kept, present=present)
-        if self.packed:
+        if not bool(kept.all()):
             self._pack(kept)
 
     def _pack(self, kept: torch.Tensor) -> None:
-        """Keep the ``[B, Hkv, n]`` chosen slots of every row, in order, padded to the longest row."""
+        """Store the ``[B, Hkv, n]`` kept tokens of each head one head after the other."""
         assert self.keys is not None and self.values is not None
-        counts = kept.sum(-1, keepdim=True)  # [B, Hkv, 1]
-        slots = int(counts.max())
-        order = (~kept).to(torch.uint8).argsort(dim=-1, stable=True)[..., :slots]  # kept first
-        self.keys = self.keys.gather(2, order[..., None].expand(-1, -1, -1, self.keys.shape[-1]))
-        self.values = self.values.gather(2, order[..., None].expand(-1, -1, -1, self.values.shape[-1]))
-        is_slot = torch.arange(slots, device=kept.device) < counts
-        self.positions = torch.where(is_slot, order, -1).to(torch.int32)
+        counts = kept.sum(-1)  # [B, Hkv]
+        order = (~kept).to(torch.uint8).argsort(dim=-1, stable=True)  # kept positions first, in order
+        keys, values, positions = [], [], []
+        for head, slots in enumerate(counts.amax(0).tolist()):
+            index = order[:, head, :slots]  # [B, slots]
+            keys.append(self.keys[:, head].gather(1, index[..., None].expand(-1, -1, self.keys.shape[-1])))
+            values.append(
+                self.values[:, head].gather(1, index[..., None].expand(-1, -1, self.values.shape[-1]))
+            )
+            is_slot = torch.arange(slots, device=kept.device) < counts[:, head, None]
+            positions.append(torch.where(is_slot, index, -1))
+        self.keys, self.values = torch.cat(keys, dim=1)[:, None], torch.cat(values, dim=1)[:, None]
+        self.positions = torch.cat(positions, dim=1)[:, None].to(torch.int32)
+        self.head_slots = counts.amax(0).tolist()
+        self.has_pads = bool((self.positions < 0).any())
 
-    def slot_mask(self, attention_mask: torch.Tensor | None, query_length: int, heads: int) -> torch.Tensor:
-        """``[B, heads, q, slots]`` bool: which stored slot each new query attends to.
+    def slot_mask(self, attention_mask: torch.Tensor | None, query_length: int) -> torch.Tensor | None:
+        """``[B, 1, q, slots]`` bool: which stored slot each new query attends to (packed layout).
 
         The model's own mask over all positions seen (padding, causality) is read at each slot's
-        position; pads and evicted tokens are never visible.
+        position; pads and evicted tokens are never visible. None when a single new token without
+        padding sees every slot, so the kernel needs no mask.
         """
         assert self.positions is not None
-        positions = self.positions.long()  # [B, Hkv, S]
-        batch, kv_heads, slots = positions.shape
+        positions = self.positions.long()  # [B, 1, S]
+        batch, _, slots = positions.shape
+        if attention_mask is None and query_length == 1 and not self.has_pads:
+            return None
         if attention_mask is None:
             queries = torch.arange(self.seen - query_length, self.seen, device=positions.device)
             visible = positions[:, :, None, :] <= queries[:, None]
@@ -196,12 +236,10 @@ class RCLayer(DynamicLayer):
                     f"unexpected attention mask of shape {tuple(attention_mask.shape)} for {self.seen} "
                     "positions; RCKVCache supports 4-D [batch, 1, queries, positions] masks"
                 )
-            allows = mask_allows(attention_mask)[:, 0]  # [B or 1, q, seen]
-            allows = allows[:, None].expand(batch, kv_heads, query_length, self.seen)
-            index = positions.clamp_min(0)[:, :, None, :].expand(batch, kv_heads, query_length, slots)
-            visible = allows.gather(-1, index)
-        visible = visible & (positions >= 0)[:, :, None, :]
-        return visible.repeat_interleave(heads // kv_heads, dim=1)
+            allows = mask_allows(attention_mask)[:, 0].expand(batch, query_length, self.seen)
+            index = positions.clamp_min(0).expand(batch, query_length, slots)
+            visible = allows.gather(-1, index)[:, None]
+        return visible & (positions >= 0)[:, :, None, :]
 
     def nbytes(self) -> int:
         """Bytes this layer holds: keys, values and slot positions."""
@@ -209,7 +247,7 @@ class RCLayer(DynamicLayer):
         return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
     def padding_nbytes(self) -> int:
-        """Bytes of keys and values in pad slots (rows shorter than the layer's longest)."""
+        """Bytes of keys and values in pad slots (batch rows shorter than their head's longest row)."""
         if self.positions is None:
             return 0
         return int((self.positions < 0).sum()) * self._slot_nbytes()
@@ -218,8 +256,7 @@ class RCLayer(DynamicLayer):
         """Bytes a plain ``DynamicLayer`` would hold for the same tokens."""
         if self.positions is None:
             return 0
-        batch, kv_heads = self.positions.shape[:2]
-        return batch * kv_heads * self.seen * self._slot_nbytes()
+        return self.positions.shape[0] * self.kv_heads * self.seen * self._slot_nbytes()
 
     def _slot_nbytes(self) -> int:
         assert self.keys is not None and self.values is not None
@@ -251,4 +288,18 @@ class RCLayer(DynamicLayer):
 
     def reset(self) -> None:
         self.keys = self.values = self.positions = None
-        self.is_initialized, self.seen, self.eviction = False, 0, None
+        self.head_slots, self.has_pads, self.is_initialized, self.seen, self.eviction = (
+            None,
+            False,
+            False,
+            0,
+            None,
+        )
+
+
+def _append_per_head(packed: torch.Tensor, new: torch.Tensor, head_slots: list[int]) -> torch.Tensor:
+    """``[B, 1, S, d]`` heads stored one after the other, each followed by its ``[B, Hkv, q, d]`` new rows."""
+    pieces = []
+    for head, segment in enumerate(packed.split(head_slots, dim=2)):
+        pieces += [segment, new[:, head : head + 1]]
+    return torch.cat(pieces, dim=2)
