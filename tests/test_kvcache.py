@@ -293,6 +293,28 @@ def test_unsupported_models_are_refused() -> None:
         RCKVCache(model)
 
 
+def test_a_cache_bypassed_by_a_later_attention_switch_is_refused() -> None:
+    model = kv_model("llama")
+    cache = RCKVCache(model)
+    model.set_attn_implementation("eager")
+    with pytest.raises(RuntimeError, match="bypasses RCKVCache"):
+        model(prompt()[0], past_key_values=cache)
+
+
+def test_bfloat16_models_are_compressed() -> None:
+    model = tiny_model("qwen3", dtype=torch.bfloat16)
+    ids, mask = prompt(batch=2, pad=4)
+    default = model.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=False)
+    kept_all = model.generate(
+        ids, attention_mask=mask, max_new_tokens=6, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+    )
+    assert torch.equal(default, kept_all)
+    cache = RCKVCache(model, c=1.0, window=4)
+    model.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=False, past_key_values=cache)
+    assert cache.compression_ratio > 0.2
+    assert cache.layers[0].keys.dtype == torch.bfloat16
+
+
 def test_cropping_is_refused() -> None:
     model = kv_model("llama")
     cache = RCKVCache(model)

@@ -71,3 +71,31 @@ def test_logits_after_eviction_equal_the_masked_reference(smollm2, squad_prompt)
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+
+
+def test_gemma3_global_layers_are_compressed_exactly() -> None:
+    """Gemma-3-270m: sliding layers keep their window cache, the global ones evict; q/k norms, one key head."""
+    model, tokenizer = load_model("gemma-3-270m")
+    paragraph = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"][1]["paragraphs"][
+        0
+    ]
+    inputs = tokenizer(
+        paragraph["context"] + "\nQuestion: " + paragraph["qas"][0]["question"], return_tensors="pt"
+    )
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    default = model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+    kept_all = model.generate(
+        ids, attention_mask=mask, max_new_tokens=8, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+    )
+    assert torch.equal(default, kept_all)
+
+    chunks = [torch.tensor([[506, 236743]]), torch.tensor([[563]])]
+    cache = RCKVCache(model, c=1.0, window=16)
+    got = next_logits(model, cache, ids, mask, chunks)
+    assert cache.rc_layers == [
+        i for i, kind in enumerate(model.config.layer_types) if kind == "full_attention"
+    ]
+    assert cache.compression_ratio > 0.3
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)

@@ -8,6 +8,7 @@ import torch
 from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
+from rcattr._compat import WRAPPER_PREFIXES
 from rcattr.kvcache.attention import expect_attention, install
 from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer
 from rcattr.kvcache.scoring import GroupReduce
@@ -91,6 +92,7 @@ class RCKVCache(Cache):
             )
         super().__init__(layers=layers)
         self.policy = policy
+        self._config = model.config
 
     def update(
         self,
@@ -101,6 +103,11 @@ class RCKVCache(Cache):
         **kwargs: object,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the new keys and values of ``layer_idx`` and return what the attention reads."""
+        if WRAPPER_PREFIXES["kvcache"] not in self._config._attn_implementation:
+            raise RuntimeError(
+                f"the model's attention implementation is now {self._config._attn_implementation!r}, which "
+                "bypasses RCKVCache; create the cache after the last set_attn_implementation call"
+            )
         keys, values = super().update(key_states, value_states, layer_idx, *args, **kwargs)
         layer = self.layers[layer_idx]
         if isinstance(layer, RCLayer):
