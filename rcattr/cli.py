@@ -1,4 +1,4 @@
-"""Command line: ``rcattr explain``, ``rcattr heads`` and ``rcattr demo`` (or ``python -m rcattr ...``)."""
+"""Command line: ``rcattr explain``, ``heads``, ``compress`` and ``demo`` (or ``python -m rcattr ...``)."""
 
 from __future__ import annotations
 
@@ -19,35 +19,37 @@ if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
 
 DESCRIPTION = (
-    "Explain which parts of a context a language model's answer came from, using the statistics of raw "
-    "attention logits (RCStat), from one forward pass. Runs offline on the packaged SmolLM2-135M-Instruct."
+    "Explain which parts of a context a language model's answer came from, and compress its KV cache, using "
+    "the statistics of raw attention logits (RCStat). Runs offline on the packaged SmolLM2-135M-Instruct."
 )
 
 
-def _model_options(parser: argparse.ArgumentParser) -> None:
+def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> None:
     parser.add_argument(
         "--model",
         help="an offline packaged model (SmolLM2-135M-Instruct, the default, or gemma-3-270m) or any "
         "transformers causal LM name or path",
     )
-    parser.add_argument("--top-k", type=int, default=20, help="attention heads used (default 20)")
-    parser.add_argument(
-        "--head-score",
-        choices=HEAD_SCORES,
-        default="superiority",
-        help="how heads are ranked: P(X>Y) (default), E[Z]/std(Y), or raw E[Z]",
-    )
+    if heads:
+        parser.add_argument("--top-k", type=int, default=20, help="attention heads used (default 20)")
+        parser.add_argument(
+            "--head-score",
+            choices=HEAD_SCORES,
+            default="superiority",
+            help="how heads are ranked: P(X>Y) (default), E[Z]/std(Y), or raw E[Z]",
+        )
     parser.add_argument(
         "--max-new-tokens", type=int, default=128, help="answer length limit when generating (default 128)"
     )
 
 
-def _input_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+def _input_options(parser: argparse.ArgumentParser, *, required: bool, answer: bool = True) -> None:
     parser.add_argument(
         "--context", required=required, metavar="FILE", help="the context: a text file, or - for stdin"
     )
     parser.add_argument("--question", default="", help="the question asked about the context")
-    parser.add_argument("--answer", help="the answer to explain (default: let the model answer)")
+    if answer:
+        parser.add_argument("--answer", help="the answer to explain (default: let the model answer)")
     parser.add_argument(
         "--chunks-by-blank-line",
         action="store_true",
@@ -79,6 +81,27 @@ def _parser() -> argparse.ArgumentParser:
     _input_options(heads, required=False)
     heads.add_argument("--out", default="heads.png", help="PNG to write (default heads.png)")
     _model_options(heads)
+
+    compress = commands.add_parser(
+        "compress",
+        help="answer with RCKVCache and with the full KV cache, and compare their memory",
+        description="Generate the answer twice, with transformers' full cache and with RCKVCache (prompt KV "
+        "entries evicted head by head at prefill), and print both answers, the share evicted and the bytes held.",
+        epilog="example: rcattr compress --context report.txt --question 'What did it conclude?' --c 1.5 "
+        "--heatmap evicted.png",
+    )
+    _input_options(compress, required=True, answer=False)
+    compress.add_argument(
+        "--c", type=float, default=1.0, help="eviction threshold: larger evicts more, 0 keeps all (default 1)"
+    )
+    compress.add_argument("--ratio", type=float, help="evict this share of every head instead of a threshold")
+    compress.add_argument(
+        "--window", type=int, default=16, help="last prompt tokens that score the rest (default 16)"
+    )
+    compress.add_argument(
+        "--heatmap", metavar="PNG", help="also write the share evicted per layer and key head"
+    )
+    _model_options(compress, heads=False)
 
     demo = commands.add_parser(
         "demo",
@@ -199,10 +222,52 @@ def _heads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compress(args: argparse.Namespace) -> int:
+    import torch
+    from transformers import DynamicCache
+
+    from rcattr.kvcache import RCKVCache
+    from rcattr.models import load_model
+    from rcattr.prompting import render_prompt
+    from rcattr.viz import save_head_heatmap
+
+    model, tokenizer = load_model(args.model)
+    try:
+        cache = RCKVCache(model, c=args.c, window=args.window, ratio=args.ratio)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    prompt = render_prompt(tokenizer, _input(args))
+    inputs = tokenizer(prompt.text, return_tensors="pt", add_special_tokens=prompt.add_special_tokens)
+    prompt_tokens = inputs["input_ids"].shape[1]
+    answers = []
+    full = DynamicCache(config=model.config)
+    with torch.no_grad():
+        for past in (full, cache):
+            out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
+                **inputs, past_key_values=past, max_new_tokens=args.max_new_tokens, do_sample=False
+            )
+            answers.append(str(tokenizer.decode(out[0, prompt_tokens:], skip_special_tokens=True)).strip())
+    layers = f"{len(cache.rc_layers)} of {len(cache.layers)} layers"
+    print(f"Prompt: {prompt_tokens} tokens\nFull cache: {answers[0]}\nRCKVCache:  {answers[1]}\n")
+    print(
+        f"Evicted {cache.compression_ratio:.1%} of the prompt's KV entries ({layers}); the cache holds "
+        f"{cache.nbytes() / 2**20:.2f} MiB against {cache.full_nbytes() / 2**20:.2f} MiB for the full cache"
+    )
+    if args.heatmap:
+        title = f"share of each key head's prompt evicted ({cache.compression_ratio:.0%} overall)"
+        path = save_head_heatmap(
+            cache.head_compression_ratio[:, 0], args.heatmap, title=title, label="evicted"
+        )
+        print(f"Heat map: {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "heads":
         return _heads(args)
+    if args.command == "compress":
+        return _compress(args)
     return _explain(args)
 
 

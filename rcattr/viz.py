@@ -363,6 +363,7 @@ def plot_head_scores(
     selected: HeadsLike | None = None,
     ax: Axes | None = None,
     title: str | None = None,
+    label: str | None = None,
 ) -> Axes:
     """Heat map of every head's score (x = head, y = layer), the selected heads outlined (paper Fig. 4).
 
@@ -375,6 +376,8 @@ def plot_head_scores(
     ax : matplotlib Axes, optional
         Where to draw. Default: a new pyplot figure.
     title : str, optional
+    label : str, optional
+        Colour bar label; default: the name of the head score.
 
     Returns
     -------
@@ -389,7 +392,7 @@ def plot_head_scores(
 
         ax = plt.figure(figsize=(1.5 + 0.35 * scores.shape[1], 1.5 + 0.25 * scores.shape[0])).subplots()
     image = ax.imshow(scores, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
-    ax.figure.colorbar(image, ax=ax, label=kind)
+    ax.figure.colorbar(image, ax=ax, label=label or kind)
     for layer, head in heads.tolist():
         ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

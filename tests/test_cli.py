@@ -11,7 +11,7 @@ def test_help_lists_the_commands(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert all(command in out for command in ("explain", "heads", "demo"))
+    assert all(command in out for command in ("explain", "heads", "compress", "demo"))
 
 
 def test_explain_help_names_every_option(capsys):
@@ -26,6 +26,14 @@ def test_explain_help_names_every_option(capsys):
         "--granularity",
         "--html",
     ):
+        assert option in out
+
+
+def test_compress_help_names_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["compress", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--context", "--question", "--c", "--ratio", "--window", "--heatmap", "--model"):
         assert option in out
 
 
@@ -64,3 +72,19 @@ def test_heads_writes_the_heat_map(tmp_path, capsys):
     assert main(["heads", "--answer", ANSWER, "--out", str(out_file), "--top-k", "5"]) == 0
     assert out_file.read_bytes().startswith(b"\x89PNG")
     assert "Top heads (superiority): L" in capsys.readouterr().out
+
+
+@pytest.mark.real_model
+def test_compress_answers_twice_and_draws_the_evictions(tmp_path, capsys):
+    context = tmp_path / "context.txt"
+    context.write_text("\n\n".join(DOCUMENTS), encoding="utf-8")
+    heatmap = tmp_path / "evicted.png"
+    argv = ["compress", "--context", str(context), "--chunks-by-blank-line", "--question", "How tall?"]
+    assert main([*argv, "--max-new-tokens", "8", "--heatmap", str(heatmap)]) == 0
+    out = capsys.readouterr().out
+    assert "Full cache: " in out and "RCKVCache: " in out
+    evicted = float(out.split("Evicted ")[1].split("%")[0])
+    assert 20 < evicted < 95
+    assert heatmap.read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(SystemExit, match="c must be"):
+        main([*argv, "--c", "-1"])
