@@ -54,12 +54,17 @@ def test_demo_finds_the_document_the_answer_quotes(capsys):
     assert _sources(out)[0] == "1"
 
 
+def _on_the_demo_documents(command: str, directory) -> list[str]:
+    """``command``'s arguments for the demo documents written to a file, one per paragraph."""
+    context = directory / "context.txt"
+    context.write_text("\n\n".join(DOCUMENTS), encoding="utf-8")
+    return [command, "--context", str(context), "--chunks-by-blank-line", "--question", "How tall?"]
+
+
 @pytest.mark.real_model
 def test_explain_a_file_with_an_answer_and_write_html(tmp_path, capsys):
-    context = tmp_path / "context.txt"
-    context.write_text("\n\n".join(DOCUMENTS), encoding="utf-8")
     html = tmp_path / "report.html"
-    argv = ["explain", "--context", str(context), "--chunks-by-blank-line", "--question", "How tall?"]
+    argv = _on_the_demo_documents("explain", tmp_path)
     assert main([*argv, "--answer", ANSWER, "--html", str(html), "--color", "never"]) == 0
     out = capsys.readouterr().out
     assert _sources(out) == ["1", "2"]  # each answer sentence to its own document
@@ -76,10 +81,8 @@ def test_heads_writes_the_heat_map(tmp_path, capsys):
 
 @pytest.mark.real_model
 def test_compress_answers_twice_and_draws_the_evictions(tmp_path, capsys):
-    context = tmp_path / "context.txt"
-    context.write_text("\n\n".join(DOCUMENTS), encoding="utf-8")
     heatmap = tmp_path / "evicted.png"
-    argv = ["compress", "--context", str(context), "--chunks-by-blank-line", "--question", "How tall?"]
+    argv = _on_the_demo_documents("compress", tmp_path)
     assert main([*argv, "--max-new-tokens", "8", "--heatmap", str(heatmap)]) == 0
     out = capsys.readouterr().out
     assert "Full cache: " in out and "RCKVCache: " in out
