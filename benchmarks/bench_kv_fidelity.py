@@ -78,17 +78,17 @@ def main() -> None:
         out = model.generate(prompt, max_new_tokens=args.answer_tokens, do_sample=False)
         answer = out[:, prompt.shape[1] :]
         full_logp = model(out).logits[0, prompt.shape[1] - 1 : -1].log_softmax(-1)
-        reached = 0.0
         for reduce in ("mean", "max"):
-            name = f"c={args.c} {reduce}"
             cache = RCKVCache(model, c=args.c, window=args.window, group_reduce=reduce)
-            rows.setdefault(name, []).append(compare(model, prompt, answer, full_logp, cache))
-            reached = rows[name][-1][2] if reduce == "mean" else reached
+            rows.setdefault(f"c={args.c} {reduce}", []).append(
+                compare(model, prompt, answer, full_logp, cache)
+            )
             for ratio in args.ratios:
                 cache = RCKVCache(model, window=args.window, ratio=ratio, group_reduce=reduce)
                 rows.setdefault(f"ratio={ratio} {reduce}", []).append(
                     compare(model, prompt, answer, full_logp, cache)
                 )
+        reached = rows[f"c={args.c} mean"][-1][2]
         cache = RCKVCache(model, window=args.window, ratio=reached)
         rows.setdefault(f"ratio=r(c={args.c}) mean", []).append(
             compare(model, prompt, answer, full_logp, cache)

@@ -8,7 +8,8 @@ only side-by-side figures mean anything):
 - ``default``: ``DynamicCache``, no eviction;
 - ``rc``: ``RCKVCache(model, c, window)``;
 - ``snapkv``: kvpress's ``SnapKVPress`` at the compression ratio RCKVCache reached, when kvpress is
-  importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill.
+  importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
+  compression column is the ratio it was given; its bytes held are measured.
 
 Prefill is one ``model(prompt, past_key_values=cache, logits_to_keep=1)``; decode feeds
 ``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
@@ -29,7 +30,7 @@ import torch
 from transformers import DynamicCache
 
 from rcattr.eval.datasets import data_dir
-from rcattr.kvcache import RCKVCache
+from rcattr.kvcache import RCKVCache, cache_nbytes
 from rcattr.models import load_model
 
 try:
@@ -58,12 +59,6 @@ def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
         return_tensors="pt",
         return_dict=True,
     )["input_ids"]
-
-
-def cache_nbytes(cache) -> int:
-    if isinstance(cache, RCKVCache):
-        return cache.nbytes()
-    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v, *_ in cache)
 
 
 def run(

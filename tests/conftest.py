@@ -60,6 +60,14 @@ def _seed() -> None:
     torch.manual_seed(1234)
 
 
+@pytest.fixture(scope="module")
+def smollm2():
+    """The offline default model and its tokenizer, loaded afresh for each test module."""
+    from rcattr.models import load_model
+
+    return load_model()
+
+
 @pytest.fixture(params=ARCHITECTURES)
 def arch(request: pytest.FixtureRequest) -> str:
     return request.param

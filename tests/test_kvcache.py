@@ -160,6 +160,12 @@ def test_window_is_kept_and_evictions_are_per_head() -> None:
         assert eviction.kept[..., -6:].all()
         assert not eviction.kept[1, :, :3].any()  # padding is never kept
         assert torch.isinf(eviction.scores[..., -6:]).all()
+    real_entries = (40 + 37) * 2  # rows of 40 and 40 - 3 real tokens, 2 key heads
+    kept = [int(e.kept.sum()) for e in cache.evictions]
+    torch.testing.assert_close(
+        cache.layer_compression_ratio, torch.tensor([1 - k / real_entries for k in kept]), rtol=0, atol=1e-6
+    )
+    assert cache.compression_ratio == pytest.approx(1 - sum(kept) / (3 * real_entries))
     per_head = cache.head_compression_ratio
     assert per_head.shape == (3, 2, 2)
     assert per_head.unique().numel() > 1  # budgets differ across heads and layers

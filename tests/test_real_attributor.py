@@ -21,11 +21,6 @@ FACTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    return load_model()
-
-
 @pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
 @pytest.mark.parametrize("copied", [0, 2, 4])
 def test_a_verbatim_copy_ranks_its_chunk_first(smollm2, scorer: str, copied: int) -> None:

@@ -18,11 +18,6 @@ NEW_TOKENS = 16
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    return load_model()
-
-
-@pytest.fixture(scope="module")
 def squad_prompt(smollm2) -> tuple[dict[str, torch.Tensor], str]:
     """The first answerable question of SQuAD v2 dev with its paragraph, chat-formatted; and its gold answer."""
     tokenizer = smollm2[1]

@@ -17,11 +17,6 @@ ANSWER_TOKENS = 24
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    return load_model()
-
-
-@pytest.fixture(scope="module")
 def gemma3():
     return load_model("gemma-3-270m")
 

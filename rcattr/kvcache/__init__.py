@@ -1,6 +1,6 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (DESIGN §3)."""
 
-from rcattr.kvcache.cache import RCKVCache
+from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer
 from rcattr.kvcache.scoring import adaptive_keep, fixed_ratio_keep, window_rc_scores
 
@@ -10,6 +10,7 @@ __all__ = [
     "RCKVCache",
     "RCLayer",
     "adaptive_keep",
+    "cache_nbytes",
     "fixed_ratio_keep",
     "window_rc_scores",
 ]

@@ -13,7 +13,7 @@ from rcattr.kvcache.attention import expect_attention, install
 from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer
 from rcattr.kvcache.scoring import GroupReduce
 
-__all__ = ["RCKVCache"]
+__all__ = ["RCKVCache", "cache_nbytes"]
 
 
 class RCKVCache(Cache):
@@ -136,10 +136,7 @@ class RCKVCache(Cache):
     @property
     def head_compression_ratio(self) -> torch.Tensor:
         """``[layers, B, Hkv]`` share of each key head's prompt evicted; ``nan`` for layers not evicted from."""
-        decided = [e for e in self.evictions if e is not None]
-        if not decided:
-            raise RuntimeError("no prompt has gone through this cache yet")
-        shape = decided[0].compression_ratio.shape
+        shape = self._decided()[0].compression_ratio.shape
         return torch.stack(
             [
                 e.compression_ratio.float() if e is not None else torch.full(shape, float("nan"))
@@ -150,24 +147,32 @@ class RCKVCache(Cache):
     @property
     def layer_compression_ratio(self) -> torch.Tensor:
         """``[layers]`` share of each layer's prompt entries evicted (all rows and key heads); ``nan`` if none."""
-        return self.head_compression_ratio.flatten(1).mean(-1)
+        self._decided()
+        return torch.tensor(
+            [
+                float("nan") if e is None else 1.0 - int(e.kept.sum()) / e.prompt_entries
+                for e in self.evictions
+            ]
+        )
 
     @property
     def compression_ratio(self) -> float:
         """Evicted prompt entries / all prompt entries, over the evicted-from layers, rows and key heads."""
+        decided = self._decided()
+        return 1.0 - sum(int(e.kept.sum()) for e in decided) / sum(e.prompt_entries for e in decided)
+
+    def _decided(self) -> list[Eviction]:
         decided = [e for e in self.evictions if e is not None]
         if not decided:
             raise RuntimeError("no prompt has gone through this cache yet")
-        kept = sum(int(e.kept.sum()) for e in decided)
-        total = sum(int(e.present.sum()) * e.kept.shape[1] for e in decided)
-        return 1.0 - kept / max(total, 1)
+        return decided
 
     def nbytes(self) -> int:
         """Bytes the cache holds now: keys and values of every layer, pad slots and slot positions included."""
-        return sum(_layer_nbytes(layer) for layer in self.layers)
+        return cache_nbytes(self)
 
     def padding_nbytes(self) -> int:
-        """Bytes of pad slots: the cost of storing heads of different lengths in one tensor per layer."""
+        """Bytes of pad slots: batch rows that keep fewer tokens than the longest row of the same head."""
         return sum(layer.padding_nbytes() for layer in self.layers if isinstance(layer, RCLayer))
 
     def full_nbytes(self) -> int:
@@ -176,6 +181,11 @@ class RCKVCache(Cache):
             layer.full_nbytes() if isinstance(layer, RCLayer) else _layer_nbytes(layer)
             for layer in self.layers
         )
+
+
+def cache_nbytes(cache: Cache) -> int:
+    """Bytes any transformers cache holds: keys and values of every layer (and RCKVCache's slot positions)."""
+    return sum(_layer_nbytes(layer) for layer in cache.layers)
 
 
 def _layer_nbytes(layer: object) -> int:

@@ -72,6 +72,11 @@ class Eviction:
         prompt = self.present.sum(-1, keepdim=True).clamp_min(1)
         return 1.0 - self.kept.sum(-1) / prompt
 
+    @property
+    def prompt_entries(self) -> int:
+        """Non-padding prompt entries over all rows and key heads (before eviction)."""
+        return int(self.present.sum()) * self.kept.shape[1]
+
 
 class RCLayer(DynamicLayer):
     """A dynamic cache layer that evicts prompt tokens head by head after the prefill forward.
