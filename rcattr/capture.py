@@ -338,12 +338,15 @@ def _capturing_attention(inner_name: str) -> AttentionFunction:
         key: torch.Tensor,
         value: torch.Tensor,
         attention_mask: torch.Tensor | None,
+        *args: object,  # transformers passes the rest by keyword; kvpress's patch passes dropout by position
         **kwargs: object,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         capture = _owner(module)
         if capture is not None:
             capture._observe(module, query, key, attention_mask, kwargs)
-        return attention_function(inner_name, module)(module, query, key, value, attention_mask, **kwargs)
+        return attention_function(inner_name, module)(
+            module, query, key, value, attention_mask, *args, **kwargs
+        )
 
     return attention
 

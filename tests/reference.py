@@ -43,7 +43,7 @@ def float64_logits(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
 _KEEP: dict[int, torch.Tensor] = {}  # layer -> [B, Hkv, n] prompt tokens the reference lets through
 
 
-def _reference_attention(module, query, key, value, attention_mask, scaling=None, **kwargs):
+def _reference_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """Plain float64 attention over the full cache with the evicted prompt positions masked per head."""
     batch, heads, q_len, _ = query.shape
     groups = heads // key.shape[1]

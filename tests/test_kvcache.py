@@ -252,6 +252,48 @@ def test_logit_capture_still_works_once_installed() -> None:
     assert store.layer(0)[0].shape == (1, 4, 2, 12)
 
 
+def test_wrappers_accept_dropout_by_position_as_kvpress_patches_them(monkeypatch) -> None:
+    """Importing kvpress wraps every registered attention function in one that passes ``dropout`` by
+    position: RCKVCache's and LogitCapture's wrappers must forward it and stay exact."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    model = kv_model("llama")
+    ids, mask = prompt(length=24)
+    expected = model.generate(
+        ids,
+        attention_mask=mask,
+        past_key_values=RCKVCache(model, window=4),
+        max_new_tokens=4,
+        do_sample=False,
+    )
+    store = LogitStore()
+    with LogitCapture(model, store, query_positions=slice(20, None)):
+        model(ids)
+
+    def positional_dropout(function):
+        def patched(module, query, key, value, attention_mask, dropout, **kwargs):
+            return function(module, query, key, value, attention_mask, dropout, **kwargs)
+
+        return patched
+
+    for name in ALL_ATTENTION_FUNCTIONS.valid_keys():
+        monkeypatch.setitem(
+            ALL_ATTENTION_FUNCTIONS._local_mapping, name, positional_dropout(ALL_ATTENTION_FUNCTIONS[name])
+        )
+    patched = model.generate(
+        ids,
+        attention_mask=mask,
+        past_key_values=RCKVCache(model, window=4),
+        max_new_tokens=4,
+        do_sample=False,
+    )
+    assert torch.equal(patched, expected)
+    patched_store = LogitStore()
+    with LogitCapture(model, patched_store, query_positions=slice(20, None)):
+        model(ids)
+    torch.testing.assert_close(patched_store.layer(0)[0], store.layer(0)[0], equal_nan=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------------------------

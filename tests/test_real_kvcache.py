@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 from reference import evicted_reference_logits, next_logits
 
-from rcattr.eval.datasets import data_dir
+from rcattr.eval.kv_data import load_squad
 from rcattr.kvcache import RCKVCache
 from rcattr.models import load_model
 
@@ -21,18 +19,15 @@ NEW_TOKENS = 16
 def squad_prompt(smollm2) -> tuple[dict[str, torch.Tensor], str]:
     """The first answerable question of SQuAD v2 dev with its paragraph, chat-formatted; and its gold answer."""
     tokenizer = smollm2[1]
-    paragraph = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"][0]["paragraphs"][
-        0
-    ]
-    qa = next(q for q in paragraph["qas"] if not q["is_impossible"])
-    content = f"{paragraph['context']}\n\nAnswer in a few words. Question: {qa['question']}"
+    record = load_squad(limit=1)[0]
+    content = f"{record.context}\n\nAnswer in a few words. Question: {record.question}"
     inputs = tokenizer.apply_chat_template(
         [{"role": "user", "content": content}],
         add_generation_prompt=True,
         return_tensors="pt",
         return_dict=True,
     )
-    return dict(inputs), qa["answers"][0]["text"]
+    return dict(inputs), record.answers[0]
 
 
 def test_c_zero_generates_like_the_default_cache(smollm2, squad_prompt) -> None:
@@ -71,12 +66,8 @@ def test_logits_after_eviction_equal_the_masked_reference(smollm2, squad_prompt)
 def test_gemma3_global_layers_are_compressed_exactly() -> None:
     """Gemma-3-270m: sliding layers keep their window cache, the global ones evict; q/k norms, one key head."""
     model, tokenizer = load_model("gemma-3-270m")
-    paragraph = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"][1]["paragraphs"][
-        0
-    ]
-    inputs = tokenizer(
-        paragraph["context"] + "\nQuestion: " + paragraph["qas"][0]["question"], return_tensors="pt"
-    )
+    record = next(r for r in load_squad() if r.context.startswith("Computational complexity theory"))
+    inputs = tokenizer(record.context + "\nQuestion: " + record.question, return_tensors="pt")
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     default = model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
     kept_all = model.generate(

@@ -87,14 +87,15 @@ def _kv_attention(inner_name: str) -> AttentionFunction:
         key: torch.Tensor,
         value: torch.Tensor,
         attention_mask: torch.Tensor | None,
+        *args: object,  # transformers passes the rest by keyword; kvpress's patch passes dropout by position
         **kwargs: object,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         inner = attention_function(inner_name, module)
         layer = _claim(module, key)
         if layer is None or (layer.prefilled and not layer.packed):
-            return inner(module, query, key, value, attention_mask, **kwargs)
+            return inner(module, query, key, value, attention_mask, *args, **kwargs)
         if not layer.prefilled:
-            output = inner(module, query, key, value, attention_mask, **kwargs)
+            output = inner(module, query, key, value, attention_mask, *args, **kwargs)
             layer.evict(query, attention_mask)
             return output
         visible = layer.slot_mask(attention_mask, query.shape[-2])
@@ -112,6 +113,7 @@ def _kv_attention(inner_name: str) -> AttentionFunction:
                 key[:, :, segment],
                 value[:, :, segment],
                 None if mask is None else mask[..., segment],
+                *args,
                 **kwargs,
             )[0]
             for head, segment in enumerate(layer.segments())

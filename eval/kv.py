@@ -1,0 +1,289 @@
+"""The KV-compression benchmark: RCKVCache against kvpress's presses on SQuAD v2 or QMSum.
+
+    python -m rcattr.eval.kv --dataset squad --limit 20 --out runs/kv-squad
+
+Protocol (the RCStat paper's, on kvpress's question-after-context pipeline): the context is compressed at
+prefill; the question follows uncompressed; greedy decoding with the full cache gives the reference answer
+g; each cache is then teacher-forced on g for the **value error rate** (VER: last layer, per head, DESIGN
+§3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers. Compression is
+measured on each cache after the prefill (entries evicted or masked, and bytes held). kvpress presses run
+at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and reaches its own ratio.
+
+Each (method, record) result is one line of ``OUT/records.jsonl``, written as it goes, so an interrupted
+run resumes where it stopped; ``results.json``, ``results.md`` and the plots are rewritten at the end from
+every line on disk. kvpress pins transformers < 5.3: the presses run in ``.venv-kvpress``
+(``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.eval.kv_data import KV_DATASETS, KVRecord, load_qmsum, load_squad
+from rcattr.eval.kv_methods import PRESSES, FullCache, KVMethod, PressMethod, RCMethod, import_kvpress
+from rcattr.eval.kv_metrics import rouge, value_error_rate
+from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced_head_outputs
+from rcattr.eval.kv_report import markdown_table, plot_frontiers, plot_head_compression, summarise
+from rcattr.eval.runs import add_run_arguments, claim_run_folder, parse_methods
+from rcattr.kvcache import RCKVCache
+
+METHODS = ("rc", *PRESSES)
+INSTRUCTIONS = {"squad": "Answer in a few words.", "qmsum": "Answer in a few sentences."}
+DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64}
+RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "limit")  # may differ when resuming
+PROTOCOL = (
+    "context compressed at prefill, question after it uncompressed (kvpress's pipeline); the full cache's "
+    "greedy answer g teacher-forced through every cache for VER (last layer, per head, at the positions "
+    "predicting g); each cache's own greedy answer scored by ROUGE-1/ROUGE-L F1 against the gold answers"
+)
+
+
+@dataclass(frozen=True)
+class KVBenchmarkConfig:
+    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`)."""
+
+    dataset: str
+    methods: tuple[str, ...] = METHODS
+    ratios: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
+    c: tuple[float, ...] = (0.2, 0.7, 0.8, 1.0, 1.2, 1.3, 1.8)
+    window: tuple[int, ...] = (8, 16)
+    limit: int | None = None
+    context_tokens: int = 1024  # the QMSum excerpt's budget
+    max_new_tokens: int | None = None  # default per dataset
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dataset not in KV_DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(KV_DATASETS)}")
+        unknown = [name for name in self.methods if name not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+
+    @property
+    def answer_tokens(self) -> int:
+        return self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[self.dataset]
+
+    def kv_methods(self) -> list[KVMethod]:
+        """The full-cache reference, then every method at every setting."""
+        methods: list[KVMethod] = [FullCache()]
+        for name in self.methods:
+            if name == "rc":
+                methods += [RCMethod(c, window) for window in self.window for c in self.c]
+            else:
+                methods += [PressMethod(name, ratio) for ratio in self.ratios]
+        return methods
+
+
+def load_records(config: KVBenchmarkConfig, tokenizer: TokenizerLike) -> list[KVRecord]:
+    if config.dataset == "squad":
+        return load_squad(config.limit)
+
+    def count_tokens(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False))  # type: ignore[attr-defined]
+
+    return load_qmsum(count_tokens, config.context_tokens, config.limit)
+
+
+class KVBenchmark:
+    """Runs every method of ``config`` on every record, appending one line per (method, record) to ``out``."""
+
+    def __init__(
+        self, config: KVBenchmarkConfig, model: PreTrainedModel, tokenizer: TokenizerLike, out: str | Path
+    ) -> None:
+        self.config, self.model, self.tokenizer = config, model, tokenizer
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        claim_run_folder(self.out, asdict(self.config), RESUMABLE_CHANGES)
+        self.records = load_records(config, tokenizer)
+        self.methods = config.kv_methods()
+
+    def done(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Every result on disk, by (method label, record id)."""
+        path = self.out / "records.jsonl"
+        if not path.exists():
+            return {}
+        rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+        return {(row["method"], row["id"]): row for row in rows}
+
+    def run(self) -> dict[str, Any]:
+        """Run what is not on disk yet, then write ``results.json``, ``results.md`` and the plots."""
+        torch.set_grad_enabled(False)
+        done = self.done()
+        todo = [[m for m in self.methods if (m.label, r.id) not in done] for r in self.records]
+        progress = tqdm(total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}", unit="run")
+        with open(self.out / "records.jsonl", "a") as sink, progress:
+            for record, methods in zip(self.records, todo, strict=True):
+                if methods:
+                    for row in self._run_record(record, methods, progress):
+                        sink.write(json.dumps(row) + "\n")
+                        sink.flush()
+        labels = [m.label for m in self.methods]
+        rows = [row for row in self.done().values() if row["method"] in labels]
+        results = summarise(rows, labels, self._header())
+        (self.out / "results.json").write_text(json.dumps(results, indent=2))
+        (self.out / "results.md").write_text(markdown_table(results))
+        plot_frontiers(results, self.out / "frontier.png")
+        if any(row.get("head_compression") for row in rows):
+            plot_head_compression(results, rows, self.out / "head_compression.png")
+        return results
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "config": asdict(self.config),
+            "model": self.model.config.name_or_path,
+            "protocol": PROTOCOL,
+            "question_format": f"{INSTRUCTIONS[self.config.dataset]} Question: {{question}}",
+            "max_new_tokens": self.config.answer_tokens,
+        }
+
+    def _run_record(
+        self, record: KVRecord, methods: Sequence[KVMethod], progress: tqdm
+    ) -> list[dict[str, Any]]:
+        """The reference answer and head outputs of the full cache, then each method's row."""
+        prompt = split_prompt(
+            self.tokenizer, record.context, f"{INSTRUCTIONS[self.config.dataset]} Question: {record.question}"
+        )
+        rows = []
+        reference_cache = FullCache().prefill(self.model, prompt.context_ids)
+        reference = greedy_answer(
+            self.model, copy.deepcopy(reference_cache), prompt, self.config.answer_tokens
+        )
+        reference_heads = teacher_forced_head_outputs(self.model, reference_cache, prompt, reference)
+        for method in methods:
+            progress.set_postfix_str(method.label)
+            start = time.perf_counter()
+            cache = method.prefill(self.model, prompt.context_ids)
+            prefill_seconds = time.perf_counter() - start
+            compression = method.compression(self.model, cache, prompt.n_context)
+            forced = copy.deepcopy(cache)  # the teacher-forced pass starts from the same compressed context
+            start = time.perf_counter()
+            answer = greedy_answer(self.model, cache, prompt, self.config.answer_tokens)
+            seconds = prefill_seconds + time.perf_counter() - start
+            heads = teacher_forced_head_outputs(self.model, forced, prompt, reference)
+            text = self.tokenizer.decode(answer, skip_special_tokens=True).strip()  # type: ignore[attr-defined]
+            row: dict[str, Any] = {
+                "method": method.label,
+                "name": method.name,
+                "setting": method.setting,
+                "id": record.id,
+                "answer": text,
+                **rouge(text, record.answers),
+                "ver": value_error_rate(reference_heads, heads),
+                "compression_ratio": compression.ratio,
+                "bytes_ratio": compression.bytes_ratio,
+                "seconds": seconds,
+                "context_tokens": prompt.n_context,
+                "reference_tokens": int(reference.shape[0]),
+            }
+            if isinstance(cache, RCKVCache):
+                row.update(_head_statistics(cache))
+            rows.append(row)
+            progress.update()
+        return rows
+
+
+def _head_statistics(cache: RCKVCache) -> dict[str, list[list[float]]]:
+    """Per evicting layer and key head: the share of the context evicted, and the head's mean RC score
+    (E[Z] of the context tokens against the window, the quantity its threshold is ``c`` times)."""
+    compression, score = [], []
+    for eviction in cache.evictions:
+        if eviction is None:
+            continue
+        scores = eviction.scores[0]  # [Hkv, n]: inf for the window, nan for padding
+        finite = torch.isfinite(scores)
+        score.append((scores.nan_to_num(0.0, 0.0, 0.0).sum(-1) / finite.sum(-1).clamp_min(1)).tolist())
+        compression.append(eviction.compression_ratio[0].tolist())
+    return {"head_compression": compression, "head_score": score}
+
+
+def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
+    """An argparse type for comma-separated values of ``kind``."""
+
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return tuple(kind(item) for item in text.split(",") if item.strip())
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(
+                f"want comma-separated {kind.__name__}s, got {text!r}"
+            ) from error
+
+    return parse
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = KVBenchmarkConfig("squad")
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.kv",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--dataset", required=True, choices=KV_DATASETS)
+    add_run_arguments(parser, METHODS)
+    for name, kind, help in (
+        ("--ratios", float, "press compression ratios"),
+        ("--c", float, "RCKVCache thresholds"),
+        ("--window", int, "RCKVCache windows"),
+    ):
+        default = getattr(defaults, name[2:])
+        parser.add_argument(
+            name,
+            type=_list_of(kind),
+            default=default,
+            help=f"{help} (default {','.join(map(str, default))})",
+        )
+    parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=defaults.context_tokens,
+        help="QMSum: token budget of the meeting excerpt around the gold turns (default 1024)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, help=f"answer length limit (default: {DEFAULT_MAX_NEW_TOKENS})"
+    )
+    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from rcattr.models import load_model
+
+    args = _parser().parse_args(argv)
+    try:
+        config = KVBenchmarkConfig(
+            dataset=args.dataset,
+            methods=parse_methods(args.methods, METHODS),
+            ratios=args.ratios,
+            c=args.c,
+            window=args.window,
+            limit=args.limit,
+            context_tokens=args.context_tokens,
+            max_new_tokens=args.max_new_tokens,
+            model=args.model,
+        )
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    if any(name in PRESSES for name in config.methods):
+        try:
+            import_kvpress()  # fail before loading anything when the presses cannot run here
+        except ImportError as error:
+            raise SystemExit(str(error)) from error
+    model, tokenizer = load_model(config.model)
+    results = KVBenchmark(config, model, tokenizer, args.out).run()
+    print(markdown_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

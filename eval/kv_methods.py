@@ -1,0 +1,168 @@
+"""The caches the KV benchmark compares, one small class per kind, all behind :class:`KVMethod`.
+
+* :class:`FullCache`: transformers' ``DynamicCache``, the reference.
+* :class:`RCMethod`: :class:`~rcattr.kvcache.RCKVCache` at a threshold ``c`` and window ``w``; its
+  compression is whatever the adaptive threshold reaches.
+* :class:`PressMethod`: a kvpress press at a set ratio, applied as kvpress's own pipeline applies it
+  (``with press(model): model.model(context, past_key_values=DynamicCache())``).
+
+Every method compresses the context at prefill and nothing after. :meth:`KVMethod.compression` measures
+what the cache really holds afterwards: the share of context entries (layers × key heads × tokens) gone
+from it or masked out of attention, and its bytes against the full cache's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import Cache, DynamicCache, PreTrainedModel
+
+from rcattr.kvcache import RCKVCache, cache_nbytes
+
+# name -> how to build the kvpress press at a compression ratio (the press classes' default settings)
+PRESSES: dict[str, Callable[[Any, float], Any]] = {
+    "snapkv": lambda kvpress, ratio: kvpress.SnapKVPress(compression_ratio=ratio),
+    "tova": lambda kvpress, ratio: kvpress.TOVAPress(compression_ratio=ratio),
+    "streaming_llm": lambda kvpress, ratio: kvpress.StreamingLLMPress(compression_ratio=ratio),
+    "knorm": lambda kvpress, ratio: kvpress.KnormPress(compression_ratio=ratio),
+    "pyramidkv": lambda kvpress, ratio: kvpress.PyramidKVPress(compression_ratio=ratio),
+    "adakv_snapkv": lambda kvpress, ratio: kvpress.AdaKVPress(kvpress.SnapKVPress(compression_ratio=ratio)),
+    "expected_attention": lambda kvpress, ratio: kvpress.ExpectedAttentionPress(compression_ratio=ratio),
+}
+KVPRESS_HINT = (
+    "kvpress is not installed in this environment; it pins transformers < 5.3, so it has its own: "
+    "`make setup-kvpress`, then run with .venv-kvpress/bin/python"
+)
+
+
+def import_kvpress() -> Any:
+    """The ``kvpress`` module, or an ImportError saying how to get the environment it needs."""
+    try:
+        import kvpress
+    except ImportError as error:
+        raise ImportError(KVPRESS_HINT) from error
+    return kvpress
+
+
+@dataclass(frozen=True)
+class Compression:
+    """What a cache holds after the context's prefill."""
+
+    ratio: float  # context entries evicted or masked / all context entries (layers x key heads x tokens)
+    bytes_ratio: float  # bytes held / bytes of the full cache
+
+
+class KVMethod(ABC):
+    """A way to build and fill the cache for a context; ``label`` names it in the results."""
+
+    name: str
+
+    @property
+    @abstractmethod
+    def label(self) -> str: ...
+
+    @property
+    def setting(self) -> dict[str, float]:
+        return {}
+
+    @abstractmethod
+    def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
+        """Run ``context_ids [1, n]`` through ``model`` into a new cache, compressing it; return the cache."""
+
+    def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
+        """Measured from the cache itself: the entries it holds against ``n_context`` per layer and key head."""
+        return _held(model, cache, n_context)
+
+
+def _held(model: PreTrainedModel, cache: Cache, n_context: int, masked: int = 0) -> Compression:
+    """The compression of a cache of ``[B, Hkv, seq, d]`` layers that holds ``masked`` entries no query sees."""
+    text = model.config.get_text_config()
+    full_entries = text.num_hidden_layers * text.num_key_value_heads * n_context
+    keys: list[torch.Tensor] = [layer.keys for layer in cache.layers]  # type: ignore[union-attr,misc]
+    held = sum(k.shape[1] * k.shape[2] for k in keys)
+    full_bytes = sum(2 * k[:, :, :1].numel() * n_context * k.element_size() for k in keys)
+    return Compression(1.0 - (held - masked) / full_entries, cache_nbytes(cache) / full_bytes)
+
+
+@dataclass(frozen=True)
+class FullCache(KVMethod):
+    """No compression: the reference every method is compared with."""
+
+    name = "full"
+
+    @property
+    def label(self) -> str:
+        return "full"
+
+    def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
+        cache = DynamicCache()
+        model.model(input_ids=context_ids, past_key_values=cache)
+        return cache
+
+
+@dataclass(frozen=True)
+class RCMethod(KVMethod):
+    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last ``window`` context tokens."""
+
+    c: float
+    window: int
+    name = "rc"
+
+    @property
+    def label(self) -> str:
+        return f"rc/c={self.c:g}/w={self.window}"
+
+    @property
+    def setting(self) -> dict[str, float]:
+        return {"c": self.c, "window": self.window}
+
+    def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
+        cache = RCKVCache(model, c=self.c, window=self.window)
+        model.model(input_ids=context_ids, past_key_values=cache)
+        return cache
+
+    def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
+        assert isinstance(cache, RCKVCache)
+        return Compression(cache.compression_ratio, cache.nbytes() / cache.full_nbytes())
+
+
+@dataclass(frozen=True)
+class PressMethod(KVMethod):
+    """A kvpress press (``name`` in :data:`PRESSES`) at compression ratio ``ratio``."""
+
+    name: str
+    ratio: float
+
+    def __post_init__(self) -> None:
+        if self.name not in PRESSES:
+            raise ValueError(f"unknown press {self.name!r}; choose from {', '.join(PRESSES)}")
+        if not 0.0 <= self.ratio < 1.0:
+            raise ValueError(f"a compression ratio is in [0, 1), got {self.ratio}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/r={self.ratio:g}"
+
+    @property
+    def setting(self) -> dict[str, float]:
+        return {"ratio": self.ratio}
+
+    def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
+        press = PRESSES[self.name](import_kvpress(), self.ratio)
+        cache = DynamicCache()
+        with press(model):
+            model.model(input_ids=context_ids, past_key_values=cache)
+        return cache
+
+    def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
+        # head-wise presses (AdaKV) keep every entry and mask the evicted ones out of attention
+        masked = sum(
+            int(indices[0].numel())
+            for module in model.modules()
+            if (indices := getattr(module, "masked_key_indices", None)) is not None
+        )
+        return _held(model, cache, n_context, masked)

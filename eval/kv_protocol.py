@@ -1,0 +1,122 @@
+"""The question-after-context protocol of the KV benchmark (the one kvpress's pipeline follows).
+
+The chat-formatted prompt is cut in two: the **context** part (template opening and the context) is
+prefilled, and compressed, on its own; the **question** part (question, instruction and the template's
+assistant opening) follows uncompressed, at the positions after the whole context (``position_ids`` from
+``n_context``, which keeps RoPE positions right when a press has shortened the cache). A cache whose layers
+hold different numbers of entries (PyramidKV) gets its multi-token inputs one token at a time: transformers
+builds one attention mask for all layers, sized for the first, which fails on the others (kvpress's own
+pipeline fails there the same way); one token at a time needs no mask and gives the same result.
+
+* :func:`greedy_answer`: greedy decoding from there, as kvpress's ``generate_answer``.
+* :func:`teacher_forced_head_outputs`: the question and a given answer fed in one forward; the last layer's
+  per-head attention output at each position that predicts an answer token (the last question token and the
+  answer's own tokens but the last), for the value error rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import Cache, PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.eval.kv_metrics import LastLayerHeadOutputs
+
+
+@dataclass(frozen=True)
+class SplitPrompt:
+    """``context_ids [1, n]`` (compressed at prefill) and ``question_ids [1, m]`` (asked after it)."""
+
+    context_ids: torch.Tensor
+    question_ids: torch.Tensor
+
+    @property
+    def n_context(self) -> int:
+        return self.context_ids.shape[1]
+
+
+def split_prompt(tokenizer: TokenizerLike, context: str, question: str) -> SplitPrompt:
+    """Render ``context`` then ``question`` in one user turn of the chat template, cut between the two.
+
+    Without a chat template the context follows the BOS token and the question ends with a newline.
+    """
+    if not context.strip():
+        raise ValueError("the context to compress is empty")
+    if getattr(tokenizer, "chat_template", None) is None:
+        head, tail = (getattr(tokenizer, "bos_token", None) or "") + context, f"\n\n{question}\n"
+    else:
+        separator = "\x00" * 3  # no template writes this; the user turn is cut where it stands
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": f"{context}{separator}\n\n{question}"}],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        head, tail = rendered.split(separator)
+    encode = tokenizer.encode  # type: ignore[attr-defined]
+    return SplitPrompt(
+        torch.tensor([encode(head, add_special_tokens=False)]),
+        torch.tensor([encode(tail, add_special_tokens=False)]),
+    )
+
+
+def _stop_ids(model: PreTrainedModel) -> set[int]:
+    eos = model.generation_config.eos_token_id
+    return set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
+
+
+def _positions(start: int, count: int) -> torch.Tensor:
+    return torch.arange(start, start + count).unsqueeze(0)
+
+
+def _uneven(cache: Cache) -> bool:
+    return len({cache.get_seq_length(i) for i in range(len(cache.layers))}) > 1
+
+
+def _forward(
+    model: PreTrainedModel, cache: Cache, input_ids: torch.Tensor, start: int, lm_head: bool
+) -> torch.Tensor:
+    """Feed ``input_ids [1, q]`` at positions ``start ...``; the last position's logits (or hidden state)."""
+    steps = input_ids.split(1, dim=1) if _uneven(cache) and input_ids.shape[1] > 1 else (input_ids,)
+    for step in steps:
+        kwargs = {
+            "input_ids": step,
+            "past_key_values": cache,
+            "position_ids": _positions(start, step.shape[1]),
+        }
+        output = (
+            model(**kwargs, logits_to_keep=1).logits if lm_head else model.model(**kwargs).last_hidden_state
+        )
+        start += step.shape[1]
+    return output[0, -1]
+
+
+@torch.no_grad()
+def greedy_answer(
+    model: PreTrainedModel, cache: Cache, prompt: SplitPrompt, max_new_tokens: int
+) -> torch.Tensor:
+    """``[T]`` greedy answer ids (stop token included) after the context already in ``cache``."""
+    position = prompt.n_context
+    answer = [int(_forward(model, cache, prompt.question_ids, position, lm_head=True).argmax())]
+    position += prompt.question_ids.shape[1]
+    stop = _stop_ids(model)
+    while answer[-1] not in stop and len(answer) < max_new_tokens:
+        answer.append(
+            int(_forward(model, cache, torch.tensor([answer[-1:]]), position, lm_head=True).argmax())
+        )
+        position += 1
+    return torch.tensor(answer)
+
+
+@torch.no_grad()
+def teacher_forced_head_outputs(
+    model: PreTrainedModel, cache: Cache, prompt: SplitPrompt, answer: torch.Tensor
+) -> torch.Tensor:
+    """``[T, H, d]`` last-layer per-head attention outputs at the positions predicting ``answer [T]``."""
+    question = prompt.question_ids
+    inputs = torch.cat([question, answer[None, :-1]], dim=1)
+    with LastLayerHeadOutputs(model) as outputs:
+        _forward(model, cache, inputs, prompt.n_context, lm_head=False)
+    first = question.shape[1] - 1
+    return outputs.heads[0, first : first + answer.shape[0]]

@@ -1,0 +1,159 @@
+"""The KV benchmark runner end to end on a tiny saved model and a tiny SQuAD-format file."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+from conftest import _COMMON, char_tokenizer
+from transformers import AutoModelForCausalLM, LlamaConfig
+
+from rcattr.eval.kv import main
+from rcattr.eval.kv_methods import PRESSES, PressMethod, import_kvpress
+from rcattr.eval.kv_protocol import greedy_answer, split_prompt
+
+PARAGRAPHS = [
+    "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
+    "garden, where it watched birds in the old apple tree until dark.",
+    "Paris is the capital of France and sits on the Seine. The Eiffel Tower, finished in 1889, rises "
+    "330 metres over the Champ de Mars on the left bank of the river.",
+]
+SQUAD = {
+    "data": [
+        {
+            "title": "tiny",
+            "paragraphs": [
+                {
+                    "context": context,
+                    "qas": [
+                        {
+                            "id": f"p{i}-a",
+                            "question": "Where?",
+                            "is_impossible": False,
+                            "answers": [{"text": context.split()[3], "answer_start": 0}],
+                        },
+                        {"id": f"p{i}-b", "question": "Why?", "is_impossible": True, "answers": []},
+                    ],
+                }
+                for i, context in enumerate(PARAGRAPHS)
+            ],
+        }
+    ]
+}
+
+
+def wide_llama():
+    """A tiny Llama with 64-dimensional heads: kvpress's AdaKV masks a key by searching a direction every
+    query of the chunk is on one side of, which random queries in 16 dimensions seldom allow."""
+    config = LlamaConfig(
+        **{**_COMMON, "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2}
+    )
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny-llama")
+    wide_llama().save_pretrained(path)
+    char_tokenizer().save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    folder = tmp_path / "data" / "squad_v2"
+    folder.mkdir(parents=True)
+    (folder / "dev-v2.0.json").write_text(json.dumps(SQUAD))
+    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
+    return tmp_path
+
+
+def _arguments(saved_model, out, *extra: str) -> list[str]:
+    return ["--dataset", "squad", "--model", str(saved_model), "--out", str(out), *extra]
+
+
+def _run(saved_model, out, *extra: str) -> dict:
+    assert main(_arguments(saved_model, out, "--max-new-tokens", "4", *extra)) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def _lines(out) -> int:
+    return len((out / "records.jsonl").read_text().splitlines())
+
+
+def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data, capsys) -> None:
+    out = data / "run"
+    results = _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8")
+    methods = results["methods"]
+    assert list(methods) == ["full", "rc/c=0.5/w=8", "rc/c=1/w=8"]
+    assert results["n_records"] == 2 and _lines(out) == 6  # the unanswerable questions are left out
+    assert (
+        methods["full"]["ver"] == pytest.approx(0.0, abs=1e-12) and methods["full"]["compression_ratio"] == 0
+    )
+    assert 0 < methods["rc/c=0.5/w=8"]["compression_ratio"] < methods["rc/c=1/w=8"]["compression_ratio"] < 1
+    assert methods["rc/c=1/w=8"]["ver"] > 0 and methods["rc/c=1/w=8"]["bytes_ratio"] < 1
+    assert {"rouge1", "rougeL", "seconds"} <= set(methods["rc/c=1/w=8"])
+    assert results["head_correlation"]["rc/c=1/w=8"]["n_heads"] == 2 * 3 * 2  # records x layers x key heads
+    for name in ("results.md", "frontier.png", "head_compression.png"):
+        assert (out / name).stat().st_size > 0
+    assert "| rc | c = 1, w = 8 |" in capsys.readouterr().out
+
+    _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8")
+    assert _lines(out) == 6  # nothing ran again
+    results = _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0,2.0", "--window", "8")
+    assert _lines(out) == 8 and "rc/c=2/w=8" in results["methods"]
+    with pytest.raises(ValueError, match="other settings.*max_new_tokens"):
+        main(_arguments(saved_model, out, "--methods", "rc", "--max-new-tokens", "5"))
+
+
+def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatch) -> None:
+    with pytest.raises(SystemExit, match="unknown method.*choose from rc, snapkv"):
+        main(["--dataset", "squad", "--out", str(data / "x"), "--methods", "rc,h2o"])
+    monkeypatch.setitem(sys.modules, "kvpress", None)  # import kvpress now fails
+    with pytest.raises(ImportError, match="make setup-kvpress"):
+        import_kvpress()
+    with pytest.raises(SystemExit, match="kvpress is not installed"):
+        main(["--dataset", "squad", "--out", str(data / "x"), "--methods", "snapkv"])
+
+
+@pytest.mark.kvpress
+def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
+    out = data / "presses"
+    results = _run(saved_model, out, "--ratios", "0.3,0.6", "--c", "1.0", "--window", "8")
+    methods = results["methods"]
+    assert len(methods) == 1 + 1 + 2 * len(PRESSES)
+    for name in PRESSES:
+        for ratio in (0.3, 0.6):
+            row = methods[f"{name}/r={ratio:g}"]
+            # kvpress keeps int(n (1 - ratio)) entries per head; PyramidKV spreads them over layers
+            assert row["compression_ratio"] == pytest.approx(ratio, abs=0.02 if name != "pyramidkv" else 0.1)
+            held = (
+                1.0 if name == "adakv_snapkv" else 1 - row["compression_ratio"]
+            )  # AdaKV masks, frees nothing
+            assert row["bytes_ratio"] == pytest.approx(held, abs=1e-9)
+            assert 0 < row["ver"] and row["n_records"] == 2
+    matched = results["matched"]["rc/c=1/w=8"]
+    assert set(matched["press_ver"]) == set(PRESSES)
+    assert results["seconds_per_example"].keys() == {"full", "rc", *PRESSES}
+
+
+@pytest.mark.kvpress
+@pytest.mark.parametrize("name", ["snapkv", "knorm", "adakv_snapkv"])
+def test_press_answers_equal_kvpress_pipeline(name) -> None:
+    from kvpress.pipeline import KVPressTextGenerationPipeline
+
+    model, tokenizer = wide_llama(), char_tokenizer()
+    prompt = split_prompt(tokenizer, PARAGRAPHS[1], "Where is Paris?")
+    method = PressMethod(name, 0.5)
+    ours = greedy_answer(model, method.prefill(model, prompt.context_ids), prompt, max_new_tokens=8)
+    pipeline = KVPressTextGenerationPipeline(model=model, tokenizer=tokenizer)
+    with torch.no_grad():
+        theirs = pipeline._forward(
+            {"context_ids": prompt.context_ids, "questions_ids": [prompt.question_ids]},
+            max_new_tokens=8,
+            press=PRESSES[name](import_kvpress(), 0.5),
+        )
+    assert [tokenizer.decode(ours, skip_special_tokens=True)] == theirs
