@@ -53,7 +53,7 @@ eval: setup
 # the KV benchmark of the README (RCKVCache against kvpress presses); about 1.5 h on 2 CPU cores
 eval-kv: setup-kvpress
 	$(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --dataset squad --limit 20 --out runs/kv-squad
-	$(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --dataset qmsum --limit 8 --out runs/kv-qmsum
+	$(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --dataset qmsum --limit 6 --out runs/kv-qmsum
 
 clean:
 	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info

@@ -49,6 +49,11 @@ def summarise(
         "methods": methods,
         "seconds_per_example": _seconds_per_method(methods),
         "matched": matched_value_errors(methods),
+        "ratio_gap": {  # measured minus set compression, per press setting
+            label: row["compression_ratio"] - row["setting"]["ratio"]
+            for label, row in methods.items()
+            if "ratio" in row["setting"]
+        },
     }
     heads = head_correlations(rows, common)
     if heads:
@@ -79,7 +84,7 @@ def _press_curves(methods: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.nda
 
 def matched_value_errors(methods: dict[str, Any]) -> dict[str, Any]:
     """For each RCKVCache setting, each press's VER interpolated at the compression RCKVCache reached
-    (None outside the press's measured range), and whether RCKVCache's VER is the lowest."""
+    (None outside the press's measured range), and whether RCKVCache's VER is below all of them."""
     curves = _press_curves(methods)
     matched = {}
     for label, row in methods.items():
@@ -95,7 +100,7 @@ def matched_value_errors(methods: dict[str, Any]) -> dict[str, Any]:
             "compression_ratio": ratio,
             "rc_ver": row["ver"],
             "press_ver": presses,
-            "rc_lowest": bool(compared) and row["ver"] < min(compared),
+            "rc_lowest": row["ver"] < min(compared) if compared else None,  # None: no press measured there
         }
     return matched
 
@@ -127,6 +132,69 @@ def _setting(row: dict[str, Any]) -> str:
     return f"ratio {setting['ratio']:g}" if setting else "—"
 
 
+def summary_tables(results: dict[str, Any]) -> list[str]:
+    """VER · ROUGE-L per press and ratio, and compression · VER · ROUGE-L per RCKVCache window and c."""
+    methods = results["methods"].values()
+    presses = [row for row in methods if "ratio" in row["setting"]]
+    rc = [row for row in methods if row["name"] == "rc"]
+    lines = []
+    if "full" in results["methods"]:
+        full = results["methods"]["full"]
+        lines += ["", f"Full cache: ROUGE-1 {full['rouge1']:.3f}, ROUGE-L {full['rougeL']:.3f}."]
+    seconds = ", ".join(f"{name} {value:.2f}" for name, value in results["seconds_per_example"].items())
+    lines += ["", f"Seconds per example (prefill + greedy answer, mean over settings): {seconds}."]
+    if results["ratio_gap"]:
+        worst = max(results["ratio_gap"].items(), key=lambda item: abs(item[1]))
+        lines.append(
+            f"Measured compression of the presses minus their set ratio: at most {abs(worst[1]):.1%} "
+            f"({worst[0]})."
+        )
+    if presses:
+        ratios = sorted({row["setting"]["ratio"] for row in presses})
+        lines += [
+            "",
+            "### kvpress presses: VER ↓ · ROUGE-L at each set ratio",
+            "",
+            "| press | " + " | ".join(f"{r:g}" for r in ratios) + " |",
+            "|---|" + "---:|" * len(ratios),
+        ]
+        for name in dict.fromkeys(row["name"] for row in presses):
+            cells = {row["setting"]["ratio"]: row for row in presses if row["name"] == name}
+            lines.append(
+                f"| {name} | "
+                + " | ".join(
+                    f"{_format(cells[r]['ver'], '.3f')} · {_format(cells[r]['rougeL'], '.3f')}"
+                    if r in cells
+                    else "—"
+                    for r in ratios
+                )
+                + " |"
+            )
+    if rc:
+        cs = sorted({row["setting"]["c"] for row in rc})
+        lines += [
+            "",
+            "### RCKVCache: compression reached · VER ↓ · ROUGE-L at each c",
+            "",
+            "| window | " + " | ".join(f"c = {c:g}" for c in cs) + " |",
+            "|---|" + "---:|" * len(cs),
+        ]
+        for window in sorted({int(row["setting"]["window"]) for row in rc}):
+            cells = {row["setting"]["c"]: row for row in rc if int(row["setting"]["window"]) == window}
+            lines.append(
+                f"| {window} | "
+                + " | ".join(
+                    f"{_format(cells[c]['compression_ratio'], '.0%')} · {_format(cells[c]['ver'], '.3f')} · "
+                    f"{_format(cells[c]['rougeL'], '.3f')}"
+                    if c in cells
+                    else "—"
+                    for c in cs
+                )
+                + " |"
+            )
+    return lines
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The results as Markdown: one row per method and setting, the matched-VER table, and the notes."""
     config = results["config"]
@@ -135,6 +203,9 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Model: `{results['model']}`. Protocol: {results['protocol']}. Question part: "
         f'"{results["question_format"]}". Greedy answers of at most {results["max_new_tokens"]} tokens.',
+        *summary_tables(results),
+        "",
+        "### Every method and setting",
         "",
         "| method | setting | compression | bytes held | VER ↓ | ROUGE-1 | ROUGE-L | s / example |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -166,8 +237,17 @@ def markdown_table(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {label} | {_format(row['compression_ratio'], '.1%')} | {_format(row['rc_ver'], '.4f')} | "
                 + " | ".join(cells)
-                + f" | {'yes' if row['rc_lowest'] else 'no'} |"
+                + f" | {'—' if row['rc_lowest'] is None else 'yes' if row['rc_lowest'] else 'no'} |"
             )
+        wins = []
+        for name in presses:
+            pairs = [
+                (r["rc_ver"], r["press_ver"][name])
+                for r in matched.values()
+                if r["press_ver"].get(name) is not None
+            ]
+            wins.append(f"{sum(rc < press for rc, press in pairs)} of {len(pairs)}")
+        lines.append("| RC VER lower in | | | " + " | ".join(wins) + " | |")
     if "head_correlation" in results:
         lines += [
             "",
@@ -202,7 +282,7 @@ def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
     figure, axes = plt.subplots(1, 2, figsize=(12.5, 4.4))
     methods = results["methods"]
     for axis, metric, title in (
-        (axes[0], "ver", "value error rate (lower is better)"),
+        (axes[0], "ver", "value error rate, last layer (lower is better; log scale)"),
         (axes[1], "rougeL", "ROUGE-L F1"),
     ):
         for name in dict.fromkeys(row["name"] for row in methods.values() if "ratio" in row["setting"]):
@@ -237,6 +317,7 @@ def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
         axis.set_xlabel("compression ratio (measured)")
         axis.set_title(title, fontsize=10)
         axis.grid(alpha=0.3)
+    axes[0].set_yscale("log")  # the presses' VER spans an order of magnitude
     axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     figure.suptitle(
         f"{results['config']['dataset']}: {results['n_records']} records, {results['model']}", fontsize=10

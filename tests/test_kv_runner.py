@@ -100,6 +100,7 @@ def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data
     for name in ("results.md", "frontier.png", "head_compression.png"):
         assert (out / name).stat().st_size > 0
     assert "| rc | c = 1, w = 8 |" in capsys.readouterr().out
+    assert "| 8 | " in (out / "results.md").read_text().split("### Every method")[0]  # the RC summary row
 
     _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8")
     assert _lines(out) == 6  # nothing ran again
@@ -135,6 +136,8 @@ def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
             )  # AdaKV masks, frees nothing
             assert row["bytes_ratio"] == pytest.approx(held, abs=1e-9)
             assert 0 < row["ver"] and row["n_records"] == 2
+    summary = (out / "results.md").read_text().split("### Every method")[0]
+    assert all(f"| {name} | " in summary for name in PRESSES)
     matched = results["matched"]["rc/c=1/w=8"]
     assert set(matched["press_ver"]) == set(PRESSES)
     assert results["seconds_per_example"].keys() == {"full", "rc", *PRESSES}
