@@ -151,48 +151,57 @@ def summary_tables(results: dict[str, Any]) -> list[str]:
         )
     if presses:
         ratios = sorted({row["setting"]["ratio"] for row in presses})
-        lines += [
-            "",
-            "### kvpress presses: VER ↓ · ROUGE-L at each set ratio",
-            "",
-            "| press | " + " | ".join(f"{r:g}" for r in ratios) + " |",
-            "|---|" + "---:|" * len(ratios),
-        ]
-        for name in dict.fromkeys(row["name"] for row in presses):
-            cells = {row["setting"]["ratio"]: row for row in presses if row["name"] == name}
-            lines.append(
-                f"| {name} | "
-                + " | ".join(
-                    f"{_format(cells[r]['ver'], '.3f')} · {_format(cells[r]['rougeL'], '.3f')}"
-                    if r in cells
-                    else "—"
-                    for r in ratios
-                )
-                + " |"
-            )
+        lines += _grid(
+            "kvpress presses: VER ↓ · ROUGE-L at each set ratio",
+            "press",
+            {f"{r:g}": r for r in ratios},
+            {
+                name: {row["setting"]["ratio"]: row for row in presses if row["name"] == name}
+                for name in dict.fromkeys(row["name"] for row in presses)
+            },
+            ("ver", "rougeL"),
+        )
     if rc:
-        cs = sorted({row["setting"]["c"] for row in rc})
-        lines += [
-            "",
-            "### RCKVCache: compression reached · VER ↓ · ROUGE-L at each c",
-            "",
-            "| window | " + " | ".join(f"c = {c:g}" for c in cs) + " |",
-            "|---|" + "---:|" * len(cs),
-        ]
-        for window in sorted({int(row["setting"]["window"]) for row in rc}):
-            cells = {row["setting"]["c"]: row for row in rc if int(row["setting"]["window"]) == window}
-            lines.append(
-                f"| {window} | "
-                + " | ".join(
-                    f"{_format(cells[c]['compression_ratio'], '.0%')} · {_format(cells[c]['ver'], '.3f')} · "
-                    f"{_format(cells[c]['rougeL'], '.3f')}"
-                    if c in cells
-                    else "—"
-                    for c in cs
-                )
-                + " |"
-            )
+        windows = sorted({int(row["setting"]["window"]) for row in rc})
+        lines += _grid(
+            "RCKVCache: compression reached · VER ↓ · ROUGE-L at each c",
+            "window",
+            {f"c = {c:g}": c for c in sorted({row["setting"]["c"] for row in rc})},
+            {
+                str(w): {row["setting"]["c"]: row for row in rc if int(row["setting"]["window"]) == w}
+                for w in windows
+            },
+            ("compression_ratio", "ver", "rougeL"),
+        )
     return lines
+
+
+def _grid(
+    title: str,
+    corner: str,
+    columns: dict[str, float],
+    rows: dict[str, dict[float, dict[str, Any]]],
+    metrics: Sequence[str],
+) -> list[str]:
+    """A Markdown table: one row per ``rows`` key, one column per ``columns`` value, each cell the
+    ``metrics`` of the method row found there, joined by " · "."""
+
+    def cell(row: dict[str, Any] | None) -> str:
+        if row is None:
+            return "—"
+        return " · ".join(_format(row[m], ".0%" if m == "compression_ratio" else ".3f") for m in metrics)
+
+    return [
+        "",
+        f"### {title}",
+        "",
+        f"| {corner} | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
+        *(
+            f"| {label} | " + " | ".join(cell(cells.get(key)) for key in columns.values()) + " |"
+            for label, cells in rows.items()
+        ),
+    ]
 
 
 def markdown_table(results: dict[str, Any]) -> str:
