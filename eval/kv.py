@@ -28,15 +28,23 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel
+from transformers import Cache, PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.eval.kv_data import KV_DATASETS, KVRecord, load_qmsum, load_squad
-from rcattr.eval.kv_methods import PRESSES, FullCache, KVMethod, PressMethod, RCMethod, import_kvpress
+from rcattr.eval.kv_methods import (
+    PRESSES,
+    Compression,
+    FullCache,
+    KVMethod,
+    PressMethod,
+    RCMethod,
+    import_kvpress,
+)
 from rcattr.eval.kv_metrics import rouge, value_error_rate
-from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced_head_outputs
+from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced_head_outputs
 from rcattr.eval.kv_report import markdown_table, plot_frontiers, plot_head_compression, summarise
-from rcattr.eval.runs import add_run_arguments, claim_run_folder, parse_methods
+from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, parse_methods
 from rcattr.kvcache import RCKVCache
 
 METHODS = ("rc", *PRESSES)
@@ -67,9 +75,7 @@ class KVBenchmarkConfig:
     def __post_init__(self) -> None:
         if self.dataset not in KV_DATASETS:
             raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(KV_DATASETS)}")
-        unknown = [name for name in self.methods if name not in METHODS]
-        if unknown:
-            raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+        check_methods(self.methods, METHODS)
 
     @property
     def answer_tokens(self) -> int:
@@ -94,6 +100,17 @@ def load_records(config: KVBenchmarkConfig, tokenizer: TokenizerLike) -> list[KV
         return len(tokenizer.encode(text, add_special_tokens=False))  # type: ignore[attr-defined]
 
     return load_qmsum(count_tokens, config.context_tokens, config.limit)
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """One method on one record: its cache after answering, a copy from before, the answer ``[T]``."""
+
+    cache: Cache
+    forced: Cache
+    answer: torch.Tensor
+    compression: Compression
+    seconds: float
 
 
 class KVBenchmark:
@@ -148,6 +165,17 @@ class KVBenchmark:
             "max_new_tokens": self.config.answer_tokens,
         }
 
+    def _measure(self, method: KVMethod, prompt: SplitPrompt) -> _Measured:
+        """Prefill ``method``'s cache with the context, then answer greedily; timed together."""
+        start = time.perf_counter()
+        cache = method.prefill(self.model, prompt.context_ids)
+        prefill_seconds = time.perf_counter() - start
+        compression = method.compression(self.model, cache, prompt.n_context)
+        forced = copy.deepcopy(cache)  # the teacher-forced pass starts from the same compressed context
+        start = time.perf_counter()
+        answer = greedy_answer(self.model, cache, prompt, self.config.answer_tokens)
+        return _Measured(cache, forced, answer, compression, prefill_seconds + time.perf_counter() - start)
+
     def _run_record(
         self, record: KVRecord, methods: Sequence[KVMethod], progress: tqdm
     ) -> list[dict[str, Any]]:
@@ -155,24 +183,18 @@ class KVBenchmark:
         prompt = split_prompt(
             self.tokenizer, record.context, f"{INSTRUCTIONS[self.config.dataset]} Question: {record.question}"
         )
+        full = self._measure(FullCache(), prompt)  # its answer is the reference g, and it is the "full" row
+        reference_heads = teacher_forced_head_outputs(self.model, full.forced, prompt, full.answer)
         rows = []
-        reference_cache = FullCache().prefill(self.model, prompt.context_ids)
-        reference = greedy_answer(
-            self.model, copy.deepcopy(reference_cache), prompt, self.config.answer_tokens
-        )
-        reference_heads = teacher_forced_head_outputs(self.model, reference_cache, prompt, reference)
         for method in methods:
             progress.set_postfix_str(method.label)
-            start = time.perf_counter()
-            cache = method.prefill(self.model, prompt.context_ids)
-            prefill_seconds = time.perf_counter() - start
-            compression = method.compression(self.model, cache, prompt.n_context)
-            forced = copy.deepcopy(cache)  # the teacher-forced pass starts from the same compressed context
-            start = time.perf_counter()
-            answer = greedy_answer(self.model, cache, prompt, self.config.answer_tokens)
-            seconds = prefill_seconds + time.perf_counter() - start
-            heads = teacher_forced_head_outputs(self.model, forced, prompt, reference)
-            text = self.tokenizer.decode(answer, skip_special_tokens=True).strip()  # type: ignore[attr-defined]
+            measured = full if isinstance(method, FullCache) else self._measure(method, prompt)
+            heads = (
+                reference_heads
+                if measured is full
+                else teacher_forced_head_outputs(self.model, measured.forced, prompt, full.answer)
+            )
+            text = self.tokenizer.decode(measured.answer, skip_special_tokens=True).strip()  # type: ignore[attr-defined]
             row: dict[str, Any] = {
                 "method": method.label,
                 "name": method.name,
@@ -181,14 +203,14 @@ class KVBenchmark:
                 "answer": text,
                 **rouge(text, record.answers),
                 "ver": value_error_rate(reference_heads, heads),
-                "compression_ratio": compression.ratio,
-                "bytes_ratio": compression.bytes_ratio,
-                "seconds": seconds,
+                "compression_ratio": measured.compression.ratio,
+                "bytes_ratio": measured.compression.bytes_ratio,
+                "seconds": measured.seconds,
                 "context_tokens": prompt.n_context,
-                "reference_tokens": int(reference.shape[0]),
+                "reference_tokens": int(full.answer.shape[0]),
             }
-            if isinstance(cache, RCKVCache):
-                row.update(_head_statistics(cache))
+            if isinstance(measured.cache, RCKVCache):
+                row.update(_head_statistics(measured.cache))
             rows.append(row)
             progress.update()
         return rows

@@ -20,12 +20,20 @@ def add_run_arguments(parser: argparse.ArgumentParser, methods: Sequence[str]) -
     )
 
 
-def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
-    """The names of a ``--methods`` value, refusing unknown ones with the list of known ones."""
-    methods = tuple(name.strip() for name in text.split(",") if name.strip())
+def check_methods(methods: Sequence[str], known: Sequence[str]) -> None:
+    """ValueError naming the unknown methods and the known ones."""
     unknown = [name for name in methods if name not in known]
     if unknown:
-        raise SystemExit(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+
+
+def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
+    """The names of a ``--methods`` value; unknown ones end the command with the list of known ones."""
+    methods = tuple(name.strip() for name in text.split(",") if name.strip())
+    try:
+        check_methods(methods, known)
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
     return methods
 
 
