@@ -6,7 +6,8 @@ Protocol (the RCStat paper's): the gold answer is teacher-forced, the context is
 sources (``Document [i]: ...``) followed by the question, and each gold span of the answer is one
 output unit; its prediction is the source of the highest-scoring context span (chunk-level
 accuracy, paper Table 1). Each method writes one line per record to ``OUT/records/METHOD.jsonl``
-as it goes, so an interrupted run resumes where it stopped. ``sweep`` is one RC pass per record
+as it goes, so an interrupted run resumes where it stopped; ``--shard I/N`` and ``accelerate launch``
+split the records among processes (``rcattr.eval.sharding``) and the report merges them. ``sweep`` is one RC pass per record
 that scores every head with both span scorers: it gives the top-k / bottom-k curve of the paper's
 Fig. 5 and the RC variants of the table (attention over RC top-k, bottom-k and all heads; RC
 expectation as the span scorer). ``results.json``, ``results.md`` and ``sweep.png`` are rewritten
@@ -19,7 +20,7 @@ import argparse
 import json
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,13 @@ from rcattr.eval.datasets import AttributionRecord, load_attribution
 from rcattr.eval.faithfulness import faithfulness
 from rcattr.eval.memory import PeakMemory
 from rcattr.eval.metrics import accuracy, location_hits, source_hits
-from rcattr.eval.runs import add_run_arguments, claim_run_folder, parse_methods
+from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
+from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
 from rcattr.heads import top_heads
 from rcattr.prompting import ContextInput
 from rcattr.segmentation import TextSpan
 
-METHODS = ("rc", "sweep", "attention", "hidden_state", "ig", "bm25", "ablation", "random")
+METHODS = ("rc", "sweep", "attention", "hidden_state", "ig", "bm25", "ablation", "random")  # built in
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
 RESUMABLE_CHANGES = ("methods", "limit", "method_limits", "faithfulness")  # may differ when resuming
 SWEEP_KS = (1, 2, 5, 10, 20, 30, 50, 100, 150, 200)
@@ -108,28 +110,46 @@ def _variants(top_k: int) -> list[_Variant]:
     ]
 
 
+MethodBuilder = Callable[[PreTrainedModel, TokenizerLike, BenchmarkConfig], SpanAttributor]
+
+
+def _rc(model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig) -> SpanAttributor:
+    text = model.config.get_text_config()
+    return RCAttributor(
+        model, tokenizer, top_k=min(config.top_k, text.num_hidden_layers * text.num_attention_heads)
+    )
+
+
+METHOD_BUILDERS: dict[str, MethodBuilder] = {
+    "rc": _rc,
+    "sweep": _rc,  # the same attributor's per-head pass
+    "attention": lambda model, tokenizer, config: AttentionAttributor(model, tokenizer),
+    "hidden_state": lambda model, tokenizer, config: HiddenStateAttributor(
+        model, tokenizer, layer=config.hidden_state_layer
+    ),
+    "ig": lambda model, tokenizer, config: IntegratedGradientsAttributor(
+        model, tokenizer, n_steps=config.ig_steps
+    ),
+    "bm25": lambda model, tokenizer, config: BM25Attributor(model, tokenizer),
+    "ablation": lambda model, tokenizer, config: AblationAttributor(model, tokenizer),
+    "random": lambda model, tokenizer, config: RandomAttributor(model, tokenizer),
+}
+
+
+def register_method(name: str, builder: MethodBuilder) -> None:
+    """Make ``name`` a method of the benchmark: ``builder(model, tokenizer, config)`` returns its
+    :class:`~rcattr.base.SpanAttributor`, which then runs through the same protocol as the built-in ones."""
+    if name in METHODS or name == "faithfulness":
+        raise ValueError(f"{name!r} is a built-in method name; choose another")
+    METHOD_BUILDERS[name] = builder
+
+
 def build_method(
     name: str, model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig
 ) -> SpanAttributor:
     """The attributor behind a method name (``sweep`` uses an RCAttributor's per-head pass)."""
-    if name in ("rc", "sweep"):
-        text = model.config.get_text_config()
-        return RCAttributor(
-            model, tokenizer, top_k=min(config.top_k, text.num_hidden_layers * text.num_attention_heads)
-        )
-    if name == "attention":
-        return AttentionAttributor(model, tokenizer)
-    if name == "hidden_state":
-        return HiddenStateAttributor(model, tokenizer, layer=config.hidden_state_layer)
-    if name == "ig":
-        return IntegratedGradientsAttributor(model, tokenizer, n_steps=config.ig_steps)
-    if name == "bm25":
-        return BM25Attributor(model, tokenizer)
-    if name == "ablation":
-        return AblationAttributor(model, tokenizer)
-    if name == "random":
-        return RandomAttributor(model, tokenizer)
-    raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    check_methods([name], list(METHOD_BUILDERS))
+    return METHOD_BUILDERS[name](model, tokenizer, config)
 
 
 def _input(record: AttributionRecord) -> ContextInput:
@@ -141,14 +161,23 @@ def _units(record: AttributionRecord) -> list[tuple[int, int]]:
 
 
 class AttributionBenchmark:
-    """Runs the methods of ``config`` over a dataset, writing per-record lines under ``out``."""
+    """Runs the methods of ``config`` over a dataset (or over ``shard`` of its records), writing per-record
+    lines under ``out``."""
 
     def __init__(
-        self, config: BenchmarkConfig, model: PreTrainedModel, tokenizer: TokenizerLike, out: str | Path
+        self,
+        config: BenchmarkConfig,
+        model: PreTrainedModel,
+        tokenizer: TokenizerLike,
+        out: str | Path,
+        shard: Shard | None = None,
     ) -> None:
+        check_methods(config.methods, list(METHOD_BUILDERS))
         self.config, self.model, self.tokenizer = config, model, tokenizer
+        self.shard = shard or Shard()
         self.out = Path(out)
-        (self.out / "records").mkdir(parents=True, exist_ok=True)
+        self.records_dir = self.out / "records"
+        self.records_dir.mkdir(parents=True, exist_ok=True)
         claim_run_folder(self.out, asdict(self.config), RESUMABLE_CHANGES)
         n_heads = model.config.get_text_config()
         self.total_heads = n_heads.num_hidden_layers * n_heads.num_attention_heads
@@ -173,17 +202,39 @@ class AttributionBenchmark:
         return fitting, len(records) - len(fitting)
 
     def _done(self, method: str) -> dict[str, dict[str, Any]]:
-        path = self.out / "records" / f"{method}.jsonl"
-        if not path.exists():
-            return {}
-        return {row["id"]: row for row in map(json.loads, path.read_text().splitlines()) if row}
+        """``method``'s rows on disk (every shard's), by record id in the records' order."""
+        rows = {row["id"]: row for row in read_rows(self.records_dir, method)}
+        return {record.id: rows[record.id] for record in self.records if record.id in rows}
+
+    def _todo(self) -> dict[str, list[AttributionRecord]]:
+        """The records each step still has to run, the faithfulness pass included (all shards)."""
+        steps = {method: self.records[: self.config.records_for(method)] for method in self.config.methods}
+        if self.config.faithfulness:
+            steps["faithfulness"] = [r for r in self.records[: self.config.faithfulness] if len(r.chunks) > 1]
+        todo = {}
+        for step, records in steps.items():
+            done = self._done(step)
+            todo[step] = [r for r in records if r.id not in done]
+        return todo
+
+    def missing(self) -> int:
+        """How many (step, record) runs are not on disk yet."""
+        return sum(map(len, self._todo().values()))
 
     def run(self) -> dict[str, Any]:
         """Run every method (skipping records already on disk), then the faithfulness pass; returns the results."""
+        self.compute()
+        return self.report()
+
+    def compute(self) -> None:
+        """Run this shard's records of every method, then its faithfulness pass."""
         for method in self.config.methods:
             self._run_method(method)
         if self.config.faithfulness:
             self._run_faithfulness()
+
+    def report(self) -> dict[str, Any]:
+        """Write ``results.json``, ``results.md`` and ``sweep.png`` from every record on disk; returns the results."""
         results = self.results()
         (self.out / "results.json").write_text(json.dumps(results, indent=2))
         (self.out / "results.md").write_text(markdown_table(results))
@@ -193,13 +244,13 @@ class AttributionBenchmark:
 
     def _run_method(self, method: str) -> None:
         attributor = build_method(method, self.model, self.tokenizer, self.config)
-        records = self.records[: self.config.records_for(method)]
         done = self._done(method)
+        records = self.shard.take(self.records[: self.config.records_for(method)])
         todo = [r for r in records if r.id not in done]
         if not todo:
             return
-        with PeakMemory() as peak, open(self.out / "records" / f"{method}.jsonl", "a") as sink:
-            for record in tqdm(todo, desc=f"{self.config.dataset}/{method}", unit="record"):
+        with PeakMemory() as peak, open(self.shard.path(self.records_dir, method), "a") as sink:
+            for record in tqdm(todo, desc=self._progress(method), unit="record"):
                 start = time.perf_counter()
                 if method == "sweep":
                     assert isinstance(attributor, RCAttributor)
@@ -209,10 +260,12 @@ class AttributionBenchmark:
                 row["seconds"] = time.perf_counter() - start
                 sink.write(json.dumps({"id": record.id, **row}) + "\n")
                 sink.flush()
-        memory = self.out / "records" / "peak_memory.json"
-        peaks = json.loads(memory.read_text()) if memory.exists() else {}
-        peaks[method] = max(peaks.get(method, 0.0), peak.mib)
-        memory.write_text(json.dumps(peaks, indent=2))
+        with open(self.shard.path(self.records_dir, "peak_memory"), "a") as sink:
+            sink.write(json.dumps({"method": method, "mib": peak.mib}) + "\n")
+
+    def _progress(self, step: str) -> str:
+        shard = "" if self.shard.whole else f" [shard {self.shard}]"
+        return f"{self.config.dataset}/{step}{shard}"
 
     def _method_row(self, attributor: SpanAttributor, record: AttributionRecord) -> dict[str, Any]:
         result = attributor.attribute(
@@ -284,11 +337,11 @@ class AttributionBenchmark:
     def _run_faithfulness(self) -> None:
         if self.config.granularity != "chunk":
             raise ValueError("the faithfulness metrics remove whole sources: run with --granularity chunk")
-        tables = {method: self._done(method) for method in METHODS}
+        tables = {method: self._done(method) for method in METHOD_BUILDERS}
         done = self._done("faithfulness")
-        path = self.out / "records" / "faithfulness.jsonl"
-        with open(path, "a") as sink:
-            for record in tqdm(self.records[: self.config.faithfulness], desc="faithfulness", unit="record"):
+        records = self.shard.take(self.records[: self.config.faithfulness])
+        with open(self.shard.path(self.records_dir, "faithfulness"), "a") as sink:
+            for record in tqdm(records, desc=self._progress("faithfulness"), unit="record"):
                 if record.id in done or len(record.chunks) < 2:
                     continue
                 scores = self._method_scores(record.id, tables)
@@ -306,11 +359,12 @@ class AttributionBenchmark:
 
     def results(self) -> dict[str, Any]:
         """Aggregate every record on disk into the ``results.json`` structure."""
-        memory_path = self.out / "records" / "peak_memory.json"
-        peaks = json.loads(memory_path.read_text()) if memory_path.exists() else {}
+        peaks: dict[str, float] = {}
+        for row in read_rows(self.records_dir, "peak_memory"):  # the highest of every shard's runs
+            peaks[row["method"]] = max(peaks.get(row["method"], 0.0), row["mib"])
         methods: dict[str, Any] = {}
         sweep: dict[str, Any] = {}
-        for method in METHODS:  # every method with records on disk, run now or before
+        for method in METHOD_BUILDERS:  # every method with records on disk, run now or before
             rows = list(self._done(method).values())
             if not rows:
                 continue
@@ -489,7 +543,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-tokens", type=int, default=4096, help="leave out longer records (default 4096)"
     )
-    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
     parser.add_argument("--hidden-state-layer", type=int, help="layer for hidden_state (default: middle)")
     parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (default 16)")
     parser.add_argument(
@@ -531,14 +584,14 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from rcattr.models import load_model
-
     args = _parser().parse_args(argv)
     config = config_from_args(args)
-    model, tokenizer = load_model(config.model)
-    benchmark = AttributionBenchmark(config, model, tokenizer, args.out)
-    results = benchmark.run()
-    print(markdown_table(results))
+    processes = Processes.start(args.shard)
+    model, tokenizer = load_run_model(config.model, args.device_map, processes)
+    benchmark = AttributionBenchmark(config, model, tokenizer, args.out, processes.shard)
+    results = run_sharded(benchmark, processes)
+    if results is not None:
+        print(markdown_table(results))
     return 0
 
 

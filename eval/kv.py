@@ -11,7 +11,8 @@ at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and r
 
 Each (method, record) result is one line of ``OUT/records.jsonl``, written as it goes, so an interrupted
 run resumes where it stopped; ``results.json``, ``results.md`` and the plots are rewritten at the end from
-every line on disk. kvpress pins transformers < 5.3: the presses run in ``.venv-kvpress``
+every line on disk. ``--shard I/N`` and ``accelerate launch`` split the records among processes, each
+writing ``records.shard-I-of-N.jsonl``; the report merges them. kvpress pins transformers < 5.3: the presses run in ``.venv-kvpress``
 (``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
 """
 
@@ -44,7 +45,8 @@ from rcattr.eval.kv_methods import (
 from rcattr.eval.kv_metrics import rouge, value_error_rate
 from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced_head_outputs
 from rcattr.eval.kv_report import markdown_table, plot_frontiers, plot_head_compression, summarise
-from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, parse_methods
+from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
+from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
 from rcattr.kvcache import RCKVCache
 
 METHODS = ("rc", *PRESSES)
@@ -114,12 +116,19 @@ class _Measured:
 
 
 class KVBenchmark:
-    """Runs every method of ``config`` on every record, appending one line per (method, record) to ``out``."""
+    """Runs every method of ``config`` on every record (or on ``shard`` of the records), appending one line
+    per (method, record) to a file in ``out``."""
 
     def __init__(
-        self, config: KVBenchmarkConfig, model: PreTrainedModel, tokenizer: TokenizerLike, out: str | Path
+        self,
+        config: KVBenchmarkConfig,
+        model: PreTrainedModel,
+        tokenizer: TokenizerLike,
+        out: str | Path,
+        shard: Shard | None = None,
     ) -> None:
         self.config, self.model, self.tokenizer = config, model, tokenizer
+        self.shard = shard or Shard()
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         claim_run_folder(self.out, asdict(self.config), RESUMABLE_CHANGES)
@@ -127,27 +136,45 @@ class KVBenchmark:
         self.methods = config.kv_methods()
 
     def done(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """Every result on disk, by (method label, record id)."""
-        path = self.out / "records.jsonl"
-        if not path.exists():
-            return {}
-        rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-        return {(row["method"], row["id"]): row for row in rows}
+        """Every result of this run on disk (every shard's), by (method label, record id), in the order of
+        the records and then of the methods."""
+        rows = {(row["method"], row["id"]): row for row in read_rows(self.out, "records")}
+        keys = [(method.label, record.id) for record in self.records for method in self.methods]
+        return {key: rows[key] for key in keys if key in rows}
+
+    def _todo(self, records: Sequence[KVRecord]) -> list[list[KVMethod]]:
+        done = self.done()
+        return [[m for m in self.methods if (m.label, r.id) not in done] for r in records]
+
+    def missing(self) -> int:
+        """How many (method, record) runs are not on disk yet (all shards)."""
+        return sum(map(len, self._todo(self.records)))
 
     def run(self) -> dict[str, Any]:
         """Run what is not on disk yet, then write ``results.json``, ``results.md`` and the plots."""
+        self.compute()
+        return self.report()
+
+    def compute(self) -> None:
+        """Run this shard's records that are not on disk yet."""
         torch.set_grad_enabled(False)
-        done = self.done()
-        todo = [[m for m in self.methods if (m.label, r.id) not in done] for r in self.records]
-        progress = tqdm(total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}", unit="run")
-        with open(self.out / "records.jsonl", "a") as sink, progress:
-            for record, methods in zip(self.records, todo, strict=True):
+        records = self.shard.take(self.records)
+        todo = self._todo(records)
+        if not any(todo):
+            return
+        shard = "" if self.shard.whole else f" [shard {self.shard}]"
+        progress = tqdm(total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}{shard}", unit="run")
+        with open(self.shard.path(self.out, "records"), "a") as sink, progress:
+            for record, methods in zip(records, todo, strict=True):
                 if methods:
                     for row in self._run_record(record, methods, progress):
                         sink.write(json.dumps(row) + "\n")
                         sink.flush()
+
+    def report(self) -> dict[str, Any]:
+        """Write ``results.json``, ``results.md`` and the plots from every row on disk; returns the results."""
         labels = [m.label for m in self.methods]
-        rows = [row for row in self.done().values() if row["method"] in labels]
+        rows = list(self.done().values())
         results = summarise(rows, labels, self._header())
         (self.out / "results.json").write_text(json.dumps(results, indent=2))
         (self.out / "results.md").write_text(markdown_table(results))
@@ -274,13 +301,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-new-tokens", type=int, help=f"answer length limit (default: {DEFAULT_MAX_NEW_TOKENS})"
     )
-    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from rcattr.models import load_model
-
     args = _parser().parse_args(argv)
     try:
         config = KVBenchmarkConfig(
@@ -301,9 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             import_kvpress()  # fail before loading anything when the presses cannot run here
         except ImportError as error:
             raise SystemExit(str(error)) from error
-    model, tokenizer = load_model(config.model)
-    results = KVBenchmark(config, model, tokenizer, args.out).run()
-    print(markdown_table(results))
+    processes = Processes.start(args.shard)
+    model, tokenizer = load_run_model(config.model, args.device_map, processes)
+    results = run_sharded(KVBenchmark(config, model, tokenizer, args.out, processes.shard), processes)
+    if results is not None:
+        print(markdown_table(results))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""What the benchmark runners share: their common command-line arguments and resuming a run folder."""
+"""What the benchmark runners share: their common command-line arguments, the model's placement and
+resuming a run folder."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.eval.sharding import Processes, Shard, write_atomically
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, methods: Sequence[str]) -> None:
@@ -18,6 +24,43 @@ def add_run_arguments(parser: argparse.ArgumentParser, methods: Sequence[str]) -
         default=",".join(methods),
         help=f"comma-separated, from {', '.join(methods)} (default: all)",
     )
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="I/N",
+        help="run only shard I of N (0-based: the records i with i %% N == I), e.g. one per machine; the same "
+        "command without --shard then merges the shards' rows and writes the report. Under accelerate launch "
+        "or torchrun the processes split the records (or this shard) among themselves and merge on their own",
+    )
+    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
+    parser.add_argument(
+        "--device-map",
+        help='spread one model over several devices (transformers\' device_map, e.g. "auto"); one process only. '
+        "Without it the model goes to this process's device (its GPU under accelerate launch, else the CPU)",
+    )
+
+
+def _shard(text: str) -> Shard:
+    try:
+        return Shard.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def load_run_model(
+    name: str | None, device_map: str | None, processes: Processes
+) -> tuple[PreTrainedModel, TokenizerLike]:
+    """The model of a run, on this process's device, or spread by ``device_map`` when one process runs."""
+    from rcattr.models import load_model
+
+    if device_map is None:
+        return load_model(name, device=processes.device)
+    if processes.count > 1:
+        raise SystemExit(
+            f"--device-map spreads one model over every device, but {processes.count} processes were launched: "
+            "use one process with --device-map, or several (one per device) without it"
+        )
+    return load_model(name, device_map=device_map)
 
 
 def check_methods(methods: Sequence[str], known: Sequence[str]) -> None:
@@ -48,4 +91,4 @@ def claim_run_folder(out: Path, settings: dict[str, Any], resumable: Sequence[st
         )
         if changed:
             raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)}); use a new --out")
-    path.write_text(json.dumps(settings, indent=2))
+    write_atomically(path, json.dumps(settings, indent=2))  # the processes of a sharded run all claim it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from transformers import (
@@ -94,6 +96,62 @@ def char_tokenizer(*, chat: bool = True):
     if chat:
         tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
+
+
+# the benchmark runners' tests: a tiny saved model and a tiny QuoteSum-format file
+QUOTESUM_RECORDS = [
+    {
+        "qid": f"q{i}",
+        "unique_id": f"q{i}_0",
+        "question": "Who sat?",
+        "summary": f"[ 1 The cat sat ] and [ 2 dogs {verb} ].",
+        "title1": "Cats",
+        "source1": "The cat sat on a mat.",
+        "title2": "Dogs",
+        "source2": f"Loud dogs {verb} at night.",
+        **{f"{field}{slot}": "" for slot in range(3, 9) for field in ("title", "source")},
+    }
+    for i, verb in enumerate(["bark", "run", "howl"])
+]
+
+
+def save_tiny(model, path):
+    """Save ``model`` with the character tokenizer, as a runner's ``--model PATH`` loads it."""
+    model.save_pretrained(path)
+    char_tokenizer().save_pretrained(path)
+    return path
+
+
+def data_folder(tmp_path, monkeypatch, relative: str, text: str):
+    """A benchmark data folder holding one file (``RCATTR_DATA`` points there); returns ``tmp_path``."""
+    path = tmp_path / "data" / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def saved_llama(tmp_path_factory):
+    return save_tiny(tiny_model("llama"), tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture
+def quotesum_data(tmp_path, monkeypatch):
+    lines = "".join(json.dumps(record) + "\n" for record in QUOTESUM_RECORDS)
+    return data_folder(tmp_path, monkeypatch, "quotesum/dev.jsonl", lines)
+
+
+TIMINGS = ("seconds", "seconds_per_example", "peak_memory_mib")
+
+
+def without_timings(value):
+    """A benchmark's results or rows without the fields that differ from run to run (times, memory)."""
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items() if key not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
 
 
 def _kvpress_available() -> bool:

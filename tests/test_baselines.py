@@ -171,10 +171,17 @@ def test_integrated_gradients_sums_captum_token_attributions(llama, tokenizer) -
     torch.testing.assert_close(result.token_attr, expected_units, atol=1e-4, rtol=1e-4)
 
 
-def test_random_is_reproducible(llama, tokenizer) -> None:
-    first = RandomAttributor(llama, tokenizer, seed=3).attribute(INPUT, ANSWER, granularity="chunk")
-    second = RandomAttributor(llama, tokenizer, seed=3).attribute(INPUT, ANSWER, granularity="chunk")
-    torch.testing.assert_close(first.token_attr, second.token_attr)
+def test_random_depends_on_the_seed_and_the_example_only(llama, tokenizer) -> None:
+    attributor = RandomAttributor(llama, tokenizer, seed=3)
+    first = attributor.attribute(INPUT, ANSWER, granularity="chunk")
+    other_answer = attributor.attribute(INPUT, "Something else entirely.", granularity="chunk")
+    again = attributor.attribute(INPUT, ANSWER, granularity="chunk")  # whatever ran in between
+    torch.testing.assert_close(first.token_attr, again.token_attr)
+    fresh = RandomAttributor(llama, tokenizer, seed=3).attribute(INPUT, ANSWER, granularity="chunk")
+    torch.testing.assert_close(first.token_attr, fresh.token_attr)
+    other_seed = RandomAttributor(llama, tokenizer, seed=4).attribute(INPUT, ANSWER, granularity="chunk")
+    assert not torch.equal(first.seq_attr, other_seed.seq_attr)
+    assert not torch.equal(first.seq_attr, other_answer.seq_attr)
 
 
 def test_baselines_reject_bad_input(llama, tokenizer) -> None:

@@ -5,52 +5,24 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import char_tokenizer, tiny_model
+import torch
 
-from rcattr.eval.attribution import main
-
-RECORDS = [
-    {
-        "qid": f"q{i}",
-        "unique_id": f"q{i}_0",
-        "question": "Who sat?",
-        "summary": f"[ 1 The cat sat ] and [ 2 dogs {verb} ].",
-        "title1": "Cats",
-        "source1": "The cat sat on a mat.",
-        "title2": "Dogs",
-        "source2": f"Loud dogs {verb} at night.",
-        **{f"{field}{slot}": "" for slot in range(3, 9) for field in ("title", "source")},
-    }
-    for i, verb in enumerate(["bark", "run", "howl"])
-]
+from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.eval import attribution
+from rcattr.eval.attribution import AttributionBenchmark, BenchmarkConfig, main, register_method
+from rcattr.models import load_model
+from rcattr.result import RCAttributionResult
 
 
-@pytest.fixture(scope="module")
-def saved_model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny-llama")
-    tiny_model("llama").save_pretrained(path)
-    char_tokenizer().save_pretrained(path)
-    return path
-
-
-@pytest.fixture
-def data(tmp_path, monkeypatch):
-    folder = tmp_path / "data" / "quotesum"
-    folder.mkdir(parents=True)
-    (folder / "dev.jsonl").write_text("".join(json.dumps(record) + "\n" for record in RECORDS))
-    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
-    return tmp_path
-
-
-def _run(saved_model, out, *extra: str) -> dict:
-    arguments = ["--dataset", "quotesum", "--model", str(saved_model), "--out", str(out), "--ig-steps", "2"]
+def _run(saved_llama, out, *extra: str) -> dict:
+    arguments = ["--dataset", "quotesum", "--model", str(saved_llama), "--out", str(out), "--ig-steps", "2"]
     assert main([*arguments, *extra]) == 0
     return json.loads((out / "results.json").read_text())
 
 
-def test_every_method_runs_and_writes_the_report(saved_model, data, capsys) -> None:
-    out = data / "run"
-    results = _run(saved_model, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1")
+def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, capsys) -> None:
+    out = quotesum_data / "run"
+    results = _run(saved_llama, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1")
     methods = results["methods"]
     for name in ("rc", "attention", "hidden_state", "ig", "bm25", "ablation", "random"):
         assert 0.0 <= methods[name]["accuracy"] <= 1.0
@@ -70,26 +42,54 @@ def test_every_method_runs_and_writes_the_report(saved_model, data, capsys) -> N
     assert "| rc |" in capsys.readouterr().out
 
 
-def test_bm25_accuracy_is_exact_on_a_lexical_case(saved_model, data) -> None:
-    results = _run(saved_model, data / "bm25", "--methods", "bm25")
+def test_bm25_accuracy_is_exact_on_a_lexical_case(saved_llama, quotesum_data) -> None:
+    results = _run(saved_llama, quotesum_data / "bm25", "--methods", "bm25")
     assert results["methods"]["bm25"]["accuracy"] == 1.0  # each span shares its words with one source only
     assert results["methods"]["bm25"]["location_accuracy"] == 1.0
 
 
-def test_resumes_without_recomputing_and_refuses_other_settings(saved_model, data) -> None:
-    out = data / "resume"
-    _run(saved_model, out, "--methods", "random", "--limit", "2")
+def test_resumes_without_recomputing_and_refuses_other_settings(saved_llama, quotesum_data) -> None:
+    out = quotesum_data / "resume"
+    _run(saved_llama, out, "--methods", "random", "--limit", "2")
     lines = (out / "records" / "random.jsonl").read_text().splitlines()
-    results = _run(saved_model, out, "--methods", "random")  # one more record, the first two kept
+    results = _run(saved_llama, out, "--methods", "random")  # one more record, the first two kept
     assert (out / "records" / "random.jsonl").read_text().splitlines()[:2] == lines
     assert results["methods"]["random"]["n_records"] == 3
-    later = _run(saved_model, out, "--methods", "bm25")  # the report keeps every method on disk
+    later = _run(saved_llama, out, "--methods", "bm25")  # the report keeps every method on disk
     assert set(later["methods"]) == {"bm25", "random"}
     with pytest.raises(ValueError, match="top_k"):
-        _run(saved_model, out, "--methods", "random", "--top-k", "5")
+        _run(saved_llama, out, "--methods", "random", "--top-k", "5")
 
 
-def test_cli_rejects_unknown_methods(saved_model, data) -> None:
+def test_cli_rejects_unknown_methods(saved_llama, quotesum_data) -> None:
     with pytest.raises(SystemExit, match="unknown method"):
-        main(["--dataset", "quotesum", "--out", str(data / "x"), "--methods", "rc,magic"])
-    assert not (data / "x").exists()  # refused before anything is written
+        main(["--dataset", "quotesum", "--out", str(quotesum_data / "x"), "--methods", "rc,magic"])
+    assert not (quotesum_data / "x").exists()  # refused before anything is written
+
+
+class FirstSource(SpanAttributor):
+    """Every output unit to the first context span: right on half of the tiny file's gold spans."""
+
+    name = "first_source"
+
+    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        scores = torch.zeros(len(example.output_spans), len(example.context_spans))
+        scores[:, 0] = 1.0
+        return example.result(scores[0], scores, self.name, inp)
+
+
+def test_a_registered_method_runs_through_the_same_protocol(saved_llama, quotesum_data, monkeypatch) -> None:
+    monkeypatch.setattr(attribution, "METHOD_BUILDERS", dict(attribution.METHOD_BUILDERS))
+    register_method("first_source", lambda model, tokenizer, config: FirstSource(model, tokenizer))
+    with pytest.raises(ValueError, match="built-in"):
+        register_method("rc", lambda model, tokenizer, config: FirstSource(model, tokenizer))
+    model, tokenizer = load_model(str(saved_llama))
+    config = BenchmarkConfig("quotesum", methods=("first_source", "bm25"))
+    results = AttributionBenchmark(config, model, tokenizer, quotesum_data / "own").run()
+    assert results["methods"]["first_source"]["accuracy"] == 0.5
+    assert results["methods"]["first_source"]["n_spans"] == 6
+    assert "| first_source | 50.0% |" in (quotesum_data / "own" / "results.md").read_text()
+    with pytest.raises(ValueError, match="unknown method"):
+        AttributionBenchmark(
+            BenchmarkConfig("quotesum", methods=("mine",)), model, tokenizer, quotesum_data / "x"
+        )

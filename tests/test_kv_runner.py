@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from conftest import _COMMON, char_tokenizer
+from conftest import _COMMON, char_tokenizer, data_folder, save_tiny, without_timings
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from rcattr.eval.kv import main
@@ -56,19 +56,12 @@ def wide_llama():
 
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny-llama")
-    wide_llama().save_pretrained(path)
-    char_tokenizer().save_pretrained(path)
-    return path
+    return save_tiny(wide_llama(), tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture
 def data(tmp_path, monkeypatch):
-    folder = tmp_path / "data" / "squad_v2"
-    folder.mkdir(parents=True)
-    (folder / "dev-v2.0.json").write_text(json.dumps(SQUAD))
-    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
-    return tmp_path
+    return data_folder(tmp_path, monkeypatch, "squad_v2/dev-v2.0.json", json.dumps(SQUAD))
 
 
 def _arguments(saved_model, out, *extra: str) -> list[str]:
@@ -108,6 +101,19 @@ def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data
     assert _lines(out) == 8 and "rc/c=2/w=8" in results["methods"]
     with pytest.raises(ValueError, match="other settings.*max_new_tokens"):
         main(_arguments(saved_model, out, "--methods", "rc", "--max-new-tokens", "5"))
+
+
+def test_separate_shards_merged_equal_a_single_run(saved_model, data, capsys) -> None:
+    settings = ("--methods", "rc", "--c", "1.0", "--window", "8")
+    single = _run(saved_model, data / "single", *settings)
+    out = data / "sharded"
+    for shard in ("1/2", "0/2"):
+        assert main(_arguments(saved_model, out, "--max-new-tokens", "4", *settings, "--shard", shard)) == 0
+    assert not (out / "results.json").exists() and "shard 0/2 done; 0 run(s)" in capsys.readouterr().out
+    assert [len(path.read_text().splitlines()) for path in sorted(out.glob("records.shard-*"))] == [2, 2]
+    merged = _run(saved_model, out, *settings)  # runs nothing, merges both shards
+    assert not (out / "records.jsonl").exists()
+    assert without_timings(merged) == without_timings(single)
 
 
 def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatch) -> None:
