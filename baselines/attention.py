@@ -16,6 +16,7 @@ class AttentionAttributor(RCAttributor):
     """
 
     name = "attention"
+    result_label = "attention, all heads"  # not the default RCAttributor's "attention" (over its top-k heads)
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
         super().__init__(model, tokenizer, top_k=1.0, span_scorer="attention")

@@ -43,7 +43,7 @@ from rcattr.eval.kv_methods import (
     import_kvpress,
 )
 from rcattr.eval.kv_metrics import rouge, value_error_rate
-from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced_head_outputs
+from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced
 from rcattr.eval.kv_report import markdown_table, plot_frontiers, plot_head_compression, summarise
 from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
 from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
@@ -211,7 +211,7 @@ class KVBenchmark:
             self.tokenizer, record.context, f"{INSTRUCTIONS[self.config.dataset]} Question: {record.question}"
         )
         full = self._measure(FullCache(), prompt)  # its answer is the reference g, and it is the "full" row
-        reference_heads = teacher_forced_head_outputs(self.model, full.forced, prompt, full.answer)
+        reference_heads = teacher_forced(self.model, full.forced, prompt, full.answer).heads
         rows = []
         for method in methods:
             progress.set_postfix_str(method.label)
@@ -219,7 +219,7 @@ class KVBenchmark:
             heads = (
                 reference_heads
                 if measured is full
-                else teacher_forced_head_outputs(self.model, measured.forced, prompt, full.answer)
+                else teacher_forced(self.model, measured.forced, prompt, full.answer).heads
             )
             text = self.tokenizer.decode(measured.answer, skip_special_tokens=True).strip()  # type: ignore[attr-defined]
             row: dict[str, Any] = {

@@ -9,9 +9,11 @@ builds one attention mask for all layers, sized for the first, which fails on th
 pipeline fails there the same way); one token at a time needs no mask and gives the same result.
 
 * :func:`greedy_answer`: greedy decoding from there, as kvpress's ``generate_answer``.
-* :func:`teacher_forced_head_outputs`: the question and a given answer fed in one forward; the last layer's
-  per-head attention output at each position that predicts an answer token (the last question token and the
-  answer's own tokens but the last), for the value error rate.
+* :func:`teacher_forced`: the question and a given answer fed in one forward; at each position that predicts
+  an answer token (the last question token and the answer's own tokens but the last), the next-token
+  log-probabilities and the last layer's per-head attention outputs (for the value error rate).
+
+Both append what they feed to the cache they are given: pass a copy to reuse a compressed cache.
 """
 
 from __future__ import annotations
@@ -75,21 +77,18 @@ def _uneven(cache: Cache) -> bool:
 
 
 def _forward(
-    model: PreTrainedModel, cache: Cache, input_ids: torch.Tensor, start: int, lm_head: bool
+    model: PreTrainedModel, cache: Cache, input_ids: torch.Tensor, start: int, keep: int = 1
 ) -> torch.Tensor:
-    """Feed ``input_ids [1, q]`` at positions ``start ...``; the last position's logits (or hidden state)."""
+    """Feed ``input_ids [1, q]`` at positions ``start ...``; the logits ``[keep, vocab]`` of the last ``keep``."""
     steps = input_ids.split(1, dim=1) if _uneven(cache) and input_ids.shape[1] > 1 else (input_ids,)
+    logits = []
     for step in steps:
-        kwargs = {
-            "input_ids": step,
-            "past_key_values": cache,
-            "position_ids": _positions(start, step.shape[1]),
-        }
-        output = (
-            model(**kwargs, logits_to_keep=1).logits if lm_head else model.model(**kwargs).last_hidden_state
+        position_ids = _positions(start, step.shape[1])
+        logits.append(
+            model(step, past_key_values=cache, position_ids=position_ids, logits_to_keep=keep).logits[0]
         )
         start += step.shape[1]
-    return output[0, -1]
+    return torch.cat(logits)[-keep:]
 
 
 @torch.no_grad()
@@ -98,25 +97,32 @@ def greedy_answer(
 ) -> torch.Tensor:
     """``[T]`` greedy answer ids (stop token included) after the context already in ``cache``."""
     position = prompt.n_context
-    answer = [int(_forward(model, cache, prompt.question_ids, position, lm_head=True).argmax())]
+    answer = [int(_forward(model, cache, prompt.question_ids, position)[-1].argmax())]
     position += prompt.question_ids.shape[1]
     stop = _stop_ids(model)
     while answer[-1] not in stop and len(answer) < max_new_tokens:
-        answer.append(
-            int(_forward(model, cache, torch.tensor([answer[-1:]]), position, lm_head=True).argmax())
-        )
+        answer.append(int(_forward(model, cache, torch.tensor([answer[-1:]]), position)[-1].argmax()))
         position += 1
     return torch.tensor(answer)
 
 
+@dataclass(frozen=True)
+class TeacherForced:
+    """A cache's outputs at the positions predicting each token of a given answer ``[T]``."""
+
+    log_probs: torch.Tensor  # [T, vocab] next-token log-probabilities
+    heads: torch.Tensor  # [T, H, d] the last layer's per-head attention outputs (the input of o_proj)
+
+
 @torch.no_grad()
-def teacher_forced_head_outputs(
+def teacher_forced(
     model: PreTrainedModel, cache: Cache, prompt: SplitPrompt, answer: torch.Tensor
-) -> torch.Tensor:
-    """``[T, H, d]`` last-layer per-head attention outputs at the positions predicting ``answer [T]``."""
+) -> TeacherForced:
+    """The question, then ``answer [T]`` but its last token, after the context in ``cache``."""
     question = prompt.question_ids
     inputs = torch.cat([question, answer[None, :-1]], dim=1)
+    count = answer.shape[0]
     with LastLayerHeadOutputs(model) as outputs:
-        _forward(model, cache, inputs, prompt.n_context, lm_head=False)
+        logits = _forward(model, cache, inputs, prompt.n_context, keep=count)
     first = question.shape[1] - 1
-    return outputs.heads[0, first : first + answer.shape[0]]
+    return TeacherForced(logits.float().log_softmax(-1), outputs.heads[0, first : first + count])

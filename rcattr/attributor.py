@@ -233,6 +233,11 @@ class RCAttributor(SpanAttributor):
     def scorer_name(self) -> str:
         return _scorer_name(self.scorer)
 
+    @property
+    def result_label(self) -> str:
+        """What a result's ``span_scorer`` names: the span scorer (the method, for a baseline built on this)."""
+        return self.scorer_name
+
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         scores = self._forward(example, {self.scorer_name: self.scorer})
         selection = self.select(scores.head_scores)
@@ -246,7 +251,7 @@ class RCAttributor(SpanAttributor):
         return example.result(
             seq_attr,
             token_attr,
-            self.scorer_name,
+            self.result_label,
             inp,
             groundedness=scores.groundedness(selection.heads).float().cpu(),
             head_selection=selection,

@@ -69,6 +69,7 @@ def test_attention_baseline_is_rc_over_every_head(llama, tokenizer) -> None:
     baseline = AttentionAttributor(llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
     torch.testing.assert_close(baseline.seq_attr, fixed.seq_attr)
     assert len(baseline.head_selection.heads) == 12
+    assert (baseline.span_scorer, fixed.span_scorer) == ("attention, all heads", "attention")
 
 
 def _lucene_bm25(query: list[str], corpus: list[list[str]], k1: float = 1.5, b: float = 0.75) -> list[float]:

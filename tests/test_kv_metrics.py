@@ -14,7 +14,7 @@ from rcattr.eval.datasets import data_dir
 from rcattr.eval.kv_data import load_qmsum, load_squad, meeting_excerpt, turn_ranges
 from rcattr.eval.kv_methods import FullCache, RCMethod
 from rcattr.eval.kv_metrics import LastLayerHeadOutputs, rouge, value_error_rate
-from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced_head_outputs
+from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced
 
 CONTEXT = "The cat sat on the mat near the door, and the dog slept by the fire all night long. " * 2
 QUESTION = "Where did the cat sit?"
@@ -90,11 +90,13 @@ def test_teacher_forced_outputs_equal_one_forward_over_the_whole_sequence(monkey
         monkeypatch.setattr(kv_protocol, "_uneven", lambda cache: True)
     prompt = split_prompt(tokenizer, CONTEXT, QUESTION)
     answer = torch.tensor([72, 101, 108, 108])
-    heads = teacher_forced_head_outputs(model, FullCache().prefill(model, prompt.context_ids), prompt, answer)
+    forced = teacher_forced(model, FullCache().prefill(model, prompt.context_ids), prompt, answer)
     with LastLayerHeadOutputs(model) as outputs:
-        model(torch.cat([_whole_prompt(prompt), answer[None, :-1]], dim=1))
+        logits = model(torch.cat([_whole_prompt(prompt), answer[None, :-1]], dim=1)).logits
     start = prompt.n_context + prompt.question_ids.shape[1] - 1
-    torch.testing.assert_close(heads, outputs.heads[0, start : start + 4], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(forced.heads, outputs.heads[0, start : start + 4], atol=1e-5, rtol=1e-4)
+    expected = logits[0, start : start + 4].log_softmax(-1)
+    torch.testing.assert_close(forced.log_probs, expected, atol=1e-5, rtol=1e-4)
 
 
 def test_rc_method_measures_the_compression_of_its_cache() -> None:
