@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo test test-kvpress bench eval eval-kv clean
+.PHONY: setup setup-kvpress demo tutorials test test-kvpress bench eval eval-kv clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,10 @@ setup-kvpress:
 
 demo: setup
 	$(VENV)/bin/rcattr demo
+
+# the three walk-throughs of tutorials/, outputs under tutorial-output/ (the test suite runs them too)
+tutorials: setup
+	for tutorial in tutorials/*.py; do $(PY) $$tutorial || exit 1; done
 
 test: setup
 	$(PY) -m pytest
@@ -56,4 +60,4 @@ eval-kv: setup-kvpress
 	$(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --dataset qmsum --limit 6 --out runs/kv-qmsum
 
 clean:
-	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info
+	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info tutorial-output

@@ -1,0 +1,87 @@
+"""Every tutorial runs end to end on the default model, as a user runs it, and writes its outputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+TUTORIALS = Path(__file__).resolve().parents[1] / "tutorials"
+PNG = b"\x89PNG"
+
+
+def run_tutorial(name: str, tmp_path: Path) -> tuple[Path, str]:
+    """Run ``tutorials/NAME.py`` in a fresh process from ``tmp_path``; its output folder and printout."""
+    environment = {**os.environ, "RCATTR_TUTORIAL_OUT": str(tmp_path), "MPLBACKEND": "Agg"}
+    finished = subprocess.run(
+        [sys.executable, str(TUTORIALS / f"{name}.py")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    return tmp_path / name, finished.stdout
+
+
+def test_every_tutorial_is_tested_and_in_percent_format() -> None:
+    names = sorted(path.stem for path in TUTORIALS.glob("*.py"))
+    tested = sorted(name.removeprefix("test_") for name in globals() if name.startswith("test_0"))
+    assert names == tested
+    for name in names:
+        text = (TUTORIALS / f"{name}.py").read_text()
+        assert "format_name: percent" in text and text.count("# %% [markdown]") >= 5
+
+
+@pytest.mark.real_model
+def test_01_explain_a_rag_answer(tmp_path: Path) -> None:
+    out, printed = run_tutorial("01_explain_a_rag_answer", tmp_path)
+    assert "Lake Baikal" in (out / "explanation.html").read_text()
+    for plot in ("heads.png", "sources.png"):
+        assert (out / plot).read_bytes().startswith(PNG)
+    comparison = pd.read_csv(out / "comparison.csv")
+    assert len(comparison) == 2  # one row per sentence of the given answer
+    assert (comparison["rc top doc"] == comparison["right doc"]).all()
+    assert "Mean share on the right document" in printed
+
+
+@pytest.mark.real_model
+def test_02_benchmark_attribution(tmp_path: Path) -> None:
+    out, printed = run_tutorial("02_benchmark_attribution", tmp_path)
+    results = json.loads((out / "run" / "results.json").read_text())
+    methods = results["methods"]
+    assert {"rc", "bm25", "random", "word_overlap", "attention · all heads"} <= set(methods)
+    assert all(methods[name]["n_records"] == 6 for name in ("rc", "word_overlap"))
+    assert methods["rc"]["accuracy"] > methods["random"]["accuracy"]
+    assert "| word_overlap |" in (out / "run" / "results.md").read_text()
+    assert (out / "run" / "sweep.png").read_bytes().startswith(PNG)
+    assert "quotesum/word_overlap" not in printed  # progress bars go to stderr, tables to stdout
+
+
+@pytest.mark.real_model
+def test_03_kv_cache_in_generate(tmp_path: Path) -> None:
+    out, printed = run_tutorial("03_kv_cache_in_generate", tmp_path)
+    for plot in ("compression_per_head.png", "choosing_c.png"):
+        assert (out / plot).read_bytes().startswith(PNG)
+    sweep = pd.read_csv(out / "choosing_c.csv")
+    assert len(sweep) >= 3
+    press = out / "press_comparison.csv"
+    assert press.exists() == (importlib.util.find_spec("kvpress") is not None)
+
+
+@pytest.mark.real_model
+def test_readme_quick_start_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (TUTORIALS.parent / "README.md").read_text()
+    code = re.search(r"## Quick start\n\n```python\n(.*?)```", readme, re.S)
+    assert code is not None and len(code.group(1).strip().splitlines()) <= 10 + 1  # one blank line
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.group(1), "README quick start", "exec"), {})
+    assert "Eiffel" in (tmp_path / "report.html").read_text()
