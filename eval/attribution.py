@@ -7,8 +7,8 @@ sources (``Document [i]: ...``) followed by the question, and each gold span of 
 output unit; its prediction is the source of the highest-scoring context span (chunk-level
 accuracy, paper Table 1). Each method writes one line per record to ``OUT/records/METHOD.jsonl``
 as it goes, so an interrupted run resumes where it stopped; ``--shard I/N`` and ``accelerate launch``
-split the records among processes (``rcattr.eval.sharding``) and the report merges them. ``sweep`` is one RC pass per record
-that scores every head with both span scorers: it gives the top-k / bottom-k curve of the paper's
+split the records among processes (``rcattr.eval.sharding``) and the report merges them. ``sweep``
+is one RC pass per record that scores every head with both span scorers: it gives the top-k / bottom-k curve of the paper's
 Fig. 5 and the RC variants of the table (attention over RC top-k, bottom-k and all heads; RC
 expectation as the span scorer). ``results.json``, ``results.md`` and ``sweep.png`` are rewritten
 at the end from every record on disk.
@@ -139,7 +139,7 @@ METHOD_BUILDERS: dict[str, MethodBuilder] = {
 def register_method(name: str, builder: MethodBuilder) -> None:
     """Make ``name`` a method of the benchmark: ``builder(model, tokenizer, config)`` returns its
     :class:`~rcattr.base.SpanAttributor`, which then runs through the same protocol as the built-in ones."""
-    if name in METHODS or name == "faithfulness":
+    if name in (*METHODS, "faithfulness", "peak_memory"):  # the last two name files of a run folder
         raise ValueError(f"{name!r} is a built-in method name; choose another")
     METHOD_BUILDERS[name] = builder
 
@@ -250,7 +250,7 @@ class AttributionBenchmark:
         if not todo:
             return
         with PeakMemory() as peak, open(self.shard.path(self.records_dir, method), "a") as sink:
-            for record in tqdm(todo, desc=self._progress(method), unit="record"):
+            for record in tqdm(todo, desc=f"{self.config.dataset}/{method}{self.shard.label}", unit="record"):
                 start = time.perf_counter()
                 if method == "sweep":
                     assert isinstance(attributor, RCAttributor)
@@ -262,10 +262,6 @@ class AttributionBenchmark:
                 sink.flush()
         with open(self.shard.path(self.records_dir, "peak_memory"), "a") as sink:
             sink.write(json.dumps({"method": method, "mib": peak.mib}) + "\n")
-
-    def _progress(self, step: str) -> str:
-        shard = "" if self.shard.whole else f" [shard {self.shard}]"
-        return f"{self.config.dataset}/{step}{shard}"
 
     def _method_row(self, attributor: SpanAttributor, record: AttributionRecord) -> dict[str, Any]:
         result = attributor.attribute(
@@ -341,7 +337,7 @@ class AttributionBenchmark:
         done = self._done("faithfulness")
         records = self.shard.take(self.records[: self.config.faithfulness])
         with open(self.shard.path(self.records_dir, "faithfulness"), "a") as sink:
-            for record in tqdm(records, desc=self._progress("faithfulness"), unit="record"):
+            for record in tqdm(records, desc=f"faithfulness{self.shard.label}", unit="record"):
                 if record.id in done or len(record.chunks) < 2:
                     continue
                 scores = self._method_scores(record.id, tables)

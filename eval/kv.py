@@ -12,8 +12,8 @@ at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and r
 Each (method, record) result is one line of ``OUT/records.jsonl``, written as it goes, so an interrupted
 run resumes where it stopped; ``results.json``, ``results.md`` and the plots are rewritten at the end from
 every line on disk. ``--shard I/N`` and ``accelerate launch`` split the records among processes, each
-writing ``records.shard-I-of-N.jsonl``; the report merges them. kvpress pins transformers < 5.3: the presses run in ``.venv-kvpress``
-(``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
+writing ``records.shard-I-of-N.jsonl``; the report merges them. kvpress pins transformers < 5.3: the
+presses run in ``.venv-kvpress`` (``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
 """
 
 from __future__ import annotations
@@ -162,8 +162,9 @@ class KVBenchmark:
         todo = self._todo(records)
         if not any(todo):
             return
-        shard = "" if self.shard.whole else f" [shard {self.shard}]"
-        progress = tqdm(total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}{shard}", unit="run")
+        progress = tqdm(
+            total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}{self.shard.label}", unit="run"
+        )
         with open(self.shard.path(self.out, "records"), "a") as sink, progress:
             for record, methods in zip(records, todo, strict=True):
                 if methods:

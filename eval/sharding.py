@@ -46,8 +46,9 @@ class Shard:
         return self.count == 1
 
     def split(self, index: int, count: int) -> Shard:
-        """Part ``index`` of ``count`` of this shard (a job's shard split among its processes)."""
-        return Shard(self.index * count + index, self.count * count)
+        """Part ``index`` of ``count`` of this shard (a job's shard split among its processes): together the
+        parts take exactly this shard's records, however many processes each job has."""
+        return Shard(self.index + index * self.count, self.count * count)
 
     def take(self, items: Sequence[T]) -> list[T]:
         """This shard's items, in their order."""
@@ -58,6 +59,11 @@ class Shard:
         return folder / (
             f"{stem}.jsonl" if self.whole else f"{stem}.shard-{self.index}-of-{self.count}.jsonl"
         )
+
+    @property
+    def label(self) -> str:
+        """What a progress bar adds for this shard (nothing for a whole run)."""
+        return "" if self.whole else f" [shard {self}]"
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"

@@ -259,16 +259,18 @@ def test_wrappers_accept_dropout_by_position_as_kvpress_patches_them(monkeypatch
 
     model = kv_model("llama")
     ids, mask = prompt(length=24)
-    expected = model.generate(
-        ids,
-        attention_mask=mask,
-        past_key_values=RCKVCache(model, window=4),
-        max_new_tokens=4,
-        do_sample=False,
-    )
-    store = LogitStore()
-    with LogitCapture(model, store, query_positions=slice(20, None)):
-        model(ids)
+
+    def generated_and_captured() -> tuple[torch.Tensor, torch.Tensor]:
+        cache = RCKVCache(model, window=4)
+        tokens = model.generate(
+            ids, attention_mask=mask, past_key_values=cache, max_new_tokens=4, do_sample=False
+        )
+        store = LogitStore()
+        with LogitCapture(model, store, query_positions=slice(20, None)):
+            model(ids)
+        return tokens, store.layer(0)[0]
+
+    expected_tokens, expected_logits = generated_and_captured()
 
     def positional_dropout(function):
         def patched(module, query, key, value, attention_mask, dropout, **kwargs):
@@ -280,18 +282,9 @@ def test_wrappers_accept_dropout_by_position_as_kvpress_patches_them(monkeypatch
         monkeypatch.setitem(
             ALL_ATTENTION_FUNCTIONS._local_mapping, name, positional_dropout(ALL_ATTENTION_FUNCTIONS[name])
         )
-    patched = model.generate(
-        ids,
-        attention_mask=mask,
-        past_key_values=RCKVCache(model, window=4),
-        max_new_tokens=4,
-        do_sample=False,
-    )
-    assert torch.equal(patched, expected)
-    patched_store = LogitStore()
-    with LogitCapture(model, patched_store, query_positions=slice(20, None)):
-        model(ids)
-    torch.testing.assert_close(patched_store.layer(0)[0], store.layer(0)[0], equal_nan=True)
+    tokens, logits = generated_and_captured()
+    assert torch.equal(tokens, expected_tokens)
+    torch.testing.assert_close(logits, expected_logits, equal_nan=True)
 
 
 # ---------------------------------------------------------------------------------------------

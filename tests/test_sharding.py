@@ -35,6 +35,10 @@ def test_shards_and_their_splits_partition_the_records(n_items: int, jobs: int, 
     ]
     assert sorted(item for part in parts for item in part) == items
     assert all(part == sorted(part) for part in parts)
+    for job in range(jobs):  # a job's processes take exactly its shard, whatever their number
+        shard = Shard(job, jobs)
+        split = [item for rank in range(processes) for item in shard.split(rank, processes).take(items)]
+        assert sorted(split) == shard.take(items)
 
 
 def test_shard_parse_and_files(tmp_path: Path) -> None:
