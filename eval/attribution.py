@@ -43,7 +43,13 @@ from rcattr.baselines import (
 from rcattr.eval.datasets import AttributionRecord, load_attribution
 from rcattr.eval.faithfulness import faithfulness
 from rcattr.eval.memory import PeakMemory
-from rcattr.eval.metrics import accuracy, location_hits, source_hits
+from rcattr.eval.metrics import (
+    accuracy,
+    bootstrap_interval,
+    location_hits,
+    paired_difference,
+    source_hits,
+)
 from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
 from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
 from rcattr.heads import top_heads
@@ -359,9 +365,11 @@ class AttributionBenchmark:
         for row in read_rows(self.records_dir, "peak_memory"):  # the highest of every shard's runs
             peaks[row["method"]] = max(peaks.get(row["method"], 0.0), row["mib"])
         methods: dict[str, Any] = {}
+        hits: dict[str, dict[str, list[bool]]] = {}  # table row -> record id -> source hits
         sweep: dict[str, Any] = {}
         for method in METHOD_BUILDERS:  # every method with records on disk, run now or before
-            rows = list(self._done(method).values())
+            done = self._done(method)
+            rows = list(done.values())
             if not rows:
                 continue
             timing = {
@@ -376,13 +384,19 @@ class AttributionBenchmark:
                         **timing,
                         "from": "sweep",
                     }
+                    hits[label] = {key: row["variants"][label]["source"] for key, row in done.items()}
                 sweep = {
                     key: accuracy([hit for row in rows for hit in row["curve"][key]])[0]
                     for key in rows[0]["curve"]
                 }
             else:
                 methods[method] = {**_summary(rows), **timing}
-        self._compare_on_same_records(methods)
+                hits[method] = {key: row["source"] for key, row in done.items()}
+        reference = self._reference(hits)
+        for name, row in methods.items():
+            row["interval"] = bootstrap_interval(list(hits[name].values()))
+            if reference is not None:
+                row.update(_against(hits[name], hits[reference]))
         results: dict[str, Any] = {
             "config": asdict(self.config),
             "model": self.model.config.name_or_path,
@@ -390,6 +404,7 @@ class AttributionBenchmark:
             "total_heads": self.total_heads,
             "n_records": len(self.records),
             "skipped_too_long": self.too_long,
+            "reference": reference,
             "methods": methods,
         }
         if sweep:
@@ -399,16 +414,22 @@ class AttributionBenchmark:
             results["faithfulness"] = _faithfulness_summary([row["metrics"] for row in faithful.values()])
         return results
 
-    def _compare_on_same_records(self, methods: dict[str, Any]) -> None:
-        """Add to each method run on a subset the default RC row's accuracy on the same records."""
-        sweep = self._done("sweep")
+    def _reference(self, hits: dict[str, dict[str, list[bool]]]) -> str | None:
+        """The row every method is compared with: the default RCAttributor (``rc``, else its sweep row)."""
         default = _variants(min(self.config.top_k, self.total_heads))[0].label
-        for name, row in methods.items():
-            if row.get("from") == "sweep" or not sweep:
-                continue
-            ids = [record_id for record_id in self._done(name) if record_id in sweep]
-            hits = [hit for record_id in ids for hit in sweep[record_id]["variants"][default]["source"]]
-            row["rc_default_same_records"] = accuracy(hits)[0]
+        return next((name for name in ("rc", default) if name in hits), None)
+
+
+def _against(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> dict[str, Any]:
+    """The reference's accuracy on the records ``hits`` covers, and the paired difference to it."""
+    shared = [key for key in hits if key in reference]
+    mine, theirs = [hits[key] for key in shared], [reference[key] for key in shared]
+    difference, low, high = paired_difference(mine, theirs)
+    return {
+        "rc_default_same_records": accuracy([hit for row in theirs for hit in row])[0],
+        "difference_to_default": difference,
+        "difference_interval": (low, high),
+    }
 
 
 def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -436,6 +457,12 @@ def _format(value: float | None, spec: str) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
+def _interval(bounds: Sequence[float] | None, spec: str) -> str:
+    if bounds is None or any(math.isnan(bound) for bound in bounds):
+        return ""
+    return f"[{format(bounds[0], spec)}, {format(bounds[1], spec)}]"
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     """The results as Markdown: one row per method, then the notes a reader needs to trust them."""
     config = results["config"]
@@ -444,17 +471,34 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Model: `{results['model']}`. Protocol: {results['protocol']}. Context spans: {config['granularity']}.",
         "",
-        "| method | accuracy | RC default, same records | spans | records | s / example | peak MiB |",
-        "|---|---|---|---|---|---|---|",
+        "| method | accuracy (95% CI) | − default (paired 95% CI) | default, same records | spans | records "
+        "| s / example | peak MiB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, row in results["methods"].items():
         shared = " ¹" if row.get("from") == "sweep" else ""
+        accuracy_cell = f"{_format(row['accuracy'], '.1%')} {_interval(row['interval'], '.1%')}"
+        difference = row.get("difference_to_default")
+        difference_cell = (
+            "reference"
+            if name == results["reference"]
+            else f"{_format(difference, '+.1%')} {_interval(row.get('difference_interval'), '+.1%')}"
+        )
         lines.append(
-            f"| {name} | {_format(row['accuracy'], '.1%')} | {_format(row.get('rc_default_same_records'), '.1%')} | "
+            f"| {name} | {accuracy_cell} | {difference_cell} | {_format(row.get('rc_default_same_records'), '.1%')} | "
             f"{row['n_spans']} | {row['n_records']} | "
             f"{_format(row['seconds_per_example'], '.2f')}{shared} | {_format(row['peak_memory_mib'], '.0f')}{shared} |"
         )
     notes = [
+        "",
+        "Intervals: percentile bootstrap over records (2,000 resamples; a record's spans stay together).",
+    ]
+    if results["reference"] is not None:
+        notes[-1] += (
+            " The difference is paired: both methods on the records they share, against "
+            f"`{results['reference']}`, the default RCAttributor."
+        )
+    notes += [
         "",
         f"{results['n_records']} records with gold spans; {results['skipped_too_long']} longer than "
         f"{config['max_tokens']} tokens were left out.",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from rcattr.eval.datasets import AttributionRecord, GoldSpan
@@ -58,3 +59,62 @@ def accuracy(hits: Sequence[bool | None]) -> tuple[float, int]:
     """Fraction of true hits among the defined ones, and how many were defined (nan when none)."""
     defined = [hit for hit in hits if hit is not None]
     return (sum(defined) / len(defined) if defined else float("nan")), len(defined)
+
+
+def _per_record(hits: Sequence[Sequence[bool | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """Correct and defined counts per record, the unit a bootstrap resamples."""
+    correct = np.array([sum(1 for hit in row if hit) for row in hits], dtype=np.float64)
+    defined = np.array([sum(1 for hit in row if hit is not None) for row in hits], dtype=np.float64)
+    return correct, defined
+
+
+def _resample(n_records: int, n_boot: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, n_records, size=(n_boot, n_records))
+
+
+def bootstrap_interval(
+    hits: Sequence[Sequence[bool | None]], *, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the accuracy, resampling whole records.
+
+    Spans of one record share its context, so they are not independent: the records are the unit
+    resampled (a cluster bootstrap), and each resample's accuracy is its correct spans over its
+    defined ones. ``hits`` holds one list of per-span hits (None: undefined) per record.
+    """
+    correct, defined = _per_record(hits)
+    if defined.sum() == 0:
+        return float("nan"), float("nan")
+    draws = _resample(len(correct), n_boot, seed)
+    ratios = correct[draws].sum(1) / np.maximum(defined[draws].sum(1), 1)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def paired_difference(
+    hits: Sequence[Sequence[bool | None]],
+    reference: Sequence[Sequence[bool | None]],
+    *,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Accuracy of ``hits`` minus that of ``reference`` on the same records, with a paired interval.
+
+    Both lists hold the same records in the same order, with the same defined spans; the bootstrap
+    draws records once for both methods, so what the two share (a hard record) cancels out.
+    Returns ``(difference, low, high)``.
+    """
+    if len(hits) != len(reference):
+        raise ValueError(f"paired comparison needs the same records: {len(hits)} against {len(reference)}")
+    correct, defined = _per_record(hits)
+    base, base_defined = _per_record(reference)
+    if not np.array_equal(defined, base_defined):
+        raise ValueError("paired comparison needs the same defined spans in every record")
+    if defined.sum() == 0:
+        return float("nan"), float("nan"), float("nan")
+    draws = _resample(len(correct), n_boot, seed)
+    diffs = (correct[draws].sum(1) - base[draws].sum(1)) / np.maximum(defined[draws].sum(1), 1)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    return float((correct.sum() - base.sum()) / defined.sum()), float(low), float(high)

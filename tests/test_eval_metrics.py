@@ -9,7 +9,15 @@ import torch
 
 from rcattr.eval.datasets import AttributionRecord, GoldSpan
 from rcattr.eval.memory import PeakMemory
-from rcattr.eval.metrics import accuracy, location_hits, quote_location, source_hits, top_spans
+from rcattr.eval.metrics import (
+    accuracy,
+    bootstrap_interval,
+    location_hits,
+    paired_difference,
+    quote_location,
+    source_hits,
+    top_spans,
+)
 from rcattr.segmentation import TextSpan
 
 CHUNKS = ["Alpha one. Alpha two.", "Beta one. Beta two."]
@@ -55,6 +63,48 @@ def test_accuracy_ignores_undefined_hits() -> None:
     assert accuracy([True, False, None, True]) == (pytest.approx(2 / 3), 3)
     value, count = accuracy([None])
     assert math.isnan(value) and count == 0
+
+
+def test_bootstrap_interval_resamples_records() -> None:
+    # one record of 10 spans all right, one of 10 all wrong: resampling records gives 0%, 50% or 100%
+    hits = [[True] * 10, [False] * 10]
+    low, high = bootstrap_interval(hits, n_boot=4000)
+    assert low == 0.0 and high == 1.0
+    # identical records: no spread at all, and undefined spans do not count
+    assert bootstrap_interval([[True, False, None]] * 5) == (0.5, 0.5)
+    assert math.isnan(bootstrap_interval([[None]])[0])
+
+
+def test_bootstrap_interval_covers_the_accuracy_and_narrows_with_records() -> None:
+    pattern = [[True, True, False], [True], [False, True], [True, True, True, False]]
+    small = bootstrap_interval(pattern * 5)
+    large = bootstrap_interval(pattern * 80)
+    point = accuracy([hit for row in pattern for hit in row])[0]
+    assert small[0] <= point <= small[1] and large[0] <= point <= large[1]
+    assert large[1] - large[0] < (small[1] - small[0]) / 2
+
+
+def test_paired_difference_cancels_what_both_methods_share() -> None:
+    # b is right wherever a is, plus one span in each record: the difference never varies
+    a = [[True, False, False], [False, True, False], [True, True, False]] * 10
+    b = [[True, True, False], [True, True, False], [True, True, True]] * 10
+    difference, low, high = paired_difference(b, a)
+    assert difference == pytest.approx(1 / 3) and low == pytest.approx(1 / 3) and high == pytest.approx(1 / 3)
+    # unpaired, the same records would give wide intervals
+    assert bootstrap_interval(a)[1] - bootstrap_interval(a)[0] > 0.1
+    opposite = paired_difference(a, b)
+    assert opposite[0] == pytest.approx(-1 / 3) and opposite[2] < 0
+    # a real tie straddles zero
+    coin = [[i % 2 == 0] for i in range(60)]
+    tie = paired_difference(coin, coin[1:] + coin[:1])
+    assert tie[1] < 0 < tie[2]
+
+
+def test_paired_difference_refuses_unpaired_records() -> None:
+    with pytest.raises(ValueError, match="same records"):
+        paired_difference([[True]], [[True], [False]])
+    with pytest.raises(ValueError, match="same defined spans"):
+        paired_difference([[True, None]], [[True, False]])
 
 
 def test_peak_memory_sees_an_allocation() -> None:

@@ -32,6 +32,11 @@ def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, cap
     # the default RCAttributor is the sweep's top-k attention row, computed separately
     assert methods["rc"]["accuracy"] == methods["attention · RC top-12 heads"]["accuracy"]
     assert methods["rc"]["rc_default_same_records"] == methods["rc"]["accuracy"]
+    assert results["reference"] == "rc" and methods["rc"]["difference_to_default"] == 0.0
+    low, high = methods["bm25"]["interval"]
+    assert low <= methods["bm25"]["accuracy"] <= high
+    low, high = methods["bm25"]["difference_interval"]
+    assert low <= methods["bm25"]["difference_to_default"] <= high
     assert 0.0 <= methods["ig"]["rc_default_same_records"] <= 1.0  # ig ran on 1 record: RC on that one
     assert set(results["sweep"]) >= {"attention/top/1", "attention/bottom/all", "rc/top/10"}
     assert results["faithfulness"]["bm25"]["n_records"] == 2
@@ -88,7 +93,7 @@ def test_a_registered_method_runs_through_the_same_protocol(saved_llama, quotesu
     results = AttributionBenchmark(config, model, tokenizer, quotesum_data / "own").run()
     assert results["methods"]["first_source"]["accuracy"] == 0.5
     assert results["methods"]["first_source"]["n_spans"] == 6
-    assert "| first_source | 50.0% |" in (quotesum_data / "own" / "results.md").read_text()
+    assert "| first_source | 50.0% [" in (quotesum_data / "own" / "results.md").read_text()
     with pytest.raises(ValueError, match="unknown method"):
         AttributionBenchmark(
             BenchmarkConfig("quotesum", methods=("mine",)), model, tokenizer, quotesum_data / "x"
