@@ -8,6 +8,7 @@ from rcattr.baselines.ablation import AblationAttributor
 from rcattr.baselines.attention import AttentionAttributor
 from rcattr.baselines.bm25 import BM25Attributor
 from rcattr.baselines.hidden_state import HiddenStateAttributor
+from rcattr.baselines.hybrid import HybridAttributor
 from rcattr.baselines.integrated_gradients import IntegratedGradientsAttributor
 from rcattr.baselines.random import RandomAttributor
 
@@ -20,6 +21,7 @@ BASELINES = {
         BM25Attributor,
         AblationAttributor,
         RandomAttributor,
+        HybridAttributor,
     )
 }
 
@@ -29,6 +31,7 @@ __all__ = [
     "AttentionAttributor",
     "BM25Attributor",
     "HiddenStateAttributor",
+    "HybridAttributor",
     "IntegratedGradientsAttributor",
     "RandomAttributor",
 ]

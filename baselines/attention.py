@@ -6,17 +6,21 @@ from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
+from rcattr.scorers import AttentionScorer
 
 
 class AttentionAttributor(RCAttributor):
     """Attention mass from the answer rows to each span, averaged over every head of every layer.
 
-    This is :class:`~rcattr.RCAttributor`'s attention scorer without head selection, so the
-    difference between the two measures what RC head selection adds.
+    This is :meth:`~rcattr.RCAttributor.paper`'s attention scorer (each unit's own rows, heads
+    summed by mass) without head selection, so the difference between the two measures what RC
+    head selection adds.
     """
 
     name = "attention"
     result_label = "attention, all heads"  # not the default RCAttributor's "attention" (over its top-k heads)
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
-        super().__init__(model, tokenizer, top_k=1.0, span_scorer="attention")
+        super().__init__(
+            model, tokenizer, top_k=1.0, span_scorer=AttentionScorer(continuation=0.0), votes="mass"
+        )

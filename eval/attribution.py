@@ -37,6 +37,7 @@ from rcattr.baselines import (
     AttentionAttributor,
     BM25Attributor,
     HiddenStateAttributor,
+    HybridAttributor,
     IntegratedGradientsAttributor,
     RandomAttributor,
 )
@@ -50,17 +51,30 @@ from rcattr.eval.metrics import (
     paired_difference,
     source_hits,
 )
+from rcattr.eval.recipes import DEFAULT, PAPER, PAPER_SCORER, RecipeScorer, ablation
 from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
 from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
-from rcattr.heads import top_heads
+from rcattr.heads import HeadCount, parse_head_count, top_heads
 from rcattr.prompting import ContextInput
+from rcattr.scorers import RCScorer, SpanScorer
 from rcattr.segmentation import TextSpan
 
-METHODS = ("rc", "sweep", "attention", "hidden_state", "ig", "bm25", "ablation", "random")  # built in
+METHODS = (
+    "rc",
+    "rc_paper",
+    "sweep",
+    "attention",
+    "hidden_state",
+    "ig",
+    "bm25",
+    "ablation",
+    "random",
+    "hybrid",
+)  # built in
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
 RESUMABLE_CHANGES = ("methods", "limit", "method_limits", "faithfulness")  # may differ when resuming
 SWEEP_KS = (1, 2, 5, 10, 20, 30, 50, 100, 150, 200)
-SWEEP_SCORERS = ("attention", "rc")
+CURVE_SCORERS = {"attention": PAPER_SCORER, "rc": RCScorer()}  # Fig. 5: the paper's span scorers
 PROTOCOL = (
     "gold answer teacher-forced; context = the numbered sources and the question (chat template); "
     "one output unit per gold span; prediction = source of the top-scoring context span"
@@ -76,7 +90,7 @@ class BenchmarkConfig:
     methods: tuple[str, ...] = METHODS
     limit: int | None = None
     method_limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_METHOD_LIMITS))
-    top_k: int = 20
+    top_k: HeadCount = "outliers"
     granularity: str = "chunk"
     max_tokens: int | None = 4096
     model: str | None = None
@@ -93,41 +107,20 @@ class BenchmarkConfig:
         return own if self.limit is None else min(self.limit, own)
 
 
-@dataclass
-class _Variant:
-    """A table row derived from the sweep pass: a span scorer over a head set."""
-
-    label: str
-    scorer: str
-    direction: str
-    k: str  # an int as text, or "all"
-    head_score: str = "superiority"
-
-
-def _variants(top_k: int) -> list[_Variant]:
-    return [
-        _Variant(f"attention · RC top-{top_k} heads", "attention", "top", str(top_k)),
-        _Variant("attention · all heads", "attention", "top", "all"),
-        _Variant(f"attention · RC bottom-{top_k} heads", "attention", "bottom", str(top_k)),
-        _Variant(f"RC expectation · top-{top_k} heads", "rc", "top", str(top_k)),
-        _Variant("RC expectation · all heads", "rc", "top", "all"),
-        _Variant(f"attention · top-{top_k} heads by E[Z]/std(Y)", "attention", "top", str(top_k), "rc_std"),
-        _Variant(f"attention · top-{top_k} heads by raw E[Z]", "attention", "top", str(top_k), "rc"),
-    ]
-
-
 MethodBuilder = Callable[[PreTrainedModel, TokenizerLike, BenchmarkConfig], SpanAttributor]
 
 
-def _rc(model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig) -> SpanAttributor:
+def _rc(model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig) -> RCAttributor:
     text = model.config.get_text_config()
-    return RCAttributor(
-        model, tokenizer, top_k=min(config.top_k, text.num_hidden_layers * text.num_attention_heads)
-    )
+    top_k = config.top_k
+    if isinstance(top_k, int):
+        top_k = min(top_k, text.num_hidden_layers * text.num_attention_heads)
+    return RCAttributor(model, tokenizer, top_k=top_k)
 
 
 METHOD_BUILDERS: dict[str, MethodBuilder] = {
     "rc": _rc,
+    "rc_paper": lambda model, tokenizer, config: RCAttributor.paper(model, tokenizer),
     "sweep": _rc,  # the same attributor's per-head pass
     "attention": lambda model, tokenizer, config: AttentionAttributor(model, tokenizer),
     "hidden_state": lambda model, tokenizer, config: HiddenStateAttributor(
@@ -139,6 +132,7 @@ METHOD_BUILDERS: dict[str, MethodBuilder] = {
     "bm25": lambda model, tokenizer, config: BM25Attributor(model, tokenizer),
     "ablation": lambda model, tokenizer, config: AblationAttributor(model, tokenizer),
     "random": lambda model, tokenizer, config: RandomAttributor(model, tokenizer),
+    "hybrid": lambda model, tokenizer, config: HybridAttributor(model, tokenizer),
 }
 
 
@@ -188,6 +182,7 @@ class AttributionBenchmark:
         n_heads = model.config.get_text_config()
         self.total_heads = n_heads.num_hidden_layers * n_heads.num_attention_heads
         self.records, self.too_long = self._records()
+        self._recipes: RecipeScorer | None = None
 
     def _records(self) -> tuple[list[AttributionRecord], int]:
         """Records with gold spans that fit ``max_tokens`` and the model's window, and how many did not."""
@@ -291,35 +286,39 @@ class AttributionBenchmark:
             row["chunk_scores"] = answer.tolist()
         return row
 
-    def _heads(
-        self, scores: HeadSpanScores, direction: str, k: str, head_score: str = "superiority"
-    ) -> torch.Tensor:
+    def _heads(self, scores: HeadSpanScores, direction: str, k: str) -> torch.Tensor:
         count = self.total_heads if k == "all" else min(int(k), self.total_heads)
-        return top_heads(scores.every_head_score[head_score], count, bottom=direction == "bottom")
+        return top_heads(scores.every_head_score["superiority"], count, bottom=direction == "bottom")
 
     def _sweep_row(self, attributor: RCAttributor, record: AttributionRecord) -> dict[str, Any]:
+        recipes = self._recipe_scorer(attributor)
+        scorers = {**recipes.scorers, **{f"curve/{name}": s for name, s in CURVE_SCORERS.items()}}
         scores = attributor.head_span_scores(
             _input(record),
             record.answer,
             granularity=self.config.granularity,
             output_granularity=_units(record),
-            span_scorers=SWEEP_SCORERS,
+            span_scorers=_shared(scorers),
         )
         spans = scores.example.context_spans
         ks = [str(k) for k in SWEEP_KS if k < self.total_heads] + ["all"]
         curve = {}
-        for scorer in SWEEP_SCORERS:
+        for scorer in CURVE_SCORERS:
             for direction in ("top", "bottom"):
                 for k in ks:
-                    units = scores.combine(self._heads(scores, direction, k), scorer)[1]
+                    heads = self._heads(scores, direction, k)
+                    units = scores.combine(heads, _shared_key(scorers, f"curve/{scorer}"))[1]
                     curve[f"{scorer}/{direction}/{k}"] = source_hits(units, spans, record.gold)
-        row: dict[str, Any] = {"curve": curve}
-        variants = {}
-        for variant in _variants(min(self.config.top_k, self.total_heads)):
-            heads = self._heads(scores, variant.direction, variant.k, variant.head_score)
-            variants[variant.label] = self._scored(*scores.combine(heads, variant.scorer), spans, record)
-        row["variants"] = variants
-        return row
+        variants = {
+            label: self._scored(answer, units, spans, record)
+            for label, (answer, units) in recipes(scores).items()
+        }
+        return {"curve": curve, "variants": variants}
+
+    def _recipe_scorer(self, attributor: RCAttributor) -> RecipeScorer:
+        if self._recipes is None:
+            self._recipes = RecipeScorer(ablation(self.config.top_k), attributor.model, attributor.tokenizer)
+        return self._recipes
 
     def _method_scores(
         self, record_id: str, tables: dict[str, dict[str, dict[str, Any]]]
@@ -392,11 +391,15 @@ class AttributionBenchmark:
             else:
                 methods[method] = {**_summary(rows), **timing}
                 hits[method] = {key: row["source"] for key, row in done.items()}
-        reference = self._reference(hits)
+        reference = self._reference(hits, "rc", DEFAULT)
+        paper = self._reference(hits, "rc_paper", PAPER)
         for name, row in methods.items():
             row["interval"] = bootstrap_interval(list(hits[name].values()))
             if reference is not None:
                 row.update(_against(hits[name], hits[reference]))
+            if paper is not None:
+                row["difference_to_paper"], *bounds = _paired(hits[name], hits[paper])
+                row["difference_to_paper_interval"] = tuple(bounds)
         results: dict[str, Any] = {
             "config": asdict(self.config),
             "model": self.model.config.name_or_path,
@@ -405,6 +408,7 @@ class AttributionBenchmark:
             "n_records": len(self.records),
             "skipped_too_long": self.too_long,
             "reference": reference,
+            "paper_reference": paper,
             "methods": methods,
         }
         if sweep:
@@ -414,22 +418,42 @@ class AttributionBenchmark:
             results["faithfulness"] = _faithfulness_summary([row["metrics"] for row in faithful.values()])
         return results
 
-    def _reference(self, hits: dict[str, dict[str, list[bool]]]) -> str | None:
-        """The row every method is compared with: the default RCAttributor (``rc``, else its sweep row)."""
-        default = _variants(min(self.config.top_k, self.total_heads))[0].label
-        return next((name for name in ("rc", default) if name in hits), None)
+    @staticmethod
+    def _reference(hits: dict[str, dict[str, list[bool]]], method: str, lever: str) -> str | None:
+        """The row a method is compared with: ``method`` run alone, else its recipe row in the sweep."""
+        recipe = next(recipe.label for recipe in ablation() if recipe.lever == lever)
+        return next((name for name in (method, recipe) if name in hits), None)
+
+
+def _paired(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> tuple[float, float, float]:
+    """``(difference, low, high)`` of ``hits`` against ``reference`` on the records both have."""
+    shared = [key for key in hits if key in reference]
+    return paired_difference([hits[key] for key in shared], [reference[key] for key in shared])
 
 
 def _against(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> dict[str, Any]:
     """The reference's accuracy on the records ``hits`` covers, and the paired difference to it."""
-    shared = [key for key in hits if key in reference]
-    mine, theirs = [hits[key] for key in shared], [reference[key] for key in shared]
-    difference, low, high = paired_difference(mine, theirs)
+    theirs = [reference[key] for key in hits if key in reference]
+    difference, low, high = _paired(hits, reference)
     return {
         "rc_default_same_records": accuracy([hit for row in theirs for hit in row])[0],
         "difference_to_default": difference,
-        "difference_interval": (low, high),
+        "difference_to_default_interval": (low, high),
     }
+
+
+def _shared(scorers: dict[str, SpanScorer]) -> dict[str, SpanScorer]:
+    """The scorers with equal settings computed once (the curve's reuse the recipes')."""
+    unique: dict[str, SpanScorer] = {}
+    for key, scorer in scorers.items():
+        if scorer not in unique.values():
+            unique[key] = scorer
+    return unique
+
+
+def _shared_key(scorers: dict[str, SpanScorer], key: str) -> str:
+    """The key under which :func:`_shared` kept ``scorers[key]``."""
+    return next(name for name, scorer in _shared(scorers).items() if scorer == scorers[key])
 
 
 def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -471,21 +495,24 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Model: `{results['model']}`. Protocol: {results['protocol']}. Context spans: {config['granularity']}.",
         "",
-        "| method | accuracy (95% CI) | − default (paired 95% CI) | default, same records | spans | records "
-        "| s / example | peak MiB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| method | accuracy (95% CI) | − default (paired 95% CI) | − paper (paired 95% CI) "
+        "| default, same records | spans | records | s / example | peak MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in results["methods"].items():
         shared = " ¹" if row.get("from") == "sweep" else ""
         accuracy_cell = f"{_format(row['accuracy'], '.1%')} {_interval(row['interval'], '.1%')}"
-        difference = row.get("difference_to_default")
-        difference_cell = (
+        cells = [
             "reference"
-            if name == results["reference"]
-            else f"{_format(difference, '+.1%')} {_interval(row.get('difference_interval'), '+.1%')}"
-        )
+            if name == reference
+            else f"{_format(row.get(key), '+.1%')} {_interval(row.get(key + '_interval'), '+.1%')}"
+            for key, reference in (
+                ("difference_to_default", results["reference"]),
+                ("difference_to_paper", results["paper_reference"]),
+            )
+        ]
         lines.append(
-            f"| {name} | {accuracy_cell} | {difference_cell} | {_format(row.get('rc_default_same_records'), '.1%')} | "
+            f"| {name} | {accuracy_cell} | {' | '.join(cells)} | {_format(row.get('rc_default_same_records'), '.1%')} | "
             f"{row['n_spans']} | {row['n_records']} | "
             f"{_format(row['seconds_per_example'], '.2f')}{shared} | {_format(row['peak_memory_mib'], '.0f')}{shared} |"
         )
@@ -495,8 +522,9 @@ def markdown_table(results: dict[str, Any]) -> str:
     ]
     if results["reference"] is not None:
         notes[-1] += (
-            " The difference is paired: both methods on the records they share, against "
-            f"`{results['reference']}`, the default RCAttributor."
+            " Differences are paired: both methods on the records they share, against "
+            f"`{results['reference']}` (the default RCAttributor) and `{results['paper_reference']}` "
+            "(the paper's recipe)."
         )
     notes += [
         "",
@@ -505,8 +533,9 @@ def markdown_table(results: dict[str, Any]) -> str:
     ]
     if any(row.get("from") == "sweep" for row in results["methods"].values()):
         notes.append(
-            "¹ Computed from the sweep pass (one RC forward that scores every head with both span scorers); "
-            "its time and memory are the whole pass's. `rc` is the default RCAttributor on its own."
+            "¹ Computed from the sweep pass (one RC forward per record whose per-head scores serve every "
+            "recipe of the ablation, rcattr.eval.recipes); its time and memory are the whole pass's. `rc` is "
+            "the default RCAttributor on its own, `rc_paper` the paper's recipe."
         )
     for name, row in results["methods"].items():
         if row.get("from") != "sweep" and row["n_records"] < results["n_records"]:
@@ -578,7 +607,12 @@ def _parser() -> argparse.ArgumentParser:
         + ", ".join(f"{m}={n}" for m, n in DEFAULT_METHOD_LIMITS.items())
         + "; N=0 lifts the limit); repeatable",
     )
-    parser.add_argument("--top-k", type=int, default=20, help="RC heads (default 20)")
+    parser.add_argument(
+        "--top-k",
+        type=parse_head_count,
+        default="outliers",
+        help="the default RC method's heads: a number, or 'outliers' (the default; see RCAttributor)",
+    )
     parser.add_argument("--granularity", default="chunk", choices=("chunk", "sentence", "token"))
     parser.add_argument(
         "--max-tokens", type=int, default=4096, help="leave out longer records (default 4096)"

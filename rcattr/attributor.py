@@ -10,21 +10,36 @@ summed and normalised over spans (paper Eq. 7).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
-from transformers import PreTrainedModel
+from transformers import DynamicCache, PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec, normalise
 from rcattr.capture import CaptureStep, LogitCapture, check_supported
-from rcattr.heads import HEAD_SCORES, HeadScore, fixed_heads, layer_rc, top_heads
+from rcattr.heads import (
+    HEAD_SCORES,
+    HEAD_WEIGHTINGS,
+    HeadCount,
+    HeadScore,
+    HeadWeighting,
+    fixed_heads,
+    layer_rc,
+    top_heads,
+    weighted_heads,
+)
 from rcattr.result import HeadSelection, RCAttributionResult
-from rcattr.scorers import SpanScorer, make_span_scorer
+from rcattr.scorers import AttentionScorer, RCScorer, SpanScorer, make_span_scorer
 from rcattr.spans import SpanBlock, SpanIndex
+
+HeadVotes = Literal["mass", "share"]
+HEAD_VOTES: tuple[str, ...] = ("mass", "share")
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,8 @@ class HeadSpanScores:
         The same per output unit.
     context_rc, self_rc : Tensor, shape [L, H, A]
         Per answer token, E[Z] of its context logits and of its own answer logits against Y(g, g).
+    unit_head_scores : dict of str to Tensor, shape [L, H, U]
+        The three head scores of each output unit alone (its rows against Y(g, g)).
     """
 
     example: Example
@@ -54,19 +71,73 @@ class HeadSpanScores:
     units: dict[str, torch.Tensor]
     context_rc: torch.Tensor
     self_rc: torch.Tensor
+    unit_head_scores: dict[str, torch.Tensor]
 
-    def combine(self, heads: torch.Tensor, scorer: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """``([n_spans], [n_outputs, n_spans])`` scores of ``scorer`` summed over ``heads [k, 2]`` and normalised."""
-        layers, index = heads.to(self.head_scores.device).unbind(1)
-        answer = self.answer[scorer][layers, index].sum(0)
-        units = self.units[scorer][layers, index].sum(0)
-        return normalise(answer), normalise(units)
+    def combine(
+        self,
+        heads: torch.Tensor | HeadSelection,
+        scorer: str,
+        *,
+        votes: HeadVotes = "mass",
+        rc_mix: float = 0.0,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``([n_spans], [n_outputs, n_spans])`` scores of ``scorer`` over the selected heads, normalised.
+
+        Parameters
+        ----------
+        heads : Tensor of long, shape [k, 2], or HeadSelection
+            The heads, summed with equal weights; or a selection, with its weights and, when it has
+            them, its per-unit heads for the unit scores.
+        scorer : str
+            The span scorer whose per-head scores are combined.
+        votes : {"mass", "share"}, default "mass"
+            ``"mass"`` sums the heads' span scores (paper Eq. 7); ``"share"`` first normalises each
+            head's scores over the spans, so every head has one vote however much it attends.
+        rc_mix : float in [0, 1], default 0
+            Share of RC expectation (scorer ``"rc"``, which must have been computed) in each head's
+            evidence; both are normalised over spans first.
+        """
+        selection = heads if isinstance(heads, HeadSelection) else HeadSelection(self.head_scores, heads, "")
+        device = self.head_scores.device
+        layers, index = selection.heads.to(device).unbind(1)
+        weights = _weights(selection.weights, len(layers), device)
+        answer = self._evidence(self.answer, scorer, votes, rc_mix)[layers, index]  # [k, S]
+        if selection.unit_heads is None:
+            units = self._evidence(self.units, scorer, votes, rc_mix)[layers, index]  # [k, U, S]
+            unit_scores = torch.einsum("k,kus->us", weights.to(units.dtype), units)
+        else:
+            unit_layers, unit_index = selection.unit_heads.to(device).unbind(-1)  # [U, k']
+            per_unit = self._evidence(self.units, scorer, votes, rc_mix)
+            rows = torch.arange(unit_layers.shape[0], device=device)[:, None]
+            units = per_unit[unit_layers, unit_index, rows]  # [U, k', S]
+            unit_weights = _weights(selection.unit_weights, unit_layers.shape[1], device)
+            unit_scores = torch.einsum("uk,uks->us", unit_weights.to(units.dtype), units)
+        return normalise(torch.einsum("k,ks->s", weights.to(answer.dtype), answer)), normalise(unit_scores)
+
+    @staticmethod
+    def _evidence(
+        table: dict[str, torch.Tensor], scorer: str, votes: HeadVotes, rc_mix: float
+    ) -> torch.Tensor:
+        """Each head's evidence ``[L, H, ..., S]``: its span scores, or their shares over the spans."""
+        if votes not in HEAD_VOTES:
+            raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)}")
+        if not rc_mix:
+            return normalise(table[scorer]) if votes == "share" else table[scorer]
+        if "rc" not in table:
+            raise ValueError("rc_mix needs the 'rc' span scorer's scores; compute them in the same pass")
+        return (1 - rc_mix) * normalise(table[scorer]) + rc_mix * normalise(
+            table["rc"].to(table[scorer].dtype)
+        )
 
     def groundedness(self, heads: torch.Tensor) -> torch.Tensor:
         """``[A]`` share of each answer token's contextualization that comes from the context."""
         layers, index = heads.to(self.head_scores.device).unbind(1)
         context = self.context_rc[layers, index].sum(0)
         return context / (context + self.self_rc[layers, index].sum(0)).clamp_min(1e-30)
+
+
+def _weights(weights: torch.Tensor | None, count: int, device: torch.device) -> torch.Tensor:
+    return torch.ones(count, device=device) if weights is None else weights.to(device)
 
 
 @dataclass
@@ -79,6 +150,8 @@ class _Layout:
     unit_rows: torch.Tensor  # [U, R] answer-row index of each output unit, padded with 0
     unit_mask: torch.Tensor  # [U, R] bool, False on padding
     n_answer: int
+    membership: torch.Tensor  # [U, A] bool: the answer rows of each unit
+    row_sentence: torch.Tensor  # [A] long: the answer sentence of each row, -1 for none
 
     @classmethod
     def of(cls, example: Example) -> _Layout:
@@ -89,9 +162,14 @@ class _Layout:
         width = max(len(r) for r in example.unit_ranges)
         unit_rows = torch.zeros(len(example.unit_ranges), width, dtype=torch.long)
         unit_mask = torch.zeros(len(example.unit_ranges), width, dtype=torch.bool)
+        membership = torch.zeros(len(example.unit_ranges), example.n_answer, dtype=torch.bool)
         for unit, rows in enumerate(example.unit_ranges):
             unit_rows[unit, : len(rows)] = torch.as_tensor(list(rows))
             unit_mask[unit, : len(rows)] = True
+            membership[unit, list(rows)] = True
+        row_sentence = torch.full((example.n_answer,), -1, dtype=torch.long)
+        for sentence, rows in enumerate(example.answer_sentences):
+            row_sentence[list(rows)] = sentence
         return cls(
             answer_start=example.answer_start,
             context_keys=torch.tensor(context_keys, dtype=torch.long, device=device),
@@ -99,6 +177,8 @@ class _Layout:
             unit_rows=unit_rows.to(device),
             unit_mask=unit_mask.to(device),
             n_answer=example.n_answer,
+            membership=membership.to(device),
+            row_sentence=row_sentence.to(device),
         )
 
 
@@ -111,6 +191,9 @@ class _Reduction:
     unit_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [U, H, n_spans]
     context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z] per answer row
     self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z'] per answer row, same Y
+    unit_head_scores: dict[str, dict[int, torch.Tensor]] = field(
+        default_factory=dict
+    )  # kind -> layer -> [H, U]
 
     @staticmethod
     def stack(table: Mapping[int, torch.Tensor]) -> torch.Tensor:
@@ -120,15 +203,24 @@ class _Reduction:
 class _Reducer:
     """Reduces one layer's answer-row logits ``[1, H, A, S]`` as soon as the layer has run."""
 
-    def __init__(self, layout: _Layout, scorers: Mapping[str, SpanScorer], head_score: HeadScore) -> None:
+    def __init__(
+        self,
+        layout: _Layout,
+        scorers: Mapping[str, SpanScorer],
+        head_score: HeadScore,
+        priors: Mapping[int, torch.Tensor] | None = None,
+    ) -> None:
         self.layout = layout
         self.scorers = scorers
         self.head_score = head_score
+        self.priors = priors or {}
         self.out = _Reduction(
             answer_scores={name: {} for name in scorers}, unit_scores={name: {} for name in scorers}
         )
         start = layout.answer_start
         self.answer_keys = torch.arange(start, start + layout.n_answer, device=layout.context_keys.device)
+        whole = torch.ones(1, layout.n_answer, dtype=torch.bool, device=layout.membership.device)
+        self.answer_and_units = torch.cat([whole, layout.membership])  # [1 + U, A]
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
         layout, layer = self.layout, step.layer_idx
@@ -140,6 +232,8 @@ class _Reducer:
         statistics = layer_rc(cross, cross_visible, own, own_visible, self.head_score)
         for kind, score in statistics.every_score.items():
             self.out.head_scores.setdefault(kind, {})[layer] = score
+        for kind, score in statistics.per_unit(layout.membership).items():
+            self.out.unit_head_scores.setdefault(kind, {})[layer] = score.T
         self.out.context_rc[layer] = statistics.context_rc
         self.out.self_rc[layer] = statistics.self_rc
         per_unit = layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer
@@ -148,13 +242,25 @@ class _Reducer:
             unit_logits = logits[:, rows].transpose(0, 1)  # [U, H, R, S]
             unit_visible = visible[rows] & layout.unit_mask[..., None]
         for name, scorer in self.scorers.items():
+            if not scorer.pools_rows:  # every answer row once, weighted per unit
+                block = self._block(logits[None], visible[None], step, self.answer_and_units)
+                scores = scorer.score(block)  # [1 + U, H, n_spans]
+                self.out.answer_scores[name][layer] = scores[0]
+                self.out.unit_scores[name][layer] = scores[1:]
+                continue
             answer = scorer.score(self._block(logits[None], visible[None], step))[0]
             self.out.answer_scores[name][layer] = answer
             self.out.unit_scores[name][layer] = (
                 scorer.score(self._block(unit_logits, unit_visible, step)) if per_unit else answer[None]
             )
 
-    def _block(self, logits: torch.Tensor, visible: torch.Tensor, step: CaptureStep) -> SpanBlock:
+    def _block(
+        self,
+        logits: torch.Tensor,
+        visible: torch.Tensor,
+        step: CaptureStep,
+        unit_rows: torch.Tensor | None = None,
+    ) -> SpanBlock:
         """The scorer's view of ``[U, H, R, S]`` unit logits and their ``[U, R, S]`` visibility."""
         return SpanBlock(
             logits=logits,
@@ -164,11 +270,38 @@ class _Reducer:
             spans=self.layout.spans,
             scaling=step.scaling,
             softcap=step.softcap,
+            unit_rows=unit_rows,
+            row_sentence=None if unit_rows is None else self.layout.row_sentence,
+            prior=self.priors.get(step.layer_idx),
         )
+
+
+class _PriorReducer:
+    """The attention a content-free answer gives each prompt key: ``[H, P]`` per layer, mean over its rows."""
+
+    def __init__(self, n_prompt: int) -> None:
+        self.n_prompt = n_prompt
+        self.priors: dict[int, torch.Tensor] = {}
+
+    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
+        block = SpanBlock(
+            logits=logits,
+            visible=step.visible,
+            context_keys=torch.empty(0, dtype=torch.long),
+            answer_keys=torch.empty(0, dtype=torch.long),
+            spans=SpanIndex.from_ranges([[0]]),
+            scaling=step.scaling,
+            softcap=step.softcap,
+        )
+        self.priors[step.layer_idx] = block.attention()[0, :, :, : self.n_prompt].mean(1)
 
 
 class RCAttributor(SpanAttributor):
     """Attribute an answer to context spans with relative contextualization (RCStat).
+
+    Every option below is one lever of the attribution benchmark's ablation (``docs/benchmarks.md``):
+    the defaults are the recipe that measured best on both dev files and on a second architecture;
+    :meth:`paper` builds the paper's recipe.
 
     Parameters
     ----------
@@ -177,13 +310,27 @@ class RCAttributor(SpanAttributor):
         Phi3, ...).
     tokenizer : transformers.PreTrainedTokenizerFast
         Its fast tokenizer (character offsets are needed).
-    top_k : int or float, default 20
-        Heads used for the span scores, or a fraction of all heads.
+    top_k : int, float or "outliers", default "outliers"
+        Heads used for the span scores: a number, a fraction of all heads, or the heads whose score
+        stands more than two standard deviations above the mean of all heads for this example
+        (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72).
     span_scorer : {"attention", "rc", "rc_bound"} or SpanScorer, default "attention"
-        How a selected head scores a span: post-softmax attention mass (best on QuoteSum and
-        Veri-Gran, see the README's benchmark), expected RC, or its upper bound.
+        How a selected head scores a span: post-softmax attention mass (``AttentionScorer``, whose
+        default carries each unit's evidence on over the answer rows that follow it), expected RC,
+        or its upper bound.
     head_score : {"superiority", "rc_std", "rc"}, default "superiority"
         How heads are ranked: ``P(X > Y)``, ``E[Z] / std(Y)`` or the paper's raw ``E[Z]``.
+    votes : {"mass", "share"}, default "share"
+        How the selected heads' span scores add up: their mass (paper Eq. 7), or each head's share
+        over the spans, so that a head that attends more does not outvote the others.
+    head_weighting : {"equal", "margin"}, default "equal"
+        Equal weights, or each head weighted by how far its P(X > Y) exceeds 1/2 (``superiority`` only).
+    per_unit_heads : bool, default False
+        Select the heads of each output unit from that unit's own head scores, rather than once
+        for the whole answer.
+    rc_mix : float in [0, 1], default 0
+        Mix RC expectation into the attention evidence: each head's two span-score distributions,
+        weighted ``1 - rc_mix`` and ``rc_mix`` (computed in the same pass).
     heads : sequence of (layer, head), optional
         Use these heads instead of selecting them.
     bottom : bool, default False
@@ -196,6 +343,7 @@ class RCAttributor(SpanAttributor):
     >>> result = attributor.attribute(ContextInput(documents, question), granularity="chunk")
     >>> result.top(1)
     [(TextSpan(start=0, end=92, text='The Eiffel Tower ...', source=0), 0.81)]
+    >>> paper = RCAttributor.paper(model, tokenizer)  # the paper's recipe, for its table
     """
 
     name = "rc"
@@ -204,10 +352,14 @@ class RCAttributor(SpanAttributor):
         self,
         model: PreTrainedModel,
         tokenizer: TokenizerLike,
-        top_k: int | float = 20,
+        top_k: HeadCount = "outliers",
         span_scorer: str | SpanScorer = "attention",
         *,
         head_score: HeadScore = "superiority",
+        votes: HeadVotes = "share",
+        head_weighting: HeadWeighting = "equal",
+        per_unit_heads: bool = False,
+        rc_mix: float = 0.0,
         heads: Sequence[tuple[int, int]] | None = None,
         bottom: bool = False,
     ) -> None:
@@ -215,8 +367,24 @@ class RCAttributor(SpanAttributor):
         super().__init__(model, tokenizer)
         if head_score not in HEAD_SCORES:
             raise ValueError(f"unknown head_score {head_score!r}; choose one of {list(HEAD_SCORES)}")
+        if votes not in HEAD_VOTES:
+            raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)}")
+        if head_weighting not in HEAD_WEIGHTINGS:
+            raise ValueError(
+                f"unknown head_weighting {head_weighting!r}; choose one of {list(HEAD_WEIGHTINGS)}"
+            )
+        if head_weighting == "margin" and (head_score != "superiority" or bottom):
+            raise ValueError(
+                "head_weighting='margin' weighs P(X > Y) above 1/2: it needs head_score='superiority' and bottom=False"
+            )
+        if not 0 <= rc_mix <= 1:
+            raise ValueError(f"rc_mix={rc_mix} must be in [0, 1]")
         self.scorer = make_span_scorer(span_scorer)
         self.head_score: HeadScore = head_score
+        self.votes: HeadVotes = votes
+        self.head_weighting: HeadWeighting = head_weighting
+        self.per_unit_heads = per_unit_heads
+        self.rc_mix = rc_mix
         self.top_k = top_k
         self.bottom = bottom
         config = model.config.get_text_config()
@@ -229,6 +397,19 @@ class RCAttributor(SpanAttributor):
         if heads is None:
             top_heads(torch.zeros(self.n_layers, self.n_heads), self.top_k)  # validates top_k now
 
+    @classmethod
+    def paper(cls, model: PreTrainedModel, tokenizer: TokenizerLike, **overrides: Any) -> RCAttributor:
+        """The paper's recipe (RCStat §5.2): attention over the top-20 heads, each unit's own rows,
+        heads summed by mass. Heads are ranked by the scale-free P(X > Y) as everywhere in rcattr
+        (``head_score="rc"`` gives the paper's raw E[Z]); ``overrides`` change any argument."""
+        recipe: dict[str, Any] = {
+            "top_k": 20,
+            "span_scorer": AttentionScorer(continuation=0.0),
+            "head_score": "superiority",
+            "votes": "mass",
+        }
+        return cls(model, tokenizer, **{**recipe, **overrides})
+
     @property
     def scorer_name(self) -> str:
         return _scorer_name(self.scorer)
@@ -238,10 +419,15 @@ class RCAttributor(SpanAttributor):
         """What a result's ``span_scorer`` names: the span scorer (the method, for a baseline built on this)."""
         return self.scorer_name
 
+    def _scorers(self) -> dict[str, SpanScorer]:
+        scorers = {self.scorer_name: self.scorer}
+        if self.rc_mix:
+            scorers.setdefault("rc", RCScorer())
+        return scorers
+
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        scores = self._forward(example, {self.scorer_name: self.scorer})
-        selection = self.select(scores.head_scores)
-        seq_attr, token_attr = scores.combine(selection.heads, self.scorer_name)
+        scores = self._forward(example, self._scorers())
+        seq_attr, token_attr, selection = self.combine(scores)
         if not bool((seq_attr > 0).any()):
             warnings.warn(
                 "no selected head sees the context from the answer (sliding windows shorter than the "
@@ -266,14 +452,18 @@ class RCAttributor(SpanAttributor):
         granularity: SpanSpec = "sentence",
         output_granularity: SpanSpec = "answer",
         gen_args: Mapping[str, Any] | None = None,
-        span_scorers: Sequence[str | SpanScorer] | None = None,
+        span_scorers: Sequence[str | SpanScorer] | Mapping[str, SpanScorer] | None = None,
     ) -> HeadSpanScores:
         """Every head's scores and span scores from one forward, for any selection afterwards.
 
-        ``span_scorers`` (default: this attributor's) are all computed in the same pass; the
-        top-k/bottom-k sweep of the benchmark is :meth:`HeadSpanScores.combine` over many head sets.
+        ``span_scorers`` (default: this attributor's) are all computed in the same pass, keyed by
+        their names (or by the keys of a mapping, to compute one scorer with several settings); the
+        top-k/bottom-k sweep of the benchmark is :meth:`HeadSpanScores.combine` over many head sets,
+        and :meth:`combine` gives any attributor's result from them.
         """
         example = self.prepare(inp, target, granularity, output_granularity, gen_args)
+        if isinstance(span_scorers, Mapping):
+            return self._forward(example, dict(span_scorers))
         scorers = [self.scorer] if span_scorers is None else [make_span_scorer(s) for s in span_scorers]
         return self._forward(example, {_scorer_name(scorer): scorer for scorer in scorers})
 
@@ -285,19 +475,52 @@ class RCAttributor(SpanAttributor):
         example = self.prepare(inp, target, "chunk", "answer", gen_args)
         return self._forward(example, {}).head_scores
 
-    def select(self, scores: torch.Tensor) -> HeadSelection:
-        """The heads this attributor uses, given every head's ``[L, H]`` scores."""
+    def combine(
+        self, scores: HeadSpanScores, scorer: str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, HeadSelection]:
+        """This attributor's ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores, and its
+        head selection, from the per-head scores of a pass (which may have been run by another
+        attributor with more span scorers: ``scorer`` names the one to use, default this one's)."""
+        selection = self.select(
+            scores.every_head_score[self.head_score], scores.unit_head_scores[self.head_score]
+        )
+        seq_attr, token_attr = scores.combine(
+            selection, scorer or self.scorer_name, votes=self.votes, rc_mix=self.rc_mix
+        )
+        return seq_attr, token_attr, selection
+
+    def select(self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None) -> HeadSelection:
+        """The heads this attributor uses, given every head's ``[L, H]`` scores (and, for
+        ``per_unit_heads``, each unit's ``[L, H, U]``)."""
         if self.heads is not None:
             return HeadSelection(scores.cpu(), self.heads, "fixed")
-        return HeadSelection(
-            scores.cpu(), top_heads(scores, self.top_k, bottom=self.bottom).cpu(), self.head_score
-        )
+        if self.bottom:
+            return HeadSelection(
+                scores.cpu(), top_heads(scores, self.top_k, bottom=True).cpu(), self.head_score
+            )
+        heads, weights = weighted_heads(scores, self.top_k, self.head_weighting)
+        selection = HeadSelection(scores.cpu(), heads.cpu(), self.head_score, weights.cpu())
+        if not self.per_unit_heads or unit_scores is None:
+            return selection
+        per_unit = [weighted_heads(unit, self.top_k, self.head_weighting) for unit in unit_scores.unbind(-1)]
+        width = max(len(heads) for heads, _ in per_unit)  # "outliers" differ in number: pad, weight 0
+        unit_heads = torch.zeros(len(per_unit), width, 2, dtype=torch.long)
+        unit_weights = torch.zeros(len(per_unit), width, dtype=scores.dtype)
+        for unit, (heads, weights) in enumerate(per_unit):
+            unit_heads[unit, : len(heads)] = heads.cpu()
+            unit_weights[unit, : len(heads)] = weights.cpu()
+        return dataclasses.replace(selection, unit_heads=unit_heads, unit_weights=unit_weights)
 
     def _forward(self, example: Example, scorers: Mapping[str, SpanScorer]) -> HeadSpanScores:
         layout = _Layout.of(example)
-        reducer = _Reducer(layout, scorers, self.head_score)
-        with LogitCapture(self.model, reducer, query_positions=slice(layout.answer_start, None)):
-            self.model(example.ids, logits_to_keep=1)  # no vocabulary logits: only the captured rows matter
+        start = layout.answer_start
+        calibration = _calibration(scorers.values())
+        cache = DynamicCache()  # the prompt once; a calibrating answer reads a copy of its cache
+        self.model(example.ids[:, :start], past_key_values=cache, use_cache=True, logits_to_keep=1)
+        priors = None if calibration is None else self._priors(copy.deepcopy(cache), start, calibration)
+        reducer = _Reducer(layout, scorers, self.head_score, priors)
+        with LogitCapture(self.model, reducer, query_positions=slice(start, None)):
+            self.model(example.ids[:, start:], past_key_values=cache, use_cache=True, logits_to_keep=1)
         out = reducer.out
         return HeadSpanScores(
             example=example,
@@ -307,7 +530,29 @@ class RCAttributor(SpanAttributor):
             units={name: _Reduction.stack(table).transpose(1, 2) for name, table in out.unit_scores.items()},
             context_rc=_Reduction.stack(out.context_rc),
             self_rc=_Reduction.stack(out.self_rc),
+            unit_head_scores={kind: _Reduction.stack(table) for kind, table in out.unit_head_scores.items()},
         )
+
+    def _priors(self, cache: DynamicCache, n_prompt: int, calibration: str) -> dict[int, torch.Tensor]:
+        """Per layer, ``[H, n_prompt]`` attention of the content-free answer to every prompt key."""
+        ids = self.tokenizer(calibration, add_special_tokens=False)["input_ids"]
+        reducer = _PriorReducer(n_prompt)
+        with LogitCapture(self.model, reducer, query_positions=slice(n_prompt, None)):
+            self.model(
+                torch.tensor([ids], device=self.model.device),
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        return reducer.priors
+
+
+def _calibration(scorers: Iterable[SpanScorer]) -> str | None:
+    """The content-free answer the scorers subtract (one for all of them), or None."""
+    texts = {text for scorer in scorers if (text := getattr(scorer, "calibration", None)) is not None}
+    if len(texts) > 1:
+        raise ValueError(f"span scorers computed together need one calibration answer, got {sorted(texts)}")
+    return texts.pop() if texts else None
 
 
 def _scorer_name(scorer: SpanScorer) -> str:

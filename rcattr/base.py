@@ -60,6 +60,9 @@ class Example:
     unit_ranges : list of range
         Answer-token indices (0 = first answer token) of each output unit.
     answer_tokens : list of TextSpan
+    answer_sentences : list of range
+        Answer-token indices of each sentence of the answer (where an attention scorer's
+        continuation stops).
     """
 
     prompt: Prompt
@@ -71,6 +74,7 @@ class Example:
     output_spans: list[TextSpan]
     unit_ranges: list[range]
     answer_tokens: list[TextSpan]
+    answer_sentences: list[range]
 
     @property
     def n_answer(self) -> int:
@@ -185,6 +189,7 @@ class SpanAttributor(ABC):
             output_spans=output_spans,
             unit_ranges=list(token_ranges(output_spans, answer_offsets, [0])),
             answer_tokens=token_spans(answer_offsets, 0, len(answer), answer),
+            answer_sentences=list(token_ranges(sentence_spans(answer), answer_offsets, [0])),
         )
 
     def _tokenize_prompt(self, prompt: Prompt) -> tuple[list[int], np.ndarray]:

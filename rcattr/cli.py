@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rcattr.heads import HEAD_SCORES
+from rcattr.heads import HEAD_SCORES, parse_head_count
 from rcattr.scorers import SPAN_SCORERS
 from rcattr.segmentation import GRANULARITIES, OUTPUT_GRANULARITIES
 
@@ -31,7 +31,19 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
         "transformers causal LM name or path",
     )
     if heads:
-        parser.add_argument("--top-k", type=int, default=20, help="attention heads used (default 20)")
+        parser.add_argument(
+            "--top-k",
+            type=parse_head_count,
+            default="outliers",
+            help="attention heads used: a number, or 'outliers' (default), the heads scoring more than "
+            "2 standard deviations above the mean of all heads",
+        )
+        parser.add_argument(
+            "--paper",
+            action="store_true",
+            help="the paper's recipe: top-20 heads (unless --top-k), each output unit's own rows, heads "
+            "summed by attention mass (default: rcattr's measured-best recipe, see docs/benchmarks.md)",
+        )
         parser.add_argument(
             "--head-score",
             choices=HEAD_SCORES,
@@ -150,10 +162,12 @@ def _attributor(args: argparse.Namespace) -> RCAttributor:
     from rcattr.attributor import RCAttributor
     from rcattr.models import load_model
 
-    if args.top_k < 1:
-        raise SystemExit(f"--top-k must be at least 1, got {args.top_k}")
     model, tokenizer = load_model(args.model)
     scorer = getattr(args, "scorer", "attention")
+    if args.paper:  # the paper's attention scorer reads each unit's own rows; another scorer is as named
+        overrides = {} if scorer == "attention" else {"span_scorer": scorer}
+        top_k = 20 if args.top_k == "outliers" else args.top_k
+        return RCAttributor.paper(model, tokenizer, top_k=top_k, head_score=args.head_score, **overrides)
     return RCAttributor(model, tokenizer, top_k=args.top_k, span_scorer=scorer, head_score=args.head_score)
 
 

@@ -27,11 +27,20 @@ class HeadSelection:
         The selected ``(layer, head)`` pairs.
     kind : str
         The head score (``"superiority"``, ``"rc_std"``, ``"rc"``), or ``"fixed"`` for given heads.
+    weights : Tensor, shape [k], optional
+        Each selected head's weight (None: all 1).
+    unit_heads : Tensor of long, shape [U, k, 2], optional
+        With per-unit selection, the heads chosen for each output unit (``heads`` serve the whole answer).
+    unit_weights : Tensor, shape [U, k], optional
+        Their weights.
     """
 
     scores: torch.Tensor
     heads: torch.Tensor
     kind: str
+    weights: torch.Tensor | None = None
+    unit_heads: torch.Tensor | None = None
+    unit_weights: torch.Tensor | None = None
 
     def as_pairs(self) -> list[tuple[int, int]]:
         return [(int(layer), int(head)) for layer, head in self.heads.tolist()]

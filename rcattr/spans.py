@@ -66,6 +66,34 @@ class SpanIndex:
         return index, mask
 
 
+def continuation_weights(
+    unit_rows: torch.Tensor, decay: float, row_sentence: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Row weights of output units: 1 on a unit's own rows, ``decay ** d`` on the row ``d`` tokens
+    after its last one (the answer's continuation) up to the end of that row's sentence, 0 elsewhere.
+
+    Parameters
+    ----------
+    unit_rows : Tensor of bool, shape [U, R]
+    decay : float in [0, 1)
+    row_sentence : Tensor of long, shape [R], optional
+        The answer sentence of each row (-1: none). The continuation stays in the sentence of the
+        unit's last row; None lets it run to the end of the answer.
+
+    Returns
+    -------
+    Tensor, shape [U, R]
+    """
+    positions = torch.arange(unit_rows.shape[-1], device=unit_rows.device)
+    last = torch.where(unit_rows, positions, -1).max(-1, keepdim=True).values  # [U, 1]
+    after = (positions - last).clamp_min(0).to(torch.float64)
+    following = torch.where(after > 0, torch.tensor(decay, dtype=torch.float64).pow(after), 0.0)
+    if row_sentence is not None:
+        own = row_sentence[last.clamp_min(0)]  # [U, 1]
+        following = following * ((row_sentence == own) & (own >= 0))
+    return torch.where(unit_rows, 1.0, following)
+
+
 @dataclass(frozen=True)
 class SpanBlock:
     """One layer's logits for ``U`` output units, each padded to ``R`` rows.
@@ -86,6 +114,13 @@ class SpanBlock:
         The layer's softmax scale (``1/sqrt(d)`` for most models).
     softcap : float or None
         Logit soft-capping of the layer, if any.
+    unit_rows : Tensor of bool, shape [U', R], optional
+        For a block holding every answer row once (``U = 1``): the rows of each of ``U'`` output
+        units. None: each of the ``U`` padded row sets is one unit.
+    row_sentence : Tensor of long, shape [R], optional
+        With ``unit_rows``: the answer sentence of each row (-1 for none).
+    prior : Tensor, shape [H, K], optional
+        Attention each key receives from a content-free answer (the attributor's ``calibration``).
     """
 
     logits: torch.Tensor
@@ -95,6 +130,14 @@ class SpanBlock:
     spans: SpanIndex
     scaling: float
     softcap: float | None = None
+    unit_rows: torch.Tensor | None = None
+    row_sentence: torch.Tensor | None = None
+    prior: torch.Tensor | None = None
+
+    @property
+    def n_units(self) -> int:
+        """``U``: the output units the block's scores are for."""
+        return self.logits.shape[0] if self.unit_rows is None else self.unit_rows.shape[0]
 
     @cached_property
     def cross(self) -> tuple[torch.Tensor, torch.Tensor]:

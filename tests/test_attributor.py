@@ -10,8 +10,10 @@ from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
+from rcattr.heads import top_heads
 from rcattr.prompting import ContextInput, render_prompt
-from rcattr.result import RCAttributionResult
+from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.scorers import AttentionScorer
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
 QUESTION = "What did the cat do?"
@@ -41,11 +43,15 @@ def _ids(tokenizer, answer: str) -> tuple[list[int], int, list[tuple[int, int]]]
     return encoded.input_ids + answer_ids, len(encoded.input_ids), encoded.offset_mapping
 
 
-@pytest.mark.parametrize("scorer", ["rc", "attention"])
-def test_matches_brute_force_over_stored_logits(llama, scorer: str) -> None:
+@pytest.mark.parametrize(
+    ("scorer", "continuation"), [("rc", 0.0), ("attention", 0.0), ("attention", 0.8), ("attention", 0.3)]
+)
+def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation: float) -> None:
     tokenizer = char_tokenizer()
-    result = RCAttributor(llama, tokenizer, top_k=5, span_scorer=scorer).attribute(
-        INPUT, ANSWER, granularity="chunk", output_granularity="sentence"
+    span_scorer = AttentionScorer(continuation=continuation) if scorer == "attention" else scorer
+    # "It" and "Then": units whose continuation runs on to the end of their own sentence only
+    result = RCAttributor(llama, tokenizer, top_k=5, span_scorer=span_scorer, votes="mass").attribute(
+        INPUT, ANSWER, granularity="chunk", output_granularity=[(0, 2), (8, 12)]
     )
     ids, start, offsets = _ids(tokenizer, ANSWER)
     store = _store(llama, ids, start)
@@ -56,13 +62,20 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str) -> None:
     ]
     context = sorted(k for keys in chunk_keys for k in keys)
     answer_keys = list(range(start, len(ids)))
-    units = [list(range(0, 7)), list(range(8, 23))]  # "It sat." and "Then it purred." as answer rows
-    assert [s.text for s in result.output_spans] == ["It sat.", "Then it purred."]
+    units = [[0, 1], [8, 9, 10, 11]]  # "It" and "Then" as answer rows (one character each)
+    sentences = [range(0, 7), range(8, 23)]  # "It sat." and "Then it purred."; row 7 is the space between
+    assert [s.text for s in result.output_spans] == ["It", "Then"]
 
     def block_score(logits: torch.Tensor, rows: list[int], keys: list[int]) -> float:
-        if scorer == "attention":
-            weights = torch.softmax(logits[rows] / 4.0, -1)  # head_dim 16: scaling 1/4, causal via the store
-            return float(weights[:, keys].sum(-1).mean())
+        if scorer == "attention":  # the unit's rows weigh 1, the d-th row after its last one continuation**d
+            sentence = next((s for s in sentences if rows[-1] in s), range(0))
+            later = [r for r in range(rows[-1] + 1, len(answer_keys)) if r in sentence]
+            row_weights = torch.tensor([1.0] * len(rows) + [continuation ** (r - rows[-1]) for r in later])
+            weights = torch.softmax(
+                logits[rows + later] / 4.0, -1
+            )  # head_dim 16: scaling 1/4, causal via the store
+            mass = weights[:, keys].sum(-1)
+            return float((row_weights.double() * mass).sum() / row_weights.sum())
         x = [float(logits[r, k]) for r in rows for k in keys]
         y = [float(logits[r, a]) for r in rows for a in answer_keys if a <= start + r]
         return sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y))
@@ -209,3 +222,109 @@ def test_unsupported_model_is_named() -> None:
     bloom = AutoModelForCausalLM.from_config(BloomConfig(vocab_size=128, hidden_size=32, n_layer=1, n_head=2))
     with pytest.raises(NotImplementedError, match="BloomForCausalLM"):
         RCAttributor(bloom, char_tokenizer())
+
+
+def _normalised(table: torch.Tensor) -> torch.Tensor:
+    return table / table.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("votes", ["mass", "share"])
+@pytest.mark.parametrize("rc_mix", [0.0, 0.4])
+def test_combine_weights_votes_and_mix_like_brute_force(llama, votes: str, rc_mix: float) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
+    scores = attributor.head_span_scores(
+        INPUT, ANSWER, granularity="chunk", output_granularity="sentence", span_scorers=["attention", "rc"]
+    )
+    heads = torch.tensor([[2, 1], [0, 3], [1, 0]])
+    weights = torch.tensor([0.5, 2.0, 1.0])
+    selection = HeadSelection(scores.head_scores, heads, "superiority", weights)
+    answer, units = scores.combine(selection, "attention", votes=votes, rc_mix=rc_mix)  # type: ignore[arg-type]
+    expected_units = torch.zeros(2, 3, dtype=torch.float64)
+    for (layer, head), weight in zip(heads.tolist(), weights.tolist(), strict=True):
+        evidence = scores.units["attention"][layer, head].double()  # [U, S]
+        if votes == "share" or rc_mix:
+            evidence = _normalised(evidence)
+        if rc_mix:
+            evidence = (1 - rc_mix) * evidence + rc_mix * _normalised(
+                scores.units["rc"][layer, head].double()
+            )
+        expected_units += weight * evidence
+    torch.testing.assert_close(units.double(), _normalised(expected_units))
+    assert answer.shape == (3,)
+
+
+def test_per_unit_heads_are_each_units_own_top_heads(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=2, votes="mass", per_unit_heads=True)
+    result = attributor.attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
+    scores = attributor.head_span_scores(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
+    selection = result.head_selection
+    assert selection.unit_heads is not None and selection.unit_heads.shape == (2, 2, 2)
+    for unit in range(2):
+        unit_scores = scores.unit_head_scores["superiority"][..., unit]
+        assert selection.unit_heads[unit].tolist() == top_heads(unit_scores, 2).tolist()
+        layers, heads = selection.unit_heads[unit].unbind(-1)
+        expected = scores.units["attention"][layers, heads, unit].sum(0)
+        torch.testing.assert_close(result.token_attr[unit], _normalised(expected).float())
+    # the whole answer keeps the answer's heads
+    assert selection.heads.tolist() == top_heads(scores.head_scores, 2).tolist()
+
+
+def test_calibration_subtracts_what_a_content_free_answer_attends_to(llama) -> None:
+    tokenizer = char_tokenizer()
+    scorer = AttentionScorer(continuation=0.0, calibration="N/A")
+    heads = [(1, 2), (2, 0)]
+    result = RCAttributor(llama, tokenizer, span_scorer=scorer, heads=heads, votes="mass").attribute(
+        INPUT, ANSWER, granularity="chunk"
+    )
+    ids, start, offsets = _ids(tokenizer, ANSWER)
+    null_ids, _, _ = _ids(tokenizer, "N/A")
+    answer_store, null_store = _store(llama, ids, start), _store(llama, null_ids, start)
+    prompt = render_prompt(tokenizer, INPUT)
+    chunk_keys = [
+        [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]
+        for c, s in zip(prompt.chunks, prompt.chunk_starts, strict=True)
+    ]
+    totals = torch.zeros(3, dtype=torch.float64)
+    for layer, head in heads:
+        answer = torch.softmax(answer_store.layer(layer, fill=float("-inf"))[0][0, head] / 4.0, -1)  # [A, S]
+        prior = torch.softmax(null_store.layer(layer, fill=float("-inf"))[0][0, head] / 4.0, -1).mean(0)
+        calibrated = (answer[:, :start] - prior[:start]).clamp_min(0)
+        for chunk, keys in enumerate(chunk_keys):
+            totals[chunk] += calibrated[:, keys].sum(-1).mean()
+    torch.testing.assert_close(result.seq_attr, (totals / totals.sum()).float(), atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="one calibration answer"):
+        RCAttributor(llama, tokenizer).head_span_scores(
+            INPUT, ANSWER, span_scorers={"a": scorer, "b": AttentionScorer(calibration="none")}
+        )
+
+
+def test_paper_preset_and_the_default_recipe(llama) -> None:
+    tokenizer = char_tokenizer()
+    with pytest.warns(UserWarning, match="has 12 heads"):
+        paper = RCAttributor.paper(llama, tokenizer)
+    assert (paper.top_k, paper.votes, paper.head_weighting) == (12, "mass", "equal")  # 20 capped at 12 heads
+    assert isinstance(paper.scorer, AttentionScorer) and paper.scorer.continuation == 0.0
+    default = RCAttributor(llama, tokenizer)
+    assert (default.top_k, default.votes) == ("outliers", "share")
+    assert isinstance(default.scorer, AttentionScorer) and default.scorer.continuation == 0.8
+    assert RCAttributor.paper(llama, tokenizer, top_k=3).top_k == 3
+    explicit = RCAttributor(
+        llama, tokenizer, top_k=12, span_scorer=AttentionScorer(continuation=0.0), votes="mass"
+    ).attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
+    preset = paper.attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
+    torch.testing.assert_close(preset.token_attr, explicit.token_attr)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"votes": "vote"}, "unknown votes"),
+        ({"head_weighting": "soft"}, "unknown head_weighting"),
+        ({"head_weighting": "margin", "head_score": "rc"}, "margin"),
+        ({"rc_mix": 1.5}, "rc_mix=1.5"),
+        ({"top_k": "some"}, "'outliers'"),
+    ],
+)
+def test_bad_recipe_options_are_named(llama, options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        RCAttributor(llama, char_tokenizer(), **options)

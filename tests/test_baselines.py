@@ -17,11 +17,13 @@ from rcattr.baselines import (
     AttentionAttributor,
     BM25Attributor,
     HiddenStateAttributor,
+    HybridAttributor,
     IntegratedGradientsAttributor,
     RandomAttributor,
 )
 from rcattr.baselines.ablation import span_template
 from rcattr.baselines.bm25 import bm25_terms
+from rcattr.baselines.hybrid import reciprocal_rank_fusion
 from rcattr.eval.faithfulness import answer_log_probs
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
@@ -65,11 +67,39 @@ def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granul
 
 def test_attention_baseline_is_rc_over_every_head(llama, tokenizer) -> None:
     every_head = [(layer, head) for layer in range(3) for head in range(4)]
-    fixed = RCAttributor(llama, tokenizer, heads=every_head).attribute(INPUT, ANSWER, granularity="chunk")
+    fixed = RCAttributor.paper(llama, tokenizer, heads=every_head).attribute(
+        INPUT, ANSWER, granularity="chunk"
+    )
     baseline = AttentionAttributor(llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
     torch.testing.assert_close(baseline.seq_attr, fixed.seq_attr)
     assert len(baseline.head_selection.heads) == 12
     assert (baseline.span_scorer, fixed.span_scorer) == ("attention, all heads", "attention")
+
+
+def test_reciprocal_rank_fusion() -> None:
+    first = torch.tensor([[0.9, 0.1, 0.5]])  # ranks 0, 2, 1
+    second = torch.tensor([[0.0, 3.0, 2.0]])  # ranks 2, 0, 1
+    fused = reciprocal_rank_fusion(first, second, offset=1.0)
+    torch.testing.assert_close(
+        fused, torch.tensor([[1 + 1 / 3, 1 / 3 + 1, 1 / 2 + 1 / 2]], dtype=torch.float64)
+    )
+    assert reciprocal_rank_fusion(torch.tensor([1.0, 1.0])).tolist() == [1 / 60, 1 / 61]  # ties by index
+
+
+def test_hybrid_fuses_rc_and_bm25_ranks(llama, tokenizer) -> None:
+    hybrid = HybridAttributor(llama, tokenizer).attribute(
+        INPUT, ANSWER, granularity="chunk", output_granularity="sentence"
+    )
+    rc = RCAttributor(llama, tokenizer).attribute(
+        INPUT, ANSWER, granularity="chunk", output_granularity="sentence"
+    )
+    bm25 = BM25Attributor(llama, tokenizer).attribute(
+        INPUT, ANSWER, granularity="chunk", output_granularity="sentence"
+    )
+    assert rc.token_attr is not None and bm25.token_attr is not None
+    expected = reciprocal_rank_fusion(rc.token_attr, bm25.token_attr)
+    torch.testing.assert_close(hybrid.token_attr, (expected / expected.sum(-1, keepdim=True)).float())
+    assert hybrid.span_scorer == "hybrid: RC + BM25"
 
 
 def _lucene_bm25(query: list[str], corpus: list[list[str]], k1: float = 1.5, b: float = 0.75) -> list[float]:

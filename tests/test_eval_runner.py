@@ -10,6 +10,7 @@ import torch
 from rcattr.base import AttributionInput, Example, SpanAttributor
 from rcattr.eval import attribution
 from rcattr.eval.attribution import AttributionBenchmark, BenchmarkConfig, main, register_method
+from rcattr.eval.recipes import ablation
 from rcattr.models import load_model
 from rcattr.result import RCAttributionResult
 
@@ -24,25 +25,34 @@ def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, cap
     out = quotesum_data / "run"
     results = _run(saved_llama, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1")
     methods = results["methods"]
-    for name in ("rc", "attention", "hidden_state", "ig", "bm25", "ablation", "random"):
+    for name in ("rc", "rc_paper", "attention", "hidden_state", "ig", "bm25", "ablation", "random"):
         assert 0.0 <= methods[name]["accuracy"] <= 1.0
         assert methods[name]["seconds_per_example"] > 0 or name in ("bm25", "random")
     assert methods["rc"]["n_spans"] == 6 and methods["ig"]["n_records"] == 1
-    assert "attention · RC bottom-12 heads" in methods and methods["attention · all heads"]["from"] == "sweep"
-    # the default RCAttributor is the sweep's top-k attention row, computed separately
-    assert methods["rc"]["accuracy"] == methods["attention · RC top-12 heads"]["accuracy"]
+    recipes = {recipe.label: recipe for recipe in ablation()}
+    assert set(recipes) <= set(methods) and methods["paper · bottom-20 heads"]["from"] == "sweep"
+    # the standalone default and paper attributors are the sweep's default and paper rows, computed separately
+    default, paper = (
+        next(label for label, r in recipes.items() if r.lever == lever) for lever in ("default", "paper")
+    )
+    for method, row in (("rc", default), ("rc_paper", paper)):
+        assert methods[method]["accuracy"] == methods[row]["accuracy"]
+        assert methods[method]["interval"] == methods[row]["interval"]
     assert methods["rc"]["rc_default_same_records"] == methods["rc"]["accuracy"]
     assert results["reference"] == "rc" and methods["rc"]["difference_to_default"] == 0.0
+    assert results["paper_reference"] == "rc_paper" and methods["rc_paper"]["difference_to_paper"] == 0.0
     low, high = methods["bm25"]["interval"]
     assert low <= methods["bm25"]["accuracy"] <= high
-    low, high = methods["bm25"]["difference_interval"]
-    assert low <= methods["bm25"]["difference_to_default"] <= high
+    for reference in ("default", "paper"):
+        low, high = methods["bm25"][f"difference_to_{reference}_interval"]
+        assert low <= methods["bm25"][f"difference_to_{reference}"] <= high
     assert 0.0 <= methods["ig"]["rc_default_same_records"] <= 1.0  # ig ran on 1 record: RC on that one
     assert set(results["sweep"]) >= {"attention/top/1", "attention/bottom/all", "rc/top/10"}
     assert results["faithfulness"]["bm25"]["n_records"] == 2
     assert results["faithfulness"]["ig"]["n_records"] == 1  # ig ran on one record only
     table = (out / "results.md").read_text()
     assert "| bm25 |" in table and "teacher-forced" in table and "ig: first 1 records only" in table
+    assert "| − paper (paired 95% CI) |" in table
     assert (out / "sweep.png").stat().st_size > 0
     assert "| rc |" in capsys.readouterr().out
 

@@ -58,9 +58,10 @@ def test_a_hallucinated_sentence_is_less_grounded(smollm2) -> None:
 
 def test_gemma_copy_and_head_selection_across_layers() -> None:
     model, tokenizer = load_model("gemma-3-270m")
-    result = RCAttributor(model, tokenizer).attribute(
-        ContextInput(FACTS, "Tell me one fact."), FACTS[3], granularity="chunk"
-    )
+    inp = ContextInput(FACTS, "Tell me one fact.")
+    result = RCAttributor(model, tokenizer).attribute(inp, FACTS[3], granularity="chunk")
     assert int(result.seq_attr.argmax()) == 3
-    layers = {layer for layer, _ in result.head_selection.as_pairs()}
+    assert 1 <= len(result.head_selection.heads) < 10  # the outlier heads of 72, not a fixed 20
+    wide = RCAttributor(model, tokenizer, top_k=20).attribute(inp, FACTS[3], granularity="chunk")
+    layers = {layer for layer, _ in wide.head_selection.as_pairs()}
     assert len(layers) > 3  # the scale-free score does not collapse onto a few early layers

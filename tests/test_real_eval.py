@@ -20,6 +20,6 @@ def test_quotesum_runner_on_the_default_model(tmp_path) -> None:
     methods = results["methods"]
     assert results["model"] == "SmolLM2-135M-Instruct" and results["n_records"] == 4
     assert methods["rc"]["n_spans"] == methods["bm25"]["n_spans"] > 4
-    # the standalone default attributor and the sweep's top-20 attention row are the same computation
-    assert methods["rc"]["accuracy"] == methods["attention · RC top-20 heads"]["accuracy"]
+    # the standalone default attributor and the sweep's default row are the same computation
+    assert methods["rc"]["accuracy"] == methods["default: RCAttributor()"]["accuracy"]
     assert len(results["sweep"]) == 2 * 2 * 11  # 2 scorers x top/bottom x (10 values of k + all)

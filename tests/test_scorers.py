@@ -12,7 +12,7 @@ from rcattr.attributor import RCAttributor
 from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.prompting import ContextInput
 from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
-from rcattr.spans import SpanBlock, SpanIndex
+from rcattr.spans import SpanBlock, SpanIndex, continuation_weights
 from rcattr.stats import overlap_bounds
 
 # 3 context tokens at keys 1..3 in two overlapping spans, answer keys 4..7; units: rows {0, 1} and {2, 3}.
@@ -135,7 +135,7 @@ def test_make_span_scorer() -> None:
 def test_a_custom_scorer_plugs_in() -> None:
     class FirstToken(AttentionScorer):
         def score(self, block: SpanBlock) -> torch.Tensor:
-            scores = torch.zeros(block.logits.shape[0], block.logits.shape[1], block.spans.n_spans)
+            scores = torch.zeros(block.n_units, block.logits.shape[1], block.spans.n_spans)
             scores[..., 0] = 1.0
             return scores
 
@@ -144,3 +144,88 @@ def test_a_custom_scorer_plugs_in() -> None:
         ContextInput(["aa", "bb"], "q"), target="ab", granularity="chunk"
     )
     assert result.seq_attr.tolist() == [1.0, 0.0]
+
+
+def test_continuation_weights_stay_in_the_units_sentence() -> None:
+    rows = torch.zeros(2, 7, dtype=torch.bool)
+    rows[0, 1:3] = True  # a unit on rows 1-2 of the sentence of rows 0-4
+    rows[1, 5] = True  # a unit on row 5, the start of the next sentence
+    sentence = torch.tensor([0, 0, 0, 0, 0, 1, 1])
+    weights = continuation_weights(rows, 0.5, sentence)
+    torch.testing.assert_close(weights[0], torch.tensor([0, 1, 1, 0.5, 0.25, 0, 0], dtype=torch.float64))
+    torch.testing.assert_close(weights[1], torch.tensor([0, 0, 0, 0, 0, 1, 0.5], dtype=torch.float64))
+    unbounded = continuation_weights(rows, 0.5)  # no sentences: to the end of the answer
+    torch.testing.assert_close(unbounded[0, 5:], torch.tensor([0.125, 0.0625], dtype=torch.float64))
+    assert continuation_weights(rows, 0.0, sentence).tolist() == rows.double().tolist()
+    between = torch.tensor([0, 0, 0, -1, -1, 1, 1])  # rows in no sentence (the space between) get nothing
+    assert continuation_weights(rows, 0.5, between)[0, 3:].tolist() == [0.0] * 4
+
+
+def _answer_block(window: int | None = None, prior: bool = False) -> tuple[SpanBlock, torch.Tensor]:
+    """Every answer row once (the block a row-averaging scorer sees), and each unit's row weights."""
+    padded = _block(window)
+    logits = torch.cat([padded.logits[0], padded.logits[1]], dim=1)[None]  # [1, H, 4 rows, 8]
+    visible = torch.cat([padded.visible[0], padded.visible[1]])[None]
+    unit_rows = torch.tensor([[True, False, False, False], [False, True, True, False]])
+    sentence = torch.tensor([0, 0, 0, 1])
+    generator = torch.Generator().manual_seed(1)
+    block = dataclasses.replace(
+        padded,
+        logits=logits,
+        visible=visible,
+        unit_rows=unit_rows,
+        row_sentence=sentence,
+        prior=torch.rand(3, 8, generator=generator, dtype=torch.float64) * 0.2 if prior else None,
+    )
+    weights = torch.tensor(
+        [[1.0, 0.5, 0.25, 0.0], [0.0, 1.0, 1.0, 0.0]], dtype=torch.float64
+    )  # continuation 0.5
+    return block, weights
+
+
+def _brute_mass(block: SpanBlock, weights: torch.Tensor, calibrated: bool = False) -> torch.Tensor:
+    """``[U, H, C]`` weighted mean over rows of each context token's attention (minus the prior)."""
+    out = torch.zeros(weights.shape[0], 3, 3, dtype=torch.float64)
+    for unit in range(weights.shape[0]):
+        for head in range(3):
+            for row in range(4):
+                scores = (block.logits[0, head, row] * 0.5).masked_fill(~block.visible[0, row], float("-inf"))
+                mass = torch.softmax(scores, -1)[CONTEXT_KEYS]
+                if calibrated:
+                    assert block.prior is not None
+                    mass = (mass - block.prior[head, CONTEXT_KEYS]).clamp_min(0)
+                out[unit, head] += weights[unit, row] * mass / weights[unit].sum()
+    return out
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_attention_scorer_weights_rows_and_subtracts_the_prior(calibrated: bool) -> None:
+    block, weights = _answer_block(prior=True)
+    scorer = AttentionScorer(continuation=0.5, calibration="N/A" if calibrated else None)
+    tokens = _brute_mass(block, weights, calibrated)
+    expected = torch.stack([tokens[..., [0, 1]].sum(-1), tokens[..., [1, 2]].sum(-1)], dim=-1)
+    torch.testing.assert_close(scorer.score(block), expected)
+    with pytest.raises(ValueError, match="prior"):
+        AttentionScorer(calibration="N/A").score(dataclasses.replace(block, prior=None))
+
+
+def test_attention_scorer_span_reductions() -> None:
+    block, weights = _answer_block()
+    tokens = _brute_mass(block, weights)  # [U, H, 3 tokens]; spans {0, 1} and {1, 2}
+    spans = [[0, 1], [1, 2]]
+
+    def per_span(reduce) -> torch.Tensor:
+        return torch.stack([torch.stack([reduce(tokens[..., s]) for s in spans], -1)])[0]
+
+    scorer = AttentionScorer(continuation=0.5, reduce="mean")
+    torch.testing.assert_close(scorer.score(block), per_span(lambda t: t.mean(-1)))
+    top = AttentionScorer(continuation=0.5, reduce="top", top_m=1)
+    torch.testing.assert_close(top.score(block), per_span(lambda t: t.max(-1).values))
+    # each span without its own first token: span {0, 1} keeps token 1, span {1, 2} keeps token 2
+    skipped = AttentionScorer(continuation=0.5, skip_first=True).score(block)
+    torch.testing.assert_close(skipped, torch.stack([tokens[..., 1], tokens[..., 2]], -1))
+    skipped_mean = AttentionScorer(continuation=0.5, skip_first=True, reduce="mean").score(block)
+    torch.testing.assert_close(skipped_mean, skipped)
+    for bad in ({"reduce": "max"}, {"top_m": 0}, {"continuation": 1.0}, {"calibration": " "}):
+        with pytest.raises(ValueError):
+            AttentionScorer(**bad)  # type: ignore[arg-type]

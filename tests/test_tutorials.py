@@ -58,7 +58,7 @@ def test_02_benchmark_attribution(tmp_path: Path) -> None:
     out, printed = run_tutorial("02_benchmark_attribution", tmp_path)
     results = json.loads((out / "run" / "results.json").read_text())
     methods = results["methods"]
-    assert {"rc", "bm25", "random", "word_overlap", "attention · all heads"} <= set(methods)
+    assert {"rc", "bm25", "random", "word_overlap", "paper · all heads"} <= set(methods)
     assert all(methods[name]["n_records"] == 6 for name in ("rc", "word_overlap"))
     assert methods["rc"]["accuracy"] > methods["random"]["accuracy"]
     assert "| word_overlap |" in (out / "run" / "results.md").read_text()

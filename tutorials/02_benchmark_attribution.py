@@ -69,11 +69,13 @@ for span in record.gold:
 #
 # The methods here:
 #
-# - `rc`: `RCAttributor` with its defaults, attention over the RC top-20 heads;
-# - `sweep`: one RC pass per record that scores every head with both span scorers; it gives the
-#   accuracy for every k, top-k and bottom-k heads, and variants of the table, among them
-#   "attention · all heads", the attention baseline without head selection (the `attention`
-#   method gives the same row on its own);
+# - `rc`: `RCAttributor` with its defaults (attention over the heads whose RC score stands out,
+#   each answer span read on to the end of its sentence, every head one vote);
+# - `sweep`: one RC pass per record that scores every head with every span scorer of the
+#   ablation (`rcattr.eval.recipes`); it gives the accuracy for every k, top-k and bottom-k heads,
+#   and one row per recipe: the paper's, each lever added to it or taken out of the default,
+#   among them "paper · all heads", the attention baseline without head selection (the
+#   `attention` method gives the same row on its own);
 # - `bm25`: lexical retrieval (bm25s) of each answer span against the sources;
 # - `random`: the floor.
 #
@@ -159,7 +161,7 @@ register_method("word_overlap", lambda model, tokenizer, config: WordOverlapAttr
 # %%
 config = BenchmarkConfig("quotesum", methods=("rc", "sweep", "bm25", "random", "word_overlap"), limit=RECORDS)
 results = AttributionBenchmark(config, model, tokenizer, OUT / "run").run()
-for name in ("rc", "attention · all heads", "bm25", "word_overlap", "random"):
+for name in ("rc", "paper · all heads", "bm25", "word_overlap", "random"):
     row = results["methods"][name]
     print(f"{name:28s} {row['accuracy']:6.1%} of {row['n_spans']} spans")
 
