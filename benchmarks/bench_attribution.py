@@ -6,14 +6,17 @@ many tokens of the context alone); the question is the first question of the fir
 answer is the next paragraph, cut to ``--answer`` tokens (the answer is unrelated to the question: only
 the cost is measured here). The prompt is the default model's chat template (``render_prompt``).
 
-1. Per context size and span scorer: the median time of
-   ``RCAttributor(model, tokenizer, span_scorer=...).attribute(ContextInput(context, question),
-   target=answer, granularity="sentence")`` divided by the median time of one plain forward
-   ``model(ids, logits_to_keep=1)`` over the same prompt + answer tokens (the attributor's own ids: the
-   rendered prompt tokenized without special tokens, then the answer, concatenated; checked to be
-   exactly the ids the attributor's forward receives). Both are medians of ``--repeats`` calls,
+1. Per context size and attributor (:data:`ATTRIBUTORS`: the default, the paper's recipe, the default
+   with the null-answer calibration, and the RC span scorers): the median time of
+   ``attributor.attribute(ContextInput(context, question), target=answer, granularity="sentence")``
+   divided by the median time of one plain forward ``model(ids, logits_to_keep=1)`` over the same
+   prompt + answer tokens (the attributor's own ids: the rendered prompt tokenized without special
+   tokens, then the answer, concatenated; checked to be exactly the ids of the attributor's prompt
+   prefill followed by its answer forward over the prompt's cache). A calibrating attributor runs one
+   more forward in between, over the content-free answer's few tokens on a copy of the prompt's cache;
+   ``forwards_per_call`` counts them all. Both are medians of ``--repeats`` calls,
    interleaved (forward, attribute, forward, attribute, ...) in the same subprocess so that the ratio
-   sees the same machine load. Each variant (a forward-only one, and one per scorer) runs in its own
+   sees the same machine load. Each variant (a forward-only one, and one per attributor) runs in its own
    subprocess so that peak resident memory (ru_maxrss) can be compared: the figure reported is the peak
    during the calls minus the resident size after loading the model and a warm-up (in an attribute
    subprocess the peak is the attribution's: its forward is the plain one plus the capture).
@@ -23,7 +26,7 @@ the cost is measured here). The prompt is the default model's chat template (``r
    values are the context's sentences (``rcattr.segmentation.sentence_spans``, the same spans the
    attributor scores; the gaps between sentences stay in the template). Ablating a sentence replaces it
    by "" (captum's default baseline). Its single time is divided by the median time of the default
-   RCAttributor (attention scorer) on the same example, measured in the same subprocess; the forwards it
+   RCAttributor on the same example, measured in the same subprocess; the forwards it
    ran are counted (n sentences + 1). Captum tokenizes the prompt with ``add_special_tokens=True`` while
    the attributor tokenizes the chat-template prompt without them; SmolLM2's tokenizer adds no special
    token, so the unablated ids are identical (checked and reported as ``same_ids``). Captum's forwards
@@ -36,9 +39,9 @@ The machine is noisy: compare the ratios, measured in the same run, not the abso
 
     python benchmarks/bench_attribution.py --contexts 500 2000 4000 --answer 100 --repeats 3 --json bench_attribution.json
 
-Quick smoke run (one size, one scorer, one repeat, still with the captum ablation at 500 tokens):
+Quick smoke run (one size, one attributor, one repeat, still with the captum ablation at 500 tokens):
 
-    python benchmarks/bench_attribution.py --contexts 500 --repeats 1 --scorers attention
+    python benchmarks/bench_attribution.py --contexts 500 --repeats 1 --attributors default
 """
 
 from __future__ import annotations
@@ -56,7 +59,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-SCORERS = ("attention", "rc", "rc_bound")
+ATTRIBUTORS = ("default", "paper", "calibrated", "rc", "rc_bound")
+"""``default``: ``RCAttributor(model, tokenizer)``; ``paper``: ``RCAttributor.paper``; ``calibrated``: the
+default scorer less the attention of a content-free answer; ``rc`` / ``rc_bound``: those span scorers."""
 MIN_ABLATION_CONTEXT = 100
 
 
@@ -140,11 +145,23 @@ def _paired(calls: dict[str, Any], repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
+    """The attributor of one of :data:`ATTRIBUTORS`."""
+    from rcattr.attributor import RCAttributor
+    from rcattr.eval.recipes import CALIBRATION
+    from rcattr.scorers import AttentionScorer
+
+    if name == "paper":
+        return RCAttributor.paper(model, tokenizer)
+    if name == "calibrated":
+        return RCAttributor(model, tokenizer, span_scorer=AttentionScorer(calibration=CALIBRATION))
+    return RCAttributor(model, tokenizer, span_scorer="attention" if name == "default" else name)
+
+
 def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: int) -> dict[str, Any]:
-    """One variant in this process: ``forward`` or ``attribute:<scorer>``."""
+    """One variant in this process: ``forward`` or ``attribute:<attributor>``."""
     import torch
 
-    from rcattr.attributor import RCAttributor
     from rcattr.prompting import ContextInput
     from rcattr.segmentation import sentence_spans
 
@@ -162,26 +179,31 @@ def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: 
         seconds = _timed(lambda: model(ids, logits_to_keep=1), repeats)
         info["forward_seconds"] = seconds
     else:
-        scorer = variant.split(":", 1)[1]
-        attributor = RCAttributor(model, tokenizer, span_scorer=scorer)
-        seen: list[list[int]] = []
-        hook = model.register_forward_pre_hook(
-            lambda _module, args, kwargs: seen.append((args[0] if args else kwargs["input_ids"])[0].tolist()),
-            with_kwargs=True,
-        )
+        attributor = build_attributor(variant.split(":", 1)[1], model, tokenizer)
         inp = ContextInput(context, question)
-        paired = _paired(
-            {
-                "forward": lambda: model(ids, logits_to_keep=1),
-                "attribute": lambda: attributor.attribute(inp, target=answer, granularity="sentence"),
-            },
-            repeats,
-        )
+        calls: list[list[list[int]]] = []  # per attribute() call, the ids of each model forward
+
+        def attribute() -> None:
+            calls.append([])
+            hook = model.register_forward_pre_hook(
+                lambda _module, args, kwargs: calls[-1].append(
+                    (args[0] if args else kwargs["input_ids"])[0].tolist()
+                ),
+                with_kwargs=True,
+            )
+            try:
+                attributor.attribute(inp, target=answer, granularity="sentence")
+            finally:
+                hook.remove()
+
+        paired = _paired({"forward": lambda: model(ids, logits_to_keep=1), "attribute": attribute}, repeats)
         seconds, info["forward_seconds"] = paired["attribute"], paired["forward"]
-        hook.remove()
-        if any(forward != ids_list for forward in seen):  # the plain forward must time the same ids
-            raise RuntimeError("the attributor's forward ran on other ids than the benchmark's plain forward")
-        info["forwards_per_call"] = len(seen) / repeats - 1  # less the paired plain forward
+        # the plain forward must time the same ids: the prompt prefill, then the answer
+        if any(call[0] + call[-1] != ids_list for call in calls):
+            raise RuntimeError(
+                "the attributor's forwards ran on other ids than the benchmark's plain forward"
+            )
+        info["forwards_per_call"] = statistics.mean(len(call) for call in calls)
     return {**info, "seconds": seconds, "peak_mib": _peak_rss_mib() - baseline}
 
 
@@ -311,11 +333,11 @@ def main() -> None:
     parser.add_argument("--answer", type=int, default=100, help="answer tokens (default 100)")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per variant (default 3)")
     parser.add_argument(
-        "--scorers",
+        "--attributors",
         nargs="+",
-        choices=SCORERS,
-        default=list(SCORERS),
-        help="span scorers (default all three)",
+        choices=ATTRIBUTORS,
+        default=list(ATTRIBUTORS),
+        help="attributors to time (default all)",
     )
     parser.add_argument(
         "--ablation-context",
@@ -343,7 +365,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    variants = ["forward", *(f"attribute:{scorer}" for scorer in args.scorers)]
+    variants = ["forward", *(f"attribute:{name}" for name in args.attributors)]
     runs = [(size, variant) for size in args.contexts for variant in variants]
     results: dict[int, dict[str, dict[str, Any]]] = {size: {} for size in args.contexts}
     for size, variant in tqdm(runs, desc="context size x variant", unit="run"):
@@ -362,16 +384,16 @@ def main() -> None:
         "'x forward' (memory) = / the forward-only subprocess's peak\n"
     )
     print(
-        "| context tok | total tok | sentences | variant | time s | forward s | x forward "
+        "| context tok | total tok | sentences | variant | forwards | time s | forward s | x forward "
         "| peak MiB | x forward |"
     )
-    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for size in args.contexts:
         plain = results[size]["forward"]
         for variant, result in results[size].items():
             print(
                 f"| {result['context_tokens']} | {result['total_tokens']} | {result['sentences']} | {variant} "
-                f"| {result['seconds']:.3f} | {result['forward_seconds']:.3f} "
+                f"| {result.get('forwards_per_call', 1):g} | {result['seconds']:.3f} | {result['forward_seconds']:.3f} "
                 f"| {result['seconds'] / result['forward_seconds']:.2f} "
                 f"| {result['peak_mib']:.1f} | {result['peak_mib'] / max(plain['peak_mib'], 1e-9):.2f} |"
             )
