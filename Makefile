@@ -49,7 +49,7 @@ bench: setup
 	$(PY) benchmarks/bench_attribution.py
 	$(PY) benchmarks/bench_kvcache.py
 
-# the attribution benchmark on the shipped dev files (docs/benchmarks.md); about 2.5 h on 2 CPU cores.
+# the attribution benchmark on the shipped dev files (docs/benchmarks.md); about 3 h on 2 CPU cores.
 # rc_paper and attention equal rows of the sweep on every record: they run on 20, for their time.
 ATTRIBUTION_LIMITS = --method-limit rc_paper=20 --method-limit attention=20 --method-limit hybrid=100
 eval: setup
@@ -57,7 +57,7 @@ eval: setup
 		$(ATTRIBUTION_LIMITS) --method-limit ablation=40 --method-limit ig=1
 	$(PY) -m rcattr.eval.attribution --dataset verigran --out runs/verigran --methods \
 		rc,rc_paper,sweep,attention,hidden_state,bm25,ablation,random,hybrid \
-		$(ATTRIBUTION_LIMITS) --method-limit ablation=10
+		$(ATTRIBUTION_LIMITS) --method-limit ablation=2 --method-limit hybrid=40
 
 # the KV benchmark of the README (RCKVCache against kvpress presses); about 1.5 h on 2 CPU cores
 eval-kv: setup-kvpress
