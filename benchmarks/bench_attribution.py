@@ -6,8 +6,9 @@ many tokens of the context alone); the question is the first question of the fir
 answer is the next paragraph, cut to ``--answer`` tokens (the answer is unrelated to the question: only
 the cost is measured here). The prompt is the default model's chat template (``render_prompt``).
 
-1. Per context size and attributor (:data:`ATTRIBUTORS`: the default, the paper's recipe, the default
-   with the null-answer calibration, and the RC span scorers): the median time of
+1. Per context size and attributor (the default, the paper's recipe, the default with the null-answer
+   calibration and the RC span scorers, or any recipe of the attribution ablation by its name,
+   ``rcattr.eval.recipes``; ``--attributors ablation`` times them all): the median time of
    ``attributor.attribute(ContextInput(context, question), target=answer, granularity="sentence")``
    divided by the median time of one plain forward ``model(ids, logits_to_keep=1)`` over the same
    prompt + answer tokens (the attributor's own ids: the rendered prompt tokenized without special
@@ -59,9 +60,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-ATTRIBUTORS = ("default", "paper", "calibrated", "rc", "rc_bound")
-"""``default``: ``RCAttributor(model, tokenizer)``; ``paper``: ``RCAttributor.paper``; ``calibrated``: the
-default scorer less the attention of a content-free answer; ``rc`` / ``rc_bound``: those span scorers."""
+DEFAULT_ATTRIBUTORS = ("default", "paper", "default+calibration-n-a", "rc", "rc_bound")
+"""``default``: ``RCAttributor(model, tokenizer)``; ``paper``: ``RCAttributor.paper``;
+``default+calibration-n-a``: the default scorer less the attention of a content-free answer (each a
+recipe of the ablation); ``rc`` / ``rc_bound``: the default with those span scorers."""
+SPAN_SCORERS = ("rc", "rc_bound")
 MIN_ABLATION_CONTEXT = 100
 
 
@@ -145,17 +148,21 @@ def _paired(calls: dict[str, Any], repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
-    """The attributor of one of :data:`ATTRIBUTORS`."""
-    from rcattr.attributor import RCAttributor
-    from rcattr.eval.recipes import CALIBRATION
-    from rcattr.scorers import AttentionScorer
+def recipe_names() -> list[str]:
+    """The command-line names of the ablation's recipes (``rcattr.eval.recipes``)."""
+    from rcattr.eval.recipes import ablation
 
-    if name == "paper":
-        return RCAttributor.paper(model, tokenizer)
-    if name == "calibrated":
-        return RCAttributor(model, tokenizer, span_scorer=AttentionScorer(calibration=CALIBRATION))
-    return RCAttributor(model, tokenizer, span_scorer="attention" if name == "default" else name)
+    return [recipe.name for recipe in ablation()]
+
+
+def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
+    """An ablation recipe's attributor by its name, or the default one with an RC span scorer."""
+    from rcattr.attributor import RCAttributor
+    from rcattr.eval.recipes import ablation
+
+    if name in SPAN_SCORERS:
+        return RCAttributor(model, tokenizer, span_scorer=name)
+    return next(recipe for recipe in ablation() if recipe.name == name).attributor(model, tokenizer)
 
 
 def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: int) -> dict[str, Any]:
@@ -335,9 +342,12 @@ def main() -> None:
     parser.add_argument(
         "--attributors",
         nargs="+",
-        choices=ATTRIBUTORS,
-        default=list(ATTRIBUTORS),
-        help="attributors to time (default all)",
+        choices=[*recipe_names(), *SPAN_SCORERS, "ablation"],
+        metavar="NAME",
+        default=list(DEFAULT_ATTRIBUTORS),
+        help=f"attributors to time: {', '.join(SPAN_SCORERS)} (the default with that span scorer), a recipe "
+        f"of the attribution ablation by name ({', '.join(recipe_names())}), or 'ablation' for every "
+        f"recipe (default: {' '.join(DEFAULT_ATTRIBUTORS)})",
     )
     parser.add_argument(
         "--ablation-context",
@@ -365,7 +375,8 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    variants = ["forward", *(f"attribute:{name}" for name in args.attributors)]
+    names = [n for a in args.attributors for n in (recipe_names() if a == "ablation" else [a])]
+    variants = ["forward", *(f"attribute:{name}" for name in dict.fromkeys(names))]
     runs = [(size, variant) for size in args.contexts for variant in variants]
     results: dict[int, dict[str, dict[str, Any]]] = {size: {} for size in args.contexts}
     for size, variant in tqdm(runs, desc="context size x variant", unit="run"):

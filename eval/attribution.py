@@ -420,9 +420,12 @@ class AttributionBenchmark:
 
     @staticmethod
     def _reference(hits: dict[str, dict[str, list[bool]]], method: str, lever: str) -> str | None:
-        """The row a method is compared with: ``method`` run alone, else its recipe row in the sweep."""
+        """The row a method is compared with: ``method`` run alone or its recipe row in the sweep,
+        whichever covers more records (the one run alone on a tie). A reference run on a subset
+        (``--method-limit rc_paper=20``) would pair every comparison on that subset only."""
         recipe = next(recipe.label for recipe in ablation() if recipe.lever == lever)
-        return next((name for name in (method, recipe) if name in hits), None)
+        present = [name for name in (method, recipe) if name in hits]
+        return max(present, key=lambda name: len(hits[name]), default=None)
 
 
 def _paired(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> tuple[float, float, float]:

@@ -10,6 +10,7 @@ combines them per recipe (:func:`score_recipes`), so every row sees the same log
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,6 +50,15 @@ class Recipe:
 
     def attributor(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> RCAttributor:
         return RCAttributor(model, tokenizer, span_scorer=self.scorer, **self.options)
+
+    @property
+    def name(self) -> str:
+        """A command-line name: ``"paper"``, ``"default"``, or the label in one word
+        (``"default+margin-weights"``, ``"default-continuation"``, ``"paper.top-5-heads"``)."""
+        if self.lever in (PAPER, DEFAULT):
+            return self.lever
+        name = self.label.lower().replace(" − ", "-").replace(" + ", "+").replace(" · ", ".")
+        return re.sub(r"[^a-z0-9+.\-]+", "-", name).strip("-")
 
     @property
     def scorer_key(self) -> str:
