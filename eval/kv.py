@@ -2,10 +2,15 @@
 
     python -m rcattr.eval.kv --dataset squad --limit 20 --out runs/kv-squad
 
+Tasks: SQuAD v2 dev (short paragraphs), QMSum val (1,024-token meeting excerpts), and ``needle``: RULER-style
+key-value needles at depths 0.1-0.9 of about 1k, 2k and 4k tokens of SQuAD prose, generated from a seed
+(``rcattr.eval.needle``; 60 prompts unless ``--limit``), scored by whether the answer holds the value.
+
 Protocol (the RCStat paper's, on kvpress's question-after-context pipeline): the context is compressed at
 prefill; the question follows uncompressed; greedy decoding with the full cache gives the reference answer
 g; each cache is then teacher-forced on g for the **value error rate** (VER: last layer, per head, DESIGN
-§3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers. Compression is
+§3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers and an **answer
+match** (a gold answer, or the needle's value, standing in the answer as whole words). Compression is
 measured on each cache after the prefill (entries evicted or masked, and bytes held). kvpress presses run
 at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and reaches its own ratio.
 
@@ -42,21 +47,28 @@ from rcattr.eval.kv_methods import (
     RCMethod,
     import_kvpress,
 )
-from rcattr.eval.kv_metrics import rouge, value_error_rate
+from rcattr.eval.kv_metrics import answer_match, rouge, value_error_rate
 from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced
 from rcattr.eval.kv_report import markdown_table, plot_frontiers, plot_head_compression, summarise
+from rcattr.eval.needle import load_needle
 from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
 from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
 from rcattr.kvcache import RCKVCache
 
 METHODS = ("rc", *PRESSES)
-INSTRUCTIONS = {"squad": "Answer in a few words.", "qmsum": "Answer in a few sentences."}
-DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64}
+INSTRUCTIONS = {
+    "squad": "Answer in a few words.",
+    "qmsum": "Answer in a few sentences.",
+    "needle": "Answer in a few words.",
+}
+DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64, "needle": 32}  # needle answers restate the question
+QUALITY = {"squad": "rougeL", "qmsum": "rougeL", "needle": "match"}  # the task's answer-quality metric
 RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "limit")  # may differ when resuming
 PROTOCOL = (
     "context compressed at prefill, question after it uncompressed (kvpress's pipeline); the full cache's "
     "greedy answer g teacher-forced through every cache for VER (last layer, per head, at the positions "
-    "predicting g); each cache's own greedy answer scored by ROUGE-1/ROUGE-L F1 against the gold answers"
+    "predicting g); each cache's own greedy answer scored by ROUGE-1/ROUGE-L F1 against the gold answers "
+    "and by answer match (a gold answer standing in it as whole words)"
 )
 
 
@@ -101,6 +113,8 @@ def load_records(config: KVBenchmarkConfig, tokenizer: TokenizerLike) -> list[KV
     def count_tokens(text: str) -> int:
         return len(tokenizer.encode(text, add_special_tokens=False))  # type: ignore[attr-defined]
 
+    if config.dataset == "needle":
+        return load_needle(count_tokens, config.limit)
     return load_qmsum(count_tokens, config.context_tokens, config.limit)
 
 
@@ -191,6 +205,7 @@ class KVBenchmark:
             "protocol": PROTOCOL,
             "question_format": f"{INSTRUCTIONS[self.config.dataset]} Question: {{question}}",
             "max_new_tokens": self.config.answer_tokens,
+            "quality": QUALITY[self.config.dataset],
         }
 
     def _measure(self, method: KVMethod, prompt: SplitPrompt) -> _Measured:
@@ -230,6 +245,7 @@ class KVBenchmark:
                 "id": record.id,
                 "answer": text,
                 **rouge(text, record.answers),
+                "match": answer_match(text, record.answers),
                 "ver": value_error_rate(reference_heads, heads),
                 "compression_ratio": measured.compression.ratio,
                 "bytes_ratio": measured.compression.bytes_ratio,

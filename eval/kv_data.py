@@ -21,7 +21,7 @@ from typing import Any
 
 from rcattr.eval.datasets import data_dir
 
-KV_DATASETS = ("squad", "qmsum")
+KV_DATASETS = ("squad", "qmsum", "needle")  # the needle task: rcattr.eval.needle
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from types import TracebackType
@@ -94,3 +95,17 @@ def rouge(prediction: str, references: Sequence[str]) -> dict[str, float]:
         raise ValueError("no reference answer to score against")
     scores = [_scorer().score(reference, prediction) for reference in references]
     return {kind: max(score[kind].fmeasure for score in scores) for kind in ROUGE_TYPES}
+
+
+def answer_match(prediction: str, references: Sequence[str]) -> float:
+    """1.0 when a reference stands in ``prediction`` as whole words (case ignored; for a number, not
+    inside a longer one), else 0.0: RULER's string match, for answers the model words its own way."""
+    if not any(reference.strip() for reference in references):
+        raise ValueError("no reference answer to match")
+    return float(
+        any(
+            re.search(rf"(?<![^\W_]){re.escape(reference.strip())}(?![^\W_])", prediction, re.IGNORECASE)
+            for reference in references
+            if reference.strip()
+        )
+    )

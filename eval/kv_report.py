@@ -4,8 +4,8 @@
   measured on the same records); RCKVCache's VER against each press's at the same compression
   (linear interpolation between the press's measured points); the rank correlation of per-head
   compression with the per-head RC score.
-* :func:`plot_frontiers`: VER and ROUGE-L against compression, one line per press, RCKVCache as points per
-  ``c`` (paper Fig. 3); :func:`plot_head_compression`: per-head compression against per-head RC score
+* :func:`plot_frontiers`: VER and the task's answer quality (ROUGE-L, or answer match on the needle task)
+  against compression, one line per press, RCKVCache as points per ``c`` (paper Fig. 3); :func:`plot_head_compression`: per-head compression against per-head RC score
   (paper Fig. 4a).
 """
 
@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-METRICS = ("ver", "rouge1", "rougeL", "compression_ratio", "bytes_ratio", "seconds")
+METRICS = ("ver", "rouge1", "rougeL", "match", "compression_ratio", "bytes_ratio", "seconds")
+QUALITY_NAMES = {"rougeL": "ROUGE-L", "match": "answer match"}
 FIG4_LABEL = "rc/c=1/w=16"  # the head plot's default: the paper's default c and window
 
 
@@ -40,7 +41,7 @@ def summarise(
             "name": first["name"],
             "setting": first["setting"],
             "n_records": len(chosen),
-            **{metric: _mean([row[metric] for row in chosen]) for metric in METRICS},
+            **{metric: _mean([row.get(metric, math.nan) for row in chosen]) for metric in METRICS},
         }
     results = {
         **header,
@@ -132,15 +133,26 @@ def _setting(row: dict[str, Any]) -> str:
     return f"ratio {setting['ratio']:g}" if setting else "—"
 
 
+def _quality(results: dict[str, Any]) -> str:
+    """The task's answer-quality metric (runs from before the needle task have ROUGE-L)."""
+    return results.get("quality", "rougeL")
+
+
 def summary_tables(results: dict[str, Any]) -> list[str]:
-    """VER · ROUGE-L per press and ratio, and compression · VER · ROUGE-L per RCKVCache window and c."""
+    """VER · quality per press and ratio, and compression · VER · quality per RCKVCache window and c."""
+    quality = _quality(results)
+    name = QUALITY_NAMES[quality]
     methods = results["methods"].values()
     presses = [row for row in methods if "ratio" in row["setting"]]
     rc = [row for row in methods if row["name"] == "rc"]
     lines = []
     if "full" in results["methods"]:
         full = results["methods"]["full"]
-        lines += ["", f"Full cache: ROUGE-1 {full['rouge1']:.3f}, ROUGE-L {full['rougeL']:.3f}."]
+        lines += [
+            "",
+            f"Full cache: ROUGE-1 {full['rouge1']:.3f}, ROUGE-L {full['rougeL']:.3f}, answer match "
+            f"{_format(full['match'], '.3f')}.",
+        ]
     seconds = ", ".join(f"{name} {value:.2f}" for name, value in results["seconds_per_example"].items())
     lines += ["", f"Seconds per example (prefill + greedy answer, mean over settings): {seconds}."]
     if results["ratio_gap"]:
@@ -152,26 +164,26 @@ def summary_tables(results: dict[str, Any]) -> list[str]:
     if presses:
         ratios = sorted({row["setting"]["ratio"] for row in presses})
         lines += _grid(
-            "kvpress presses: VER ↓ · ROUGE-L at each set ratio",
+            f"kvpress presses: VER ↓ · {name} at each set ratio",
             "press",
             {f"{r:g}": r for r in ratios},
             {
                 name: {row["setting"]["ratio"]: row for row in presses if row["name"] == name}
                 for name in dict.fromkeys(row["name"] for row in presses)
             },
-            ("ver", "rougeL"),
+            ("ver", quality),
         )
     if rc:
         windows = sorted({int(row["setting"]["window"]) for row in rc})
         lines += _grid(
-            "RCKVCache: compression reached · VER ↓ · ROUGE-L at each c",
+            f"RCKVCache: compression reached · VER ↓ · {name} at each c",
             "window",
             {f"c = {c:g}": c for c in sorted({row["setting"]["c"] for row in rc})},
             {
                 str(w): {row["setting"]["c"]: row for row in rc if int(row["setting"]["window"]) == w}
                 for w in windows
             },
-            ("compression_ratio", "ver", "rougeL"),
+            ("compression_ratio", "ver", quality),
         )
     return lines
 
@@ -216,14 +228,15 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         "### Every method and setting",
         "",
-        "| method | setting | compression | bytes held | VER ↓ | ROUGE-1 | ROUGE-L | s / example |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| method | setting | compression | bytes held | VER ↓ | ROUGE-1 | ROUGE-L | answer match | s / example |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["methods"].values():
         lines.append(
             f"| {row['name']} | {_setting(row)} | {_format(row['compression_ratio'], '.1%')} | "
             f"{_format(row['bytes_ratio'], '.3f')} | {_format(row['ver'], '.4f')} | "
-            f"{_format(row['rouge1'], '.3f')} | {_format(row['rougeL'], '.3f')} | {_format(row['seconds'], '.2f')} |"
+            f"{_format(row['rouge1'], '.3f')} | {_format(row['rougeL'], '.3f')} | {_format(row['match'], '.3f')} | "
+            f"{_format(row['seconds'], '.2f')} |"
         )
     lines += [
         "",
@@ -286,13 +299,15 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 
 def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
-    """VER and ROUGE-L against the measured compression: a line per press, RCKVCache points per ``c``."""
+    """VER and the task's answer quality against the measured compression: a line per press, RCKVCache
+    points per ``c``."""
     plt = _pyplot()
+    quality = _quality(results)
     figure, axes = plt.subplots(1, 2, figsize=(12.5, 4.4))
     methods = results["methods"]
     for axis, metric, title in (
         (axes[0], "ver", "value error rate, last layer (lower is better; log scale)"),
-        (axes[1], "rougeL", "ROUGE-L F1"),
+        (axes[1], quality, "ROUGE-L F1" if quality == "rougeL" else "answer match (share of answers)"),
     ):
         for name in dict.fromkeys(row["name"] for row in methods.values() if "ratio" in row["setting"]):
             points = sorted(
@@ -321,8 +336,8 @@ def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
                     xytext=(3, 3),
                     textcoords="offset points",
                 )
-        if metric == "rougeL" and "full" in methods:
-            axis.axhline(methods["full"]["rougeL"], color="gray", linestyle="--", label="full cache")
+        if metric == quality and "full" in methods:
+            axis.axhline(methods["full"][quality], color="gray", linestyle="--", label="full cache")
         axis.set_xlabel("compression ratio (measured)")
         axis.set_title(title, fontsize=10)
         axis.grid(alpha=0.3)

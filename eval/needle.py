@@ -4,7 +4,7 @@ A needle, ``One of the special magic numbers for {key} is: {value}.`` (RULER's s
 a two-word key and a seven-digit value), is placed at a controlled depth in a haystack of SQuAD v2
 dev sentences (``squad_v2/dev-v2.0.json`` of the benchmark data, read from a seeded offset, so each
 prompt has prose of its own); the question asks for the key's value, and an answer is right when the
-value stands in it as a whole number (:func:`needle_found`). Everything is drawn from ``seed``: no
+value stands in it as a whole number (:func:`rcattr.eval.kv_metrics.answer_match`). Everything is drawn from ``seed``: no
 download, the same prompts on every machine.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Sequence
 
 from rcattr.eval.datasets import data_dir
@@ -23,6 +22,7 @@ NEEDLE = "One of the special magic numbers for {key} is: {value}."
 QUESTION = "What is the special magic number for {key} mentioned in the provided text?"
 NEEDLE_LENGTHS = (1024, 2048, 4096)
 NEEDLE_DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)
+DEFAULT_PER_CELL = 4
 _ADJECTIVES = (
     "ancient", "bitter", "brave", "calm", "clever", "crimson", "curious", "distant", "eager", "fragile",
     "gentle", "golden", "hollow", "humble", "jolly", "lively", "lonely", "lucky", "mellow", "nimble",
@@ -33,11 +33,6 @@ _NOUNS = (
     "glacier", "harbor", "lantern", "meadow", "orchard", "otter", "parrot", "pebble", "pigeon", "quarry",
     "raven", "saddle", "sparrow", "squirrel", "teapot", "thimble", "tractor", "walrus", "willow",
 )  # fmt: skip
-
-
-def needle_found(answer: str, value: str) -> bool:
-    """Whether ``value`` stands in ``answer`` as a whole number (not inside a longer one)."""
-    return re.search(rf"(?<!\d){re.escape(value)}(?!\d)", answer) is not None
 
 
 def haystack_sentences() -> list[str]:
@@ -84,35 +79,29 @@ def place_needle(
 
 def load_needle(
     count_tokens: Callable[[str], int],
+    limit: int | None = None,
     lengths: Sequence[int] = NEEDLE_LENGTHS,
     depths: Sequence[float] = NEEDLE_DEPTHS,
-    per_cell: int = 4,
     seed: int = 0,
     sentences: Sequence[str] | None = None,
 ) -> list[KVRecord]:
-    """``per_cell`` needle prompts for every (length, depth), cycled so that a short ``limit`` still
-    covers every length and depth: prompt i of every cell, then prompt i + 1, ...
+    """``limit`` needle prompts (default: 4 for every length and depth, 60 in all), cycling over the
+    (length, depth) cells so that any ``limit`` covers them evenly: prompt 0 of every cell, then prompt 1, ...
 
     Each prompt draws its key (``"adjective-noun"``), its seven-digit value and its haystack's first
     sentence from ``random.Random(seed)``; ``count_tokens`` measures text in the model's tokens.
     """
     sentences = haystack_sentences() if sentences is None else list(sentences)
+    cells = [(tokens, depth) for tokens in lengths for depth in depths]
     draw = random.Random(seed)
     records = []
-    for i in range(per_cell):
-        for tokens in lengths:
-            for depth in depths:
-                key = f"{draw.choice(_ADJECTIVES)}-{draw.choice(_NOUNS)}"
-                value = str(draw.randrange(1_000_000, 10_000_000))
-                start = draw.randrange(len(sentences))
-                context = place_needle(
-                    [*sentences[start:], *sentences[:start]],
-                    NEEDLE.format(key=key, value=value),
-                    count_tokens,
-                    tokens,
-                    depth,
-                )
-                records.append(
-                    KVRecord(f"needle-{tokens}-{depth:g}-{i}", context, QUESTION.format(key=key), (value,))
-                )
+    for i in range(DEFAULT_PER_CELL * len(cells) if limit is None else limit):
+        tokens, depth = cells[i % len(cells)]
+        key = f"{draw.choice(_ADJECTIVES)}-{draw.choice(_NOUNS)}"
+        value = str(draw.randrange(1_000_000, 10_000_000))
+        start = draw.randrange(len(sentences))
+        haystack = [*sentences[start:], *sentences[:start]]
+        context = place_needle(haystack, NEEDLE.format(key=key, value=value), count_tokens, tokens, depth)
+        record_id = f"needle-{tokens}-{depth:g}-{i // len(cells)}"
+        records.append(KVRecord(record_id, context, QUESTION.format(key=key), (value,)))
     return records

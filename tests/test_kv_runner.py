@@ -166,3 +166,17 @@ def test_press_answers_equal_kvpress_pipeline(name) -> None:
             press=PRESSES[name](import_kvpress(), 0.5),
         )
     assert [tokenizer.decode(ours, skip_special_tokens=True)] == theirs
+
+
+def test_the_needle_task_runs_and_reports_answer_match(saved_model, data) -> None:
+    out = data / "needle"
+    arguments = ["--dataset", "needle", "--model", str(saved_model), "--out", str(out), "--limit", "3"]
+    assert main([*arguments, "--max-new-tokens", "4", "--methods", "rc", "--c", "1.0", "--window", "8"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["quality"] == "match" and results["n_records"] == 3
+    rows = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert {row["id"] for row in rows} == {"needle-1024-0.1-0", "needle-1024-0.3-0", "needle-1024-0.5-0"}
+    assert all(row["match"] in (0.0, 1.0) for row in rows)
+    assert 0.0 <= results["methods"]["rc/c=1/w=8"]["match"] <= 1.0
+    summary = (out / "results.md").read_text().split("### Every method")[0]
+    assert "VER ↓ · answer match at each c" in summary and "answer match" in summary
