@@ -34,19 +34,23 @@ class KVRecord:
     answers: tuple[str, ...]
 
 
+def squad_paragraphs() -> list[dict[str, Any]]:
+    """Every paragraph of SQuAD v2 dev (``context`` and its ``qas``), in file order."""
+    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
+    return [paragraph for article in articles for paragraph in article["paragraphs"]]
+
+
 def load_squad(limit: int | None = None) -> list[KVRecord]:
     """The first ``limit`` answerable SQuAD v2 dev questions, each with its paragraph."""
-    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
     records = []
-    for article in articles:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                if qa["is_impossible"]:
-                    continue
-                answers = tuple(dict.fromkeys(a["text"].strip() for a in qa["answers"]))
-                records.append(KVRecord(qa["id"], paragraph["context"], qa["question"], answers))
-                if len(records) == limit:
-                    return records
+    for paragraph in squad_paragraphs():
+        for qa in paragraph["qas"]:
+            if qa["is_impossible"]:
+                continue
+            answers = tuple(dict.fromkeys(a["text"].strip() for a in qa["answers"]))
+            records.append(KVRecord(qa["id"], paragraph["context"], qa["question"], answers))
+            if len(records) == limit:
+                return records
     return records
 
 

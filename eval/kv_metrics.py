@@ -99,7 +99,8 @@ def rouge(prediction: str, references: Sequence[str]) -> dict[str, float]:
 
 def answer_match(prediction: str, references: Sequence[str]) -> float:
     """1.0 when a reference stands in ``prediction`` as whole words (case ignored; for a number, not
-    inside a longer one), else 0.0: RULER's string match, for answers the model words its own way."""
+    inside a longer one), else 0.0: RULER's case-blind string match, held to whole words, for answers
+    the model words its own way."""
     if not any(reference.strip() for reference in references):
         raise ValueError("no reference answer to match")
     return float(

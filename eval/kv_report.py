@@ -5,8 +5,8 @@
   (linear interpolation between the press's measured points); the rank correlation of per-head
   compression with the per-head RC score.
 * :func:`plot_frontiers`: VER and the task's answer quality (ROUGE-L, or answer match on the needle task)
-  against compression, one line per press, RCKVCache as points per ``c`` (paper Fig. 3); :func:`plot_head_compression`: per-head compression against per-head RC score
-  (paper Fig. 4a).
+  against compression, one line per press, RCKVCache as points per ``c`` (paper Fig. 3);
+  :func:`plot_head_compression`: per-head compression against per-head RC score (paper Fig. 4a).
 """
 
 from __future__ import annotations

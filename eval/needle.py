@@ -4,18 +4,16 @@ A needle, ``One of the special magic numbers for {key} is: {value}.`` (RULER's s
 a two-word key and a seven-digit value), is placed at a controlled depth in a haystack of SQuAD v2
 dev sentences (``squad_v2/dev-v2.0.json`` of the benchmark data, read from a seeded offset, so each
 prompt has prose of its own); the question asks for the key's value, and an answer is right when the
-value stands in it as a whole number (:func:`rcattr.eval.kv_metrics.answer_match`). Everything is drawn from ``seed``: no
-download, the same prompts on every machine.
+value stands in it as a whole number (:func:`rcattr.eval.kv_metrics.answer_match`). Everything is drawn
+from ``seed``: no download, the same prompts on every machine.
 """
 
 from __future__ import annotations
 
-import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from rcattr.eval.datasets import data_dir
-from rcattr.eval.kv_data import KVRecord
+from rcattr.eval.kv_data import KVRecord, squad_paragraphs
 from rcattr.segmentation import sentence_spans
 
 NEEDLE = "One of the special magic numbers for {key} is: {value}."
@@ -37,17 +35,11 @@ _NOUNS = (
 
 def haystack_sentences() -> list[str]:
     """Every sentence of the SQuAD v2 dev paragraphs, in file order."""
-    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
-    return [
-        span.text
-        for article in articles
-        for paragraph in article["paragraphs"]
-        for span in sentence_spans(paragraph["context"])
-    ]
+    return [span.text for paragraph in squad_paragraphs() for span in sentence_spans(paragraph["context"])]
 
 
 def place_needle(
-    sentences: Sequence[str], needle: str, count_tokens: Callable[[str], int], tokens: int, depth: float
+    sentences: Iterable[str], needle: str, count_tokens: Callable[[str], int], tokens: int, depth: float
 ) -> str:
     """A context of about ``tokens`` tokens: ``sentences`` from the first on, with ``needle`` after the
     sentence at ``depth`` (0: before the first, 1: after the last) of the haystack's tokens.
@@ -62,15 +54,17 @@ def place_needle(
         raise ValueError(f"a {tokens}-token context cannot hold the needle ({count_tokens(needle)} tokens)")
     haystack: list[str] = []
     lengths: list[int] = []
+    used = 0
     for sentence in sentences:
         cost = count_tokens(sentence)
-        if sum(lengths) + cost > budget:
+        if used + cost > budget:
             break
         haystack.append(sentence)
         lengths.append(cost)
+        used += cost
     if not haystack:
         raise ValueError(f"no haystack sentence fits a {tokens}-token context beside the needle")
-    target, before, at = depth * sum(lengths), 0, 0
+    target, before, at = depth * used, 0, 0
     while at < len(haystack) and abs(before + lengths[at] - target) < abs(before - target):
         before += lengths[at]
         at += 1
@@ -100,7 +94,9 @@ def load_needle(
         key = f"{draw.choice(_ADJECTIVES)}-{draw.choice(_NOUNS)}"
         value = str(draw.randrange(1_000_000, 10_000_000))
         start = draw.randrange(len(sentences))
-        haystack = [*sentences[start:], *sentences[:start]]
+        haystack = (
+            sentences[(start + j) % len(sentences)] for j in range(len(sentences))
+        )  # from start, once
         context = place_needle(haystack, NEEDLE.format(key=key, value=value), count_tokens, tokens, depth)
         record_id = f"needle-{tokens}-{depth:g}-{i // len(cells)}"
         records.append(KVRecord(record_id, context, QUESTION.format(key=key), (value,)))
