@@ -39,13 +39,16 @@ from transformers import Cache, PreTrainedModel
 from rcattr._typing import TokenizerLike
 from rcattr.eval.kv_data import KV_DATASETS, KVRecord, load_qmsum, load_squad
 from rcattr.eval.kv_methods import (
+    DEFAULT_VARIANT,
     PRESSES,
+    RC_VARIANT_WORDS,
     Compression,
     FullCache,
     KVMethod,
     PressMethod,
     RCMethod,
     import_kvpress,
+    rc_options,
 )
 from rcattr.eval.kv_metrics import answer_match, rouge, value_error_rate
 from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced
@@ -63,7 +66,7 @@ INSTRUCTIONS = {
 }
 DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64, "needle": 32}  # needle answers restate the question
 QUALITY = {"squad": "rougeL", "qmsum": "rougeL", "needle": "match"}  # the task's answer-quality metric
-RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "limit")  # may differ when resuming
+RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "rc_variants", "limit")  # may differ when resuming
 PROTOCOL = (
     "context compressed at prefill, question after it uncompressed (kvpress's pipeline); the full cache's "
     "greedy answer g teacher-forced through every cache for VER (last layer, per head, at the positions "
@@ -81,6 +84,7 @@ class KVBenchmarkConfig:
     ratios: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
     c: tuple[float, ...] = (0.2, 0.7, 0.8, 1.0, 1.2, 1.3, 1.8)
     window: tuple[int, ...] = (8, 16)
+    rc_variants: tuple[str, ...] = (DEFAULT_VARIANT,)
     limit: int | None = None
     context_tokens: int = 1024  # the QMSum excerpt's budget
     max_new_tokens: int | None = None  # default per dataset
@@ -90,6 +94,8 @@ class KVBenchmarkConfig:
         if self.dataset not in KV_DATASETS:
             raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(KV_DATASETS)}")
         check_methods(self.methods, METHODS)
+        for variant in self.rc_variants:
+            rc_options(variant)
 
     @property
     def answer_tokens(self) -> int:
@@ -100,7 +106,12 @@ class KVBenchmarkConfig:
         methods: list[KVMethod] = [FullCache()]
         for name in self.methods:
             if name == "rc":
-                methods += [RCMethod(c, window) for window in self.window for c in self.c]
+                methods += [
+                    RCMethod(c, window, variant)
+                    for variant in self.rc_variants
+                    for window in self.window
+                    for c in self.c
+                ]
             else:
                 methods += [PressMethod(name, ratio) for ratio in self.ratios]
         return methods
@@ -310,6 +321,13 @@ def _parser() -> argparse.ArgumentParser:
             help=f"{help} (default {','.join(map(str, default))})",
         )
     parser.add_argument(
+        "--rc-variants",
+        type=_list_of(str),
+        default=defaults.rc_variants,
+        help="RCKVCache scoring variants, each run at every --c and --window: 'default', or options joined "
+        f"by '+' from {', '.join(RC_VARIANT_WORDS)}, sinks=N (e.g. default,value_norm,sinks=4+model_budget)",
+    )
+    parser.add_argument(
         "--context-tokens",
         type=int,
         default=defaults.context_tokens,
@@ -330,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratios=args.ratios,
             c=args.c,
             window=args.window,
+            rc_variants=args.rc_variants,
             limit=args.limit,
             context_tokens=args.context_tokens,
             max_new_tokens=args.max_new_tokens,

@@ -1,8 +1,9 @@
 """The caches the KV benchmark compares, one small class per kind, all behind :class:`KVMethod`.
 
 * :class:`FullCache`: transformers' ``DynamicCache``, the reference.
-* :class:`RCMethod`: :class:`~rcattr.kvcache.RCKVCache` at a threshold ``c`` and window ``w``; its
-  compression is whatever the adaptive threshold reaches.
+* :class:`RCMethod`: :class:`~rcattr.kvcache.RCKVCache` at a threshold ``c`` and window ``w``, with a
+  variant of its scoring options (:func:`rc_options`); its compression is whatever the adaptive
+  threshold reaches.
 * :class:`PressMethod`: a kvpress press at a set ratio, applied as kvpress's own pipeline applies it
   (``with press(model): model.model(context, past_key_values=DynamicCache())``).
 
@@ -33,6 +34,33 @@ PRESSES: dict[str, Callable[[Any, float], Any]] = {
     "adakv_snapkv": lambda kvpress, ratio: kvpress.AdaKVPress(kvpress.SnapKVPress(compression_ratio=ratio)),
     "expected_attention": lambda kvpress, ratio: kvpress.ExpectedAttentionPress(compression_ratio=ratio),
 }
+# the words of an RCKVCache variant (joined by "+", e.g. "value_norm+sinks=4") -> RCKVCache options
+RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
+    "value_norm": {"value_norm": True},
+    "upper_bound": {"statistic": "upper_bound"},
+    "model_budget": {"layer_budget": "model"},
+}
+DEFAULT_VARIANT = "default"
+
+
+def rc_options(variant: str) -> dict[str, Any]:
+    """RCKVCache's keyword arguments for ``variant``: "default", or words of :data:`RC_VARIANT_WORDS` and
+    ``sinks=N`` joined by "+"."""
+    if variant == DEFAULT_VARIANT:
+        return {}
+    options: dict[str, Any] = {}
+    for word in variant.split("+"):
+        name, _, value = word.partition("=")
+        if name == "sinks" and value.isdigit():
+            options["sinks"] = int(value)
+        elif word in RC_VARIANT_WORDS:
+            options.update(RC_VARIANT_WORDS[word])
+        else:
+            known = ", ".join([*RC_VARIANT_WORDS, "sinks=N"])
+            raise ValueError(f"unknown RCKVCache variant {word!r} in {variant!r}; choose from {known}")
+    return options
+
+
 KVPRESS_HINT = (
     "kvpress is not installed in this environment; it pins transformers < 5.3, so it has its own: "
     "`make setup-kvpress`, then run with .venv-kvpress/bin/python"
@@ -66,7 +94,7 @@ class KVMethod(ABC):
     def label(self) -> str: ...
 
     @property
-    def setting(self) -> dict[str, float]:
+    def setting(self) -> dict[str, Any]:
         return {}
 
     @abstractmethod
@@ -106,22 +134,29 @@ class FullCache(KVMethod):
 
 @dataclass(frozen=True)
 class RCMethod(KVMethod):
-    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last ``window`` context tokens."""
+    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last ``window`` context tokens,
+    scored as ``variant`` says (:func:`rc_options`)."""
 
     c: float
     window: int
+    variant: str = DEFAULT_VARIANT
     name = "rc"
+
+    def __post_init__(self) -> None:
+        rc_options(self.variant)
 
     @property
     def label(self) -> str:
-        return f"rc/c={self.c:g}/w={self.window}"
+        suffix = "" if self.variant == DEFAULT_VARIANT else f"/{self.variant}"
+        return f"rc/c={self.c:g}/w={self.window}{suffix}"
 
     @property
-    def setting(self) -> dict[str, float]:
-        return {"c": self.c, "window": self.window}
+    def setting(self) -> dict[str, Any]:
+        variant = {} if self.variant == DEFAULT_VARIANT else {"variant": self.variant}
+        return {"c": self.c, "window": self.window, **variant}
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
-        cache = RCKVCache(model, c=self.c, window=self.window)
+        cache = RCKVCache(model, c=self.c, window=self.window, **rc_options(self.variant))
         model.model(input_ids=context_ids, past_key_values=cache)
         return cache
 
@@ -148,7 +183,7 @@ class PressMethod(KVMethod):
         return f"{self.name}/r={self.ratio:g}"
 
     @property
-    def setting(self) -> dict[str, float]:
+    def setting(self) -> dict[str, Any]:
         return {"ratio": self.ratio}
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:

@@ -1,8 +1,10 @@
 """The KV benchmark's results: aggregation, the Markdown table, and the paper's plots.
 
 * :func:`summarise`: per method label, the means over the records every label has (so every row is
-  measured on the same records); RCKVCache's VER against each press's at the same compression
-  (linear interpolation between the press's measured points); the rank correlation of per-head
+  measured on the same records); RCKVCache's VER and answer quality against each press's at the same
+  compression (linear interpolation between the press's measured points, record by record), with paired
+  bootstrap intervals of the differences; each RCKVCache variant's VER at 50% and 70% compression
+  (interpolated over its ``c`` values) against the default's; the rank correlation of per-head
   compression with the per-head RC score.
 * :func:`plot_frontiers`: VER and the task's answer quality (ROUGE-L, or answer match on the needle task)
   against compression, one line per press, RCKVCache as points per ``c`` (paper Fig. 3);
@@ -19,9 +21,14 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
+from rcattr.eval.kv_methods import DEFAULT_VARIANT
+from rcattr.eval.metrics import paired_mean_difference
+
 METRICS = ("ver", "rouge1", "rougeL", "match", "compression_ratio", "bytes_ratio", "seconds")
 QUALITY_NAMES = {"rougeL": "ROUGE-L", "match": "answer match"}
 FIG4_LABEL = "rc/c=1/w=16"  # the head plot's default: the paper's default c and window
+LEVER_RATIOS = (0.5, 0.7)  # where the RCKVCache variants are compared (interpolated over c)
+BASELINE_WINDOW = 16  # RCKVCache's default window: the variants are compared with it
 
 
 def summarise(
@@ -43,13 +50,23 @@ def summarise(
             "n_records": len(chosen),
             **{metric: _mean([row.get(metric, math.nan) for row in chosen]) for metric in METRICS},
         }
+    ids = sorted(common)
+    quality = header.get("quality", "rougeL")
+    per_record = {
+        label: {
+            metric: np.array([by_label[label][i].get(metric, math.nan) for i in ids], dtype=np.float64)
+            for metric in ("ver", quality)
+        }
+        for label in present
+    }
     results = {
         **header,
         "n_records": len(common),
         "incomplete": sorted(label for label in present if len(by_label[label]) > len(common)),
         "methods": methods,
         "seconds_per_example": _seconds_per_method(methods),
-        "matched": matched_value_errors(methods),
+        "matched": matched_value_errors(methods, per_record, quality),
+        "levers": lever_effects(methods, per_record, quality),
         "ratio_gap": {  # measured minus set compression, per press setting
             label: row["compression_ratio"] - row["setting"]["ratio"]
             for label, row in methods.items()
@@ -74,36 +91,108 @@ def _seconds_per_method(methods: dict[str, Any]) -> dict[str, float]:
     return {name: _mean(values) for name, values in seconds.items()}
 
 
-def _press_curves(methods: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per press, its measured (compression, VER) points sorted by compression."""
-    points: dict[str, list[tuple[float, float]]] = {}
-    for row in methods.values():
-        if "ratio" in row["setting"]:
-            points.setdefault(row["name"], []).append((row["compression_ratio"], row["ver"]))
-    return {name: tuple(np.array(v) for v in zip(*sorted(p), strict=True)) for name, p in points.items()}  # type: ignore[misc]
+def rc_curve(setting: dict[str, Any]) -> str:
+    """The RCKVCache curve (variant and window) a setting's ``c`` values lie on, e.g. "sinks=4, w = 16"."""
+    return f"{setting.get('variant', DEFAULT_VARIANT)}, w = {int(setting['window'])}"
 
 
-def matched_value_errors(methods: dict[str, Any]) -> dict[str, Any]:
+def _curves(methods: dict[str, Any], rc: bool) -> dict[str, list[str]]:
+    """The labels of every press (``rc=False``) or RCKVCache curve (``rc=True``), by compression."""
+    curves: dict[str, list[str]] = {}
+    for label, row in methods.items():
+        if rc and row["name"] == "rc":
+            curves.setdefault(rc_curve(row["setting"]), []).append(label)
+        elif not rc and "ratio" in row["setting"]:
+            curves.setdefault(row["name"], []).append(label)
+    return {
+        name: sorted(labels, key=lambda label: methods[label]["compression_ratio"])
+        for name, labels in curves.items()
+    }
+
+
+def _at(
+    methods: dict[str, Any],
+    per_record: dict[str, dict[str, np.ndarray]],
+    labels: Sequence[str],
+    metric: str,
+    target: float,
+) -> np.ndarray | None:
+    """Per record, ``metric`` at compression ``target`` on the curve of ``labels`` (sorted by compression):
+    linear between the two settings whose mean compressions enclose it; None outside them."""
+    xs = np.array([methods[label]["compression_ratio"] for label in labels])
+    if len(xs) < 2 or not xs[0] <= target <= xs[-1]:
+        return None
+    k = min(int(np.searchsorted(xs, target, side="right")) - 1, len(xs) - 2)
+    weight = (target - xs[k]) / (xs[k + 1] - xs[k]) if xs[k + 1] > xs[k] else 0.0
+    return (1 - weight) * per_record[labels[k]][metric] + weight * per_record[labels[k + 1]][metric]
+
+
+def matched_value_errors(
+    methods: dict[str, Any], per_record: dict[str, dict[str, np.ndarray]], quality: str
+) -> dict[str, Any]:
     """For each RCKVCache setting, each press's VER interpolated at the compression RCKVCache reached
-    (None outside the press's measured range), and whether RCKVCache's VER is below all of them."""
-    curves = _press_curves(methods)
+    (None outside the press's measured range), whether RCKVCache's VER is below all of them, and the
+    paired differences (RCKVCache minus press, with 95% bootstrap intervals over records) of VER and of
+    the task's answer quality."""
+    presses = _curves(methods, rc=False)
     matched = {}
     for label, row in methods.items():
         if row["name"] != "rc":
             continue
         ratio = row["compression_ratio"]
-        presses = {
-            name: float(np.interp(ratio, x, y)) if len(x) > 1 and x[0] <= ratio <= x[-1] else None
-            for name, (x, y) in curves.items()
-        }
-        compared = [v for v in presses.values() if v is not None]
+        press_ver: dict[str, float | None] = {}
+        differences: dict[str, dict[str, tuple[float, float, float]]] = {}
+        for name, labels in presses.items():
+            ver = _at(methods, per_record, labels, "ver", ratio)
+            press_ver[name] = None if ver is None else float(ver.mean())
+            if ver is not None:
+                answers = _at(methods, per_record, labels, quality, ratio)
+                assert answers is not None
+                differences[name] = {
+                    "ver": paired_mean_difference(per_record[label]["ver"], ver),
+                    quality: paired_mean_difference(per_record[label][quality], answers),
+                }
+        compared = [v for v in press_ver.values() if v is not None]
         matched[label] = {
             "compression_ratio": ratio,
             "rc_ver": row["ver"],
-            "press_ver": presses,
+            "press_ver": press_ver,
             "rc_lowest": row["ver"] < min(compared) if compared else None,  # None: no press measured there
+            "difference": differences,
         }
     return matched
+
+
+def lever_effects(
+    methods: dict[str, Any], per_record: dict[str, dict[str, np.ndarray]], quality: str
+) -> dict[str, Any]:
+    """Each RCKVCache curve's VER and answer quality at :data:`LEVER_RATIOS`, interpolated over its ``c``
+    values record by record, and its paired VER difference to the default variant at the default window
+    (minus: the variant's VER is lower), with a 95% bootstrap interval over records."""
+    curves = _curves(methods, rc=True)
+    baseline = f"{DEFAULT_VARIANT}, w = {BASELINE_WINDOW}"
+    if baseline not in curves:
+        baseline = next((name for name in curves if name.startswith(DEFAULT_VARIANT + ",")), "")
+    effects: dict[str, Any] = {}
+    for name, labels in curves.items():
+        cells: dict[str, Any] = {}
+        for target in LEVER_RATIOS:
+            ver = _at(methods, per_record, labels, "ver", target)
+            if ver is None:
+                cells[f"{target:g}"] = None
+                continue
+            answers = _at(methods, per_record, labels, quality, target)
+            assert answers is not None
+            base = _at(methods, per_record, curves[baseline], "ver", target) if baseline else None
+            cells[f"{target:g}"] = {
+                "ver": float(ver.mean()),
+                quality: float(answers.mean()),
+                "ver_difference": None
+                if base is None or name == baseline
+                else paired_mean_difference(ver, base),
+            }
+        effects[name] = {"baseline": baseline, "at": cells}
+    return effects
 
 
 def head_correlations(rows: Sequence[dict[str, Any]], common: set[str]) -> dict[str, Any]:
@@ -174,15 +263,16 @@ def summary_tables(results: dict[str, Any]) -> list[str]:
             ("ver", quality),
         )
     if rc:
-        windows = sorted({int(row["setting"]["window"]) for row in rc})
+        curves: dict[str, dict[float, dict[str, Any]]] = {}
+        for row in sorted(rc, key=lambda row: (row["setting"].get("variant", ""), row["setting"]["window"])):
+            variant = row["setting"].get("variant")
+            key = str(int(row["setting"]["window"])) + (f", {variant}" if variant else "")
+            curves.setdefault(key, {})[row["setting"]["c"]] = row
         lines += _grid(
             f"RCKVCache: compression reached · VER ↓ · {name} at each c",
             "window",
             {f"c = {c:g}": c for c in sorted({row["setting"]["c"] for row in rc})},
-            {
-                str(w): {row["setting"]["c"]: row for row in rc if int(row["setting"]["window"]) == w}
-                for w in windows
-            },
+            curves,
             ("compression_ratio", "ver", quality),
         )
     return lines
@@ -244,32 +334,8 @@ def markdown_table(results: dict[str, Any]) -> str:
         "(AdaKV), measured on the cache after prefill. Bytes held: the cache's keys and values (and "
         "RCKVCache's slot positions) against the full cache's. s / example: prefill + greedy answer.",
     ]
-    matched = results["matched"]
-    if matched:
-        presses = sorted({name for row in matched.values() for name in row["press_ver"]})
-        lines += [
-            "",
-            "### VER at RCKVCache's compression (presses interpolated between their measured ratios)",
-            "",
-            "| RCKVCache | compression | RC VER | " + " | ".join(presses) + " | RC lowest |",
-            "|---|---:|---:|" + "---:|" * len(presses) + "---|",
-        ]
-        for label, row in matched.items():
-            cells = [_format(row["press_ver"].get(name), ".4f") for name in presses]
-            lines.append(
-                f"| {label} | {_format(row['compression_ratio'], '.1%')} | {_format(row['rc_ver'], '.4f')} | "
-                + " | ".join(cells)
-                + f" | {'—' if row['rc_lowest'] is None else 'yes' if row['rc_lowest'] else 'no'} |"
-            )
-        wins = []
-        for name in presses:
-            pairs = [
-                (r["rc_ver"], r["press_ver"][name])
-                for r in matched.values()
-                if r["press_ver"].get(name) is not None
-            ]
-            wins.append(f"{sum(rc < press for rc, press in pairs)} of {len(pairs)}")
-        lines.append("| RC VER lower in | | | " + " | ".join(wins) + " | |")
+    lines += _matched_lines(results)
+    lines += _lever_lines(results)
     if "head_correlation" in results:
         lines += [
             "",
@@ -287,6 +353,98 @@ def markdown_table(results: dict[str, Any]) -> str:
             + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _difference(value: tuple[float, float, float] | None, spec: str = "+.3f") -> str:
+    """A paired difference and its interval, e.g. "-0.021 [-0.030, -0.012]"."""
+    if value is None or math.isnan(value[0]):
+        return "—"
+    return f"{value[0]:{spec}} [{value[1]:{spec}}, {value[2]:{spec}}]"
+
+
+def _matched_lines(results: dict[str, Any]) -> list[str]:
+    """VER at RCKVCache's compression per press, and the paired differences with their intervals."""
+    matched = results["matched"]
+    if not matched:
+        return []
+    quality = _quality(results)
+    presses = sorted({name for row in matched.values() for name in row["press_ver"]})
+    lines = [
+        "",
+        "### VER at RCKVCache's compression (presses interpolated between their measured ratios)",
+        "",
+        "| RCKVCache | compression | RC VER | " + " | ".join(presses) + " | RC lowest |",
+        "|---|---:|---:|" + "---:|" * len(presses) + "---|",
+    ]
+    for label, row in matched.items():
+        cells = [_format(row["press_ver"].get(name), ".4f") for name in presses]
+        lines.append(
+            f"| {label} | {_format(row['compression_ratio'], '.1%')} | {_format(row['rc_ver'], '.4f')} | "
+            + " | ".join(cells)
+            + f" | {'—' if row['rc_lowest'] is None else 'yes' if row['rc_lowest'] else 'no'} |"
+        )
+    wins = []
+    for name in presses:
+        differences = [r["difference"][name]["ver"] for r in matched.values() if name in r["difference"]]
+        lower = sum(d[0] < 0 for d in differences)
+        significant = sum(d[2] < 0 for d in differences)
+        wins.append(f"{lower} of {len(differences)} ({significant} with the interval below 0)")
+    lines.append("| RC VER lower in | | | " + " | ".join(wins) + " | |")
+    if not any(row["difference"] for row in matched.values()):
+        return lines
+    lines += [
+        "",
+        f"RCKVCache minus press at RCKVCache's compression, paired over the {results['n_records']} records "
+        f"(95% bootstrap interval): VER (below 0: RCKVCache closer to the full cache) · "
+        f"{QUALITY_NAMES[quality]} (above 0: RCKVCache better).",
+        "",
+        "| RCKVCache | compression | " + " | ".join(presses) + " |",
+        "|---|---:|" + "---:|" * len(presses),
+    ]
+    for label, row in matched.items():
+        cells = [
+            " · ".join(_difference(row["difference"][name][metric]) for metric in ("ver", quality))
+            if name in row["difference"]
+            else "—"
+            for name in presses
+        ]
+        lines.append(f"| {label} | {_format(row['compression_ratio'], '.1%')} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _lever_lines(results: dict[str, Any]) -> list[str]:
+    """Each RCKVCache variant and window at 50% and 70% compression against the default."""
+    levers = results.get("levers") or {}
+    if len(levers) < 2:
+        return []
+    quality = _quality(results)
+    baseline = next(iter(levers.values()))["baseline"]
+    header = " | ".join(
+        f"VER @ {float(t):.0%} | Δ VER vs {baseline} | {QUALITY_NAMES[quality]} @ {float(t):.0%}"
+        for t in map(str, LEVER_RATIOS)
+    )
+    lines = [
+        "",
+        "### RCKVCache variants at matched compression (interpolated over c; Δ paired over records, 95% interval)",
+        "",
+        f"| variant, window | {header} |",
+        "|---|" + "---:|---:|---:|" * len(LEVER_RATIOS),
+    ]
+    for name, lever in levers.items():
+        cells = []
+        for target in LEVER_RATIOS:
+            cell = lever["at"][f"{target:g}"]
+            cells += (
+                ["—", "—", "—"]
+                if cell is None
+                else [
+                    _format(cell["ver"], ".4f"),
+                    _difference(cell["ver_difference"]),
+                    _format(cell[quality], ".3f"),
+                ]
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _pyplot():  # type: ignore[no-untyped-def]
@@ -315,20 +473,19 @@ def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
             )
             axis.plot(*zip(*points, strict=True), "-o", markersize=3, label=name, alpha=0.8)
         rc = [row for row in methods.values() if row["name"] == "rc"]
-        for window, marker in zip(
-            sorted({int(row["setting"]["window"]) for row in rc}), "*sDP^v", strict=False
-        ):
-            window_rows = [row for row in rc if int(row["setting"]["window"]) == window]
+        curves = sorted({rc_curve(row["setting"]) for row in rc})
+        for curve, marker in zip(curves, "*sDP^v<>ph8", strict=False):
+            curve_rows = [row for row in rc if rc_curve(row["setting"]) == curve]
             axis.scatter(
-                [r["compression_ratio"] for r in window_rows],
-                [r[metric] for r in window_rows],
+                [r["compression_ratio"] for r in curve_rows],
+                [r[metric] for r in curve_rows],
                 marker=marker,
                 s=60,
-                color="black",
+                color="black" if len(curves) == 1 else None,
                 zorder=3,
-                label=f"RCKVCache, w = {window}",
+                label=f"RCKVCache, {curve}",
             )
-            for r in window_rows:
+            for r in curve_rows:
                 axis.annotate(
                     f"c={r['setting']['c']:g}",
                     (r["compression_ratio"], r[metric]),

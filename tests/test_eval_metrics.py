@@ -14,6 +14,7 @@ from rcattr.eval.metrics import (
     bootstrap_interval,
     location_hits,
     paired_difference,
+    paired_mean_difference,
     quote_location,
     source_hits,
     top_spans,
@@ -105,6 +106,17 @@ def test_paired_difference_refuses_unpaired_records() -> None:
         paired_difference([[True]], [[True], [False]])
     with pytest.raises(ValueError, match="same defined spans"):
         paired_difference([[True, None]], [[True, False]])
+
+
+def test_paired_mean_difference_cancels_what_both_records_share() -> None:
+    hard = [0.1, 0.9, 0.5, 0.3, 0.7] * 8  # records differ a lot; the methods differ by 0.05 on each
+    difference, low, high = paired_mean_difference([v - 0.05 for v in hard], hard)
+    assert difference == pytest.approx(-0.05) and low == pytest.approx(-0.05) and high == pytest.approx(-0.05)
+    noisy = paired_mean_difference([v + (0.1 if i % 2 else -0.1) for i, v in enumerate(hard)], hard)
+    assert noisy[1] < 0 < noisy[2]  # no difference on average: the interval straddles zero
+    with pytest.raises(ValueError, match="same records"):
+        paired_mean_difference([0.1], [0.1, 0.2])
+    assert all(math.isnan(v) for v in paired_mean_difference([], []))
 
 
 def test_peak_memory_sees_an_allocation() -> None:

@@ -118,6 +118,84 @@ def test_separate_shards_merged_equal_a_single_run(saved_model, data, capsys) ->
     assert without_timings(merged) == without_timings(single)
 
 
+def test_rc_variants_run_side_by_side_and_are_compared_at_matched_compression(saved_model, data) -> None:
+    out = data / "variants"
+    variants = "default,value_norm,sinks=2+model_budget"
+    results = _run(
+        saved_model, out, "--methods", "rc", "--c", "0.3,1.0,3.0", "--window", "8", "--rc-variants", variants
+    )
+    labels = [label for label in results["methods"] if label != "full"]
+    assert len(labels) == 9 and "rc/c=1/w=8/sinks=2+model_budget" in labels
+    assert results["methods"]["rc/c=1/w=8/value_norm"]["setting"]["variant"] == "value_norm"
+    levers = results["levers"]
+    assert set(levers) == {"default, w = 8", "value_norm, w = 8", "sinks=2+model_budget, w = 8"}
+    assert all(lever["baseline"] == "default, w = 8" for lever in levers.values())
+    summary = (out / "results.md").read_text()
+    assert "| 8, value_norm | " in summary and "### RCKVCache variants at matched compression" in summary
+    with pytest.raises(SystemExit, match="unknown RCKVCache variant 'sink'"):
+        main(_arguments(saved_model, data / "bad", "--methods", "rc", "--rc-variants", "sink"))
+
+
+def _row(method: str, setting: dict, record: str, ver: float, compression: float, match: float) -> dict:
+    name = "rc" if "c" in setting else method.split("/")[0]
+    return {
+        "method": method,
+        "name": name,
+        "setting": setting,
+        "id": record,
+        "ver": ver,
+        "rouge1": 0.0,
+        "rougeL": 0.0,
+        "match": match,
+        "compression_ratio": compression,
+        "bytes_ratio": 1 - compression,
+        "seconds": 1.0,
+    }
+
+
+def test_matched_differences_interpolate_each_record_and_pair_the_records() -> None:
+    rows = []
+    for i in range(30):
+        record, hard = f"q{i}", (i % 5) / 10  # records differ; the methods' gaps do not
+        rows += [
+            _row("press/r=0.4", {"ratio": 0.4}, record, 0.2 + hard, 0.4, 1.0),
+            _row("press/r=0.8", {"ratio": 0.8}, record, 0.6 + hard, 0.8, 0.0),
+            _row("rc/c=1/w=16", {"c": 1.0, "window": 16}, record, 0.3 + hard, 0.5, 1.0),
+            _row("rc/c=2/w=16", {"c": 2.0, "window": 16}, record, 0.5 + hard, 0.7, 1.0),
+            _row(
+                "rc/c=1/w=16/sinks=4",
+                {"c": 1.0, "window": 16, "variant": "sinks=4"},
+                record,
+                0.2 + hard,
+                0.4,
+                1.0,
+            ),
+            _row(
+                "rc/c=2/w=16/sinks=4",
+                {"c": 2.0, "window": 16, "variant": "sinks=4"},
+                record,
+                0.6 + hard,
+                0.8,
+                1.0,
+            ),
+        ]
+    header = {"config": {"dataset": "needle"}, "model": "m", "protocol": "p", "question_format": "q"}
+    results = summarise(
+        rows, [row["method"] for row in rows[:6]], {**header, "max_new_tokens": 4, "quality": "match"}
+    )
+    matched = results["matched"]["rc/c=1/w=16"]
+    assert matched["press_ver"]["press"] == pytest.approx(0.3 + 0.2)  # 0.2 + hard at 40%, 0.6 + hard at 80%
+    ver, low, high = matched["difference"]["press"]["ver"]
+    assert ver == pytest.approx(-0.0) and low == pytest.approx(0.0) and high == pytest.approx(0.0)
+    assert matched["difference"]["press"]["match"][0] == pytest.approx(1 - 0.75)  # press match 0.75 at 50%
+    lever = results["levers"]["sinks=4, w = 16"]["at"]
+    assert lever["0.5"]["ver"] == pytest.approx(0.3 + 0.2) and lever["0.7"]["ver"] == pytest.approx(0.5 + 0.2)
+    assert lever["0.5"]["ver_difference"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+    assert results["levers"]["default, w = 16"]["at"]["0.5"]["ver_difference"] is None  # the baseline itself
+    table = markdown_table(results)
+    assert "+0.000 [+0.000, +0.000] · +0.250 [+0.250, +0.250]" in table
+
+
 def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatch) -> None:
     with pytest.raises(SystemExit, match="unknown method.*choose from rc, snapkv"):
         main(["--dataset", "squad", "--out", str(data / "x"), "--methods", "rc,h2o"])
@@ -148,6 +226,9 @@ def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
     assert all(f"| {name} | " in summary for name in PRESSES)
     matched = results["matched"]["rc/c=1/w=8"]
     assert set(matched["press_ver"]) == set(PRESSES)
+    for name, difference in matched["difference"].items():
+        value, low, high = difference["ver"]
+        assert matched["press_ver"][name] is not None and low <= value <= high
     assert results["seconds_per_example"].keys() == {"full", "rc", *PRESSES}
 
 

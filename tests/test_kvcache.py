@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from conftest import ARCHITECTURES, tiny_configs, tiny_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import evicted_reference_logits, next_logits
+from test_stats import brute_bounds
 from transformers import (
     AutoModelForCausalLM,
     DynamicCache,
@@ -17,7 +19,14 @@ from transformers import (
 )
 
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.kvcache import RCKVCache, adaptive_keep, fixed_ratio_keep, window_rc_scores
+from rcattr.kvcache import (
+    EvictionPolicy,
+    RCKVCache,
+    adaptive_keep,
+    fixed_ratio_keep,
+    leading_tokens,
+    window_rc_scores,
+)
 
 # Mistral and Qwen2 releases since 2024 use full attention everywhere; the shared tiny configs slide.
 KV_ARCHITECTURES = ARCHITECTURES
@@ -48,8 +57,11 @@ def prompt(batch: int = 1, length: int = 40, pad: int = 0) -> tuple[torch.Tensor
 # ---------------------------------------------------------------------------------------------
 
 
-def brute_scores(logits: torch.Tensor, visible: torch.Tensor, kv_heads: int, reduce: str) -> torch.Tensor:
-    """score_h(i) = mean over visible window queries j of mean over Y of max(f(i, j) - y, 0)."""
+def brute_scores(
+    logits: torch.Tensor, visible: torch.Tensor, kv_heads: int, reduce: str, statistic: str = "expected"
+) -> torch.Tensor:
+    """score_h(i) = mean over visible window queries j of mean over Y of max(f(i, j) - y, 0), or the upper
+    bound of that expectation over every coupling of {f(i, j)} and Y."""
     batch, heads, w, n = logits.shape
     out = torch.full((batch, heads, n - w), float("nan"), dtype=torch.float64)
     for b in range(batch):
@@ -61,11 +73,13 @@ def brute_scores(logits: torch.Tensor, visible: torch.Tensor, kv_heads: int, red
                 if visible[b, j, n - w + i]
             ]
             for i in range(n - w):
-                rows = [j for j in range(w) if visible[b, j, i]]
-                if rows:
-                    out[b, h, i] = sum(max(logits[b, h, j, i].item() - y, 0.0) for j in rows for y in ys) / (
-                        len(rows) * len(ys)
-                    )
+                xs = [logits[b, h, j, i].item() for j in range(w) if visible[b, j, i]]
+                if not xs:
+                    continue
+                if statistic == "expected":
+                    out[b, h, i] = sum(max(x - y, 0.0) for x in xs for y in ys) / (len(xs) * len(ys))
+                else:
+                    out[b, h, i] = brute_bounds(np.array(xs), np.array(ys))[1]
     grouped = out.view(batch, kv_heads, heads // kv_heads, n - w)
     return grouped.mean(2) if reduce == "mean" else grouped.amax(2)
 
@@ -78,8 +92,9 @@ def brute_scores(logits: torch.Tensor, visible: torch.Tensor, kv_heads: int, red
     pad=st.integers(0, 4),
     kv_heads=st.sampled_from([1, 2]),
     reduce=st.sampled_from(["mean", "max"]),
+    statistic=st.sampled_from(["expected", "upper_bound"]),
 )
-def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads, reduce) -> None:
+def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads, reduce, statistic) -> None:
     generator = torch.Generator().manual_seed(seed)
     n = window + context
     pad = min(pad, context)
@@ -87,8 +102,10 @@ def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads, r
     positions = torch.arange(n)
     visible = (positions[None, :] <= positions[n - window :, None]).expand(2, window, n).clone()
     visible[1, :, :pad] = False  # left padding of the second row
-    got = window_rc_scores(logits, visible, kv_heads, group_reduce=reduce, dtype=torch.float64)
-    want = brute_scores(logits, visible, kv_heads, reduce)
+    got = window_rc_scores(
+        logits, visible, kv_heads, group_reduce=reduce, statistic=statistic, dtype=torch.float64
+    )
+    want = brute_scores(logits, visible, kv_heads, reduce, statistic)
     torch.testing.assert_close(got, want, equal_nan=True)
 
 
@@ -107,6 +124,25 @@ def test_fixed_ratio_keeps_the_best_of_every_head() -> None:
     assert keep.tolist() == [
         [[False, False, False, False, True, True], [False, False, False, False, True, True]]
     ]
+
+
+def test_leading_tokens_skip_left_padding() -> None:
+    present = torch.tensor([[True] * 6, [False, False, True, True, True, True]])
+    assert leading_tokens(present, 2).tolist() == [
+        [True, True, False, False, False, False],
+        [False, False, True, True, False, False],
+    ]
+    assert not leading_tokens(present, 0).any()
+
+
+def test_protected_keys_are_kept_and_count_in_the_budget() -> None:
+    scores = torch.tensor([[[0.0, 1.0, 2.0, 5.0, 4.0, 3.0]]])
+    protected = torch.tensor([[[True, False, False, False, False, False]]])
+    keep, threshold = EvictionPolicy(c=1.0).keep(scores, protected, 2)
+    assert threshold.item() == pytest.approx(2.5)  # the sink's score still counts in the mean
+    assert keep.tolist() == [[[True, False, False, True, True, True]]]
+    keep, _ = EvictionPolicy(ratio=0.5).keep(scores, protected, 2)  # 8 tokens -> 4 kept, 2 of them window
+    assert keep.tolist() == [[[True, False, False, True, False, False]]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,6 +205,81 @@ def test_window_is_kept_and_evictions_are_per_head() -> None:
     per_head = cache.head_compression_ratio
     assert per_head.shape == (3, 2, 2)
     assert per_head.unique().numel() > 1  # budgets differ across heads and layers
+
+
+OPTIONS = [
+    {"value_norm": True},
+    {"sinks": 3},
+    {"statistic": "upper_bound"},
+    {"layer_budget": "model"},
+    {"layer_budget": "model", "ratio": 0.5, "sinks": 2},
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_every_scoring_option_still_equals_masking_the_evicted_positions(attn, options) -> None:
+    model = kv_model("qwen3", attn)
+    ids, mask = prompt(batch=2, pad=5)
+    chunks = [torch.randint(3, 120, (2, q)) for q in (3, 1)]
+    cache = RCKVCache(model, window=4, **options)
+    got = next_logits(model, cache, ids, mask, chunks)
+    assert 0.1 < cache.compression_ratio < 0.9
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+
+
+def test_value_norm_multiplies_each_score_by_its_value_norm() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt()
+    plain, weighted = RCKVCache(model, c=0.0, window=4), RCKVCache(model, c=0.0, window=4, value_norm=True)
+    model(ids, past_key_values=plain)
+    model(ids, past_key_values=weighted)
+    for index in plain.rc_layers:
+        norms = plain.layers[index].values[:, :, :-4].float().norm(dim=-1)  # nothing evicted at c = 0
+        torch.testing.assert_close(
+            weighted.evictions[index].scores[..., :-4], plain.evictions[index].scores[..., :-4] * norms
+        )
+
+
+def test_sinks_are_kept_in_every_head() -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2, pad=4)
+    cache = RCKVCache(model, c=3.0, window=4, sinks=2)
+    model(ids, attention_mask=mask, past_key_values=cache)
+    for eviction in cache.evictions:
+        assert eviction.kept[0, :, :2].all() and eviction.kept[1, :, 4:6].all()
+        assert not eviction.kept[1, :, :4].any()
+        assert not eviction.kept[:, :, 6:-4].all()  # c = 3 evicts others
+
+
+def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2, pad=4)
+    cache = RCKVCache(model, c=1.2, window=4, layer_budget="model")
+    model(ids, attention_mask=mask, past_key_values=cache)
+    evictions = [e for e in cache.evictions if e is not None]
+    scores = torch.stack([e.scores[..., :-4] for e in evictions])  # [L, B, Hkv, m]
+    for row in range(2):
+        mean = scores[:, row].nanmean()
+        for eviction, layer_scores in zip(evictions, scores, strict=True):
+            assert torch.equal(eviction.kept[row, :, :-4], layer_scores[row] >= 1.2 * mean)
+            torch.testing.assert_close(eviction.threshold[row], (1.2 * mean).expand(2))
+    per_layer = cache.layer_compression_ratio
+    assert per_layer.max() - per_layer.min() > 0.01  # budgets differ across layers
+    ratio = RCKVCache(model, window=4, ratio=0.6, layer_budget="model")
+    model(ids, past_key_values=ratio)
+    assert ratio.compression_ratio == pytest.approx(0.6, abs=1 / (3 * 2 * 40))
+
+
+def test_a_prompt_no_longer_than_the_window_is_kept_whole() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt(length=5)
+    for options in ({}, {"layer_budget": "model"}):
+        cache = RCKVCache(model, c=1.0, window=16, **options)
+        out = model.generate(ids, max_new_tokens=3, do_sample=False, past_key_values=cache)
+        assert out.shape == (1, 8) and cache.compression_ratio == 0.0
 
 
 def test_compression_grows_with_c() -> None:
@@ -301,6 +412,11 @@ def test_wrappers_accept_dropout_by_position_as_kvpress_patches_them(monkeypatch
         ({"ratio": 1.0}, "ratio must be"),
         ({"group_reduce": "median"}, "group_reduce"),
         ({"score_dtype": torch.float16}, "score_dtype"),
+        ({"statistic": "median"}, "statistic"),
+        ({"value_norm": 1}, "value_norm"),
+        ({"sinks": -1}, "sinks"),
+        ({"sinks": True}, "sinks"),
+        ({"layer_budget": "global"}, "layer_budget"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, message) -> None:

@@ -10,8 +10,8 @@ from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from rcattr._compat import WRAPPER_PREFIXES
 from rcattr.kvcache.attention import expect_attention, install
-from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer
-from rcattr.kvcache.scoring import GroupReduce
+from rcattr.kvcache.layer import Eviction, EvictionPolicy, LayerBudget, RCLayer, WindowScores
+from rcattr.kvcache.scoring import GroupReduce, Statistic
 
 __all__ = ["RCKVCache", "cache_nbytes"]
 
@@ -40,6 +40,20 @@ class RCKVCache(Cache):
         scores first (the same budget for every head, as fixed-ratio presses do).
     group_reduce : {"mean", "max"}, default "mean"
         With grouped-query attention, how a key head aggregates the scores of its query heads.
+    statistic : {"expected", "upper_bound"}, default "expected"
+        A token's score: its exact expected RC against the window, or the paper's upper bound of it,
+        which holds for every coupling of the two samples (RCStat Thm 3.1).
+    value_norm : bool, default False
+        Multiply each token's score by the norm of its value vector (as Expected Attention does).
+    sinks : int, default 0
+        Always keep the first ``sinks`` prompt tokens in every head (attention sinks); they count in the
+        head's mean score and, in ``ratio`` mode, in its budget.
+    layer_budget : {"layer", "model"}, default "layer"
+        ``"layer"``: each key head of each layer gets its own threshold, ``c`` times its own mean score
+        (or its own ``ratio``). ``"model"``: one threshold ``c`` times the mean score over every key
+        head of every layer (or one ``ratio`` of all their entries), so layers and heads whose context
+        scores high against the window keep more (AdaKV's cross-head budget, across layers too). The
+        decision then waits for the prefill's last layer.
     score_dtype : torch.dtype, default torch.float32
         Accumulation dtype of the scores.
 
@@ -61,6 +75,10 @@ class RCKVCache(Cache):
         *,
         ratio: float | None = None,
         group_reduce: GroupReduce = "mean",
+        statistic: Statistic = "expected",
+        value_norm: bool = False,
+        sinks: int = 0,
+        layer_budget: LayerBudget = "layer",
         score_dtype: torch.dtype = torch.float32,
     ) -> None:
         if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
@@ -71,19 +89,37 @@ class RCKVCache(Cache):
             raise ValueError(f"ratio must be in [0, 1), got {ratio!r}")
         if group_reduce not in ("mean", "max"):
             raise ValueError(f"group_reduce must be 'mean' or 'max', got {group_reduce!r}")
+        if statistic not in ("expected", "upper_bound"):
+            raise ValueError(f"statistic must be 'expected' or 'upper_bound', got {statistic!r}")
+        if not isinstance(value_norm, bool):
+            raise ValueError(f"value_norm must be True or False, got {value_norm!r}")
+        if not (isinstance(sinks, int) and not isinstance(sinks, bool) and sinks >= 0):
+            raise ValueError(f"sinks must be an int >= 0, got {sinks!r}")
+        if layer_budget not in ("layer", "model"):
+            raise ValueError(f"layer_budget must be 'layer' or 'model', got {layer_budget!r}")
         if score_dtype not in (torch.float32, torch.float64):
             raise ValueError(f"score_dtype must be torch.float32 or torch.float64, got {score_dtype}")
         install(model)
         policy = EvictionPolicy(
-            c=float(c), window=window, ratio=ratio, group_reduce=group_reduce, score_dtype=score_dtype
+            c=float(c),
+            window=window,
+            ratio=ratio,
+            group_reduce=group_reduce,
+            statistic=statistic,
+            value_norm=value_norm,
+            sinks=sinks,
+            layer_budget=layer_budget,
+            score_dtype=score_dtype,
         )
         layers = DynamicCache(config=model.config).layers
         if not layers:
             raise NotImplementedError(
                 f"{type(model).__name__}: transformers builds no per-layer cache from its config"
             )
+        joint = self._decide_jointly if layer_budget == "model" else None
         layers = [
-            RCLayer(i, policy) if type(layer) is DynamicLayer else layer for i, layer in enumerate(layers)
+            RCLayer(i, policy, joint) if type(layer) is DynamicLayer else layer
+            for i, layer in enumerate(layers)
         ]
         if not any(isinstance(layer, RCLayer) for layer in layers):
             raise NotImplementedError(
@@ -93,6 +129,25 @@ class RCKVCache(Cache):
         super().__init__(layers=layers)
         self.policy = policy
         self._config = model.config
+        self._scored: dict[int, tuple[RCLayer, WindowScores]] = {}  # layer_budget="model": until the last
+
+    def _decide_jointly(self, layer: RCLayer, scored: WindowScores) -> None:
+        """Collect every evicting layer's scores; at the last one, decide for all with one threshold."""
+        self._scored[layer.layer_idx] = (layer, scored)
+        if len(self._scored) < len(self.rc_layers):
+            return
+        pending = [self._scored.pop(index) for index in sorted(self._scored)]
+        batch = pending[0][1].before.shape[0]
+        flat = torch.cat([s.before.reshape(batch, 1, -1) for _, s in pending], dim=-1)
+        protected = torch.cat([s.protected.reshape(batch, 1, -1) for _, s in pending], dim=-1)
+        window_entries = sum(s.window * s.before.shape[1] for _, s in pending)
+        keep, threshold = self.policy.keep(flat, protected, window_entries)
+        sizes = [s.before[0].numel() for _, s in pending]
+        for (rc_layer, s), kept in zip(pending, keep.split(sizes, dim=-1), strict=True):
+            heads = s.before.shape[1]
+            rc_layer.apply(
+                s, kept.view_as(s.before), None if threshold is None else threshold.expand(batch, heads)
+            )
 
     def update(
         self,

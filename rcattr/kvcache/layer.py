@@ -16,33 +16,80 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import Literal
 
 import torch
 from transformers.cache_utils import DynamicLayer
 
 from rcattr._compat import mask_query_length
 from rcattr.capture import mask_allows, raw_logits, visible_keys
-from rcattr.kvcache.scoring import GroupReduce, adaptive_keep, fixed_ratio_keep, window_rc_scores
+from rcattr.kvcache.scoring import (
+    GroupReduce,
+    Statistic,
+    adaptive_keep,
+    fixed_ratio_keep,
+    leading_tokens,
+    value_weighted,
+    window_rc_scores,
+)
 
-__all__ = ["Eviction", "EvictionPolicy", "RCLayer"]
+__all__ = ["Eviction", "EvictionPolicy", "LayerBudget", "RCLayer", "WindowScores"]
+
+LayerBudget = Literal["layer", "model"]
 
 
 @dataclass(frozen=True)
 class EvictionPolicy:
-    """How every layer of one cache decides (see :class:`~rcattr.kvcache.RCKVCache`)."""
+    """How every layer of one cache scores and decides (see :class:`~rcattr.kvcache.RCKVCache`)."""
 
     c: float = 1.0
     window: int = 16
     ratio: float | None = None
     group_reduce: GroupReduce = "mean"
+    statistic: Statistic = "expected"
+    value_norm: bool = False
+    sinks: int = 0
+    layer_budget: LayerBudget = "layer"
     score_dtype: torch.dtype = torch.float32
 
-    def keep(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``[B, Hkv, m]`` keep decision for the keys before the window, and the thresholds ``[B, Hkv]``
-        (None in ``ratio`` mode)."""
+    def keep(
+        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The keep decision for ``[B, G, m]`` scores of G groups that each get one threshold or budget.
+
+        A group is one key head's keys before the window (``layer_budget="layer"``), or every key head
+        of every layer flattened into one (``"model"``); ``window_entries`` is the number of window
+        entries a group holds besides its ``m`` keys. ``protected [B, G, m]`` keys (the sinks) are
+        kept whatever their score, and count towards a fixed ratio's budget. Returns the ``[B, G, m]``
+        decision and the thresholds ``[B, G]`` (None in ``ratio`` mode).
+        """
         if self.ratio is not None:
-            return fixed_ratio_keep(scores, self.ratio, self.window), None
-        return adaptive_keep(scores, self.c)
+            ranked = scores.masked_fill(protected, float("inf"))
+            return fixed_ratio_keep(ranked, self.ratio, window_entries), None
+        keep, threshold = adaptive_keep(scores, self.c)
+        return keep | protected, threshold
+
+
+@dataclass(frozen=True)
+class WindowScores:
+    """What one layer's prefill scored, before anything is decided.
+
+    Attributes
+    ----------
+    before : torch.Tensor
+        ``[B, Hkv, m]`` score of every key before the window (``m = n - window``); ``nan`` for padding.
+    protected : torch.Tensor
+        ``[B, Hkv, m]`` bool, the keys kept whatever their score (the first ``sinks`` real tokens).
+    present : torch.Tensor
+        ``[B, n]`` bool, the prompt tokens that are not padding.
+    window : int
+        Window length (at most the prompt's).
+    """
+
+    before: torch.Tensor
+    protected: torch.Tensor
+    present: torch.Tensor
+    window: int
 
 
 @dataclass(frozen=True)
@@ -86,13 +133,22 @@ class RCLayer(DynamicLayer):
     layer_idx : int
         The decoder layer this cache layer serves.
     policy : EvictionPolicy
-        Window, threshold or ratio, and how key heads aggregate their query heads.
+        Window, score, threshold or ratio, and how key heads aggregate their query heads.
+    decide_jointly : callable, optional
+        With budgets shared across layers, called with this layer and its :class:`WindowScores` instead of
+        deciding alone; whoever decides then calls :meth:`apply`.
     """
 
-    def __init__(self, layer_idx: int, policy: EvictionPolicy) -> None:
+    def __init__(
+        self,
+        layer_idx: int,
+        policy: EvictionPolicy,
+        decide_jointly: Callable[[RCLayer, WindowScores], None] | None = None,
+    ) -> None:
         super().__init__()
         self.layer_idx = layer_idx
         self.policy = policy
+        self.decide_jointly = decide_jointly
         self.positions: torch.Tensor | None = None
         self.head_slots: list[int] | None = None  # set once heads hold different tokens
         self.has_pads = False
@@ -167,6 +223,15 @@ class RCLayer(DynamicLayer):
         attention_mask : torch.Tensor or None
             The 4-D mask the attention got for the prefill (None: plain causality).
         """
+        scored = self.score(query, attention_mask)
+        if self.decide_jointly is not None:
+            self.decide_jointly(self, scored)
+            return
+        keep, threshold = self.policy.keep(scored.before, scored.protected, scored.window)
+        self.apply(scored, keep, threshold)
+
+    def score(self, query: torch.Tensor, attention_mask: torch.Tensor | None) -> WindowScores:
+        """The policy's score of every prompt key before the window (see :meth:`evict`)."""
         assert self.keys is not None and self.values is not None
         batch, kv_heads, n = self.keys.shape[:3]
         window = min(self.policy.window, n)
@@ -180,22 +245,31 @@ class RCLayer(DynamicLayer):
                 "RCKVCache needs left padding: the last prompt token of some batch row is padding "
                 "(set tokenizer.padding_side = 'left')"
             )
+        policy = self.policy
         if n > window:
-            logits = raw_logits(query[:, :, -window:], self.keys, dtype=self.policy.score_dtype)
+            logits = raw_logits(query[:, :, -window:], self.keys, dtype=policy.score_dtype)
             before = window_rc_scores(
                 logits,
                 visible,
                 kv_heads,
-                group_reduce=self.policy.group_reduce,
-                dtype=self.policy.score_dtype,
+                group_reduce=policy.group_reduce,
+                statistic=policy.statistic,
+                dtype=policy.score_dtype,
             )
-            keep_before, threshold = self.policy.keep(before)
+            if policy.value_norm:
+                before = value_weighted(before, self.values)
         else:  # the whole prompt is window
-            before = self.keys.new_empty(batch, kv_heads, 0, dtype=self.policy.score_dtype)
-            keep_before, threshold = before.bool(), None
-        in_window = present[:, None, n - window :].expand(batch, kv_heads, window)
+            before = self.keys.new_empty(batch, kv_heads, 0, dtype=policy.score_dtype)
+        protected = leading_tokens(present, policy.sinks)[:, None, : n - window].expand_as(before)
+        return WindowScores(before, protected, present, window)
+
+    def apply(self, scored: WindowScores, keep_before: torch.Tensor, threshold: torch.Tensor | None) -> None:
+        """Record the decision ``keep_before [B, Hkv, m]`` on the keys before the window and evict the rest."""
+        before, present, window = scored.before, scored.present, scored.window
+        batch, kv_heads = before.shape[:2]
+        in_window = present[:, None, -window:].expand(batch, kv_heads, window)
         kept = torch.cat([keep_before, in_window], dim=-1)
-        window_scores = torch.full_like(before[..., :1], float("inf")).expand(batch, kv_heads, window)
+        window_scores = before.new_full((batch, kv_heads, window), float("inf"))
         scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
         self.eviction = Eviction(scores=scores, threshold=threshold, kept=kept, present=present)
         if not bool(kept.all()):

@@ -6,8 +6,10 @@ At prefill the last ``w`` prompt tokens (the window ĝ) stand in for the future 
     score_h(i) = E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)] = mean_{j in ĝ} phi_Y(f(i, j)),
 
 with X(i, ĝ) the w logits of the window's queries on key i and Y(ĝ, ĝ) the window's own causal
-logits. A key head's score aggregates its query heads (grouped-query attention). Only the window's
-query rows are needed, as in SnapKV: the cost is O(H · w · n), never a prompt x prompt matrix.
+logits, or the paper's coupling-free upper bound A(X(i, ĝ), Y(ĝ, ĝ)) of that expectation
+(``statistic="upper_bound"``). A key head's score aggregates its query heads (grouped-query attention).
+Only the window's query rows are needed, as in SnapKV: the cost is O(H · w · n), never a prompt x
+prompt matrix.
 """
 
 from __future__ import annotations
@@ -16,11 +18,20 @@ from typing import Literal
 
 import torch
 
-from rcattr.stats import phi
+from rcattr.stats import overlap_bounds, phi
 
-__all__ = ["GroupReduce", "adaptive_keep", "fixed_ratio_keep", "window_rc_scores"]
+__all__ = [
+    "GroupReduce",
+    "Statistic",
+    "adaptive_keep",
+    "fixed_ratio_keep",
+    "leading_tokens",
+    "value_weighted",
+    "window_rc_scores",
+]
 
 GroupReduce = Literal["mean", "max"]
+Statistic = Literal["expected", "upper_bound"]
 
 
 def window_rc_scores(
@@ -29,9 +40,10 @@ def window_rc_scores(
     kv_heads: int,
     *,
     group_reduce: GroupReduce = "mean",
+    statistic: Statistic = "expected",
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Expected RC of every key outside the window against the window, per key head.
+    """Expected RC (or its upper bound) of every key outside the window against the window, per key head.
 
     Parameters
     ----------
@@ -43,6 +55,9 @@ def window_rc_scores(
         Number of key heads; query head h belongs to key head ``h // (H / kv_heads)``.
     group_reduce : {"mean", "max"}
         How a key head aggregates the scores of the query heads that read it.
+    statistic : {"expected", "upper_bound"}
+        ``E[max(X - Y, 0)]`` under the product coupling, or the bound
+        ``A = ∫ min(F_Y, 1 - F_X) dt`` that holds for every coupling (RCStat Thm 3.1).
     dtype : torch.dtype
         Accumulation dtype.
 
@@ -59,13 +74,51 @@ def window_rc_scores(
     self_logits = window_logits[..., context:].reshape(batch, heads, w * w)
     self_visible = window_visible[:, :, context:].reshape(batch, 1, w * w)
     cross = window_logits[..., :context].transpose(-1, -2).reshape(batch, heads, context * w)
-    per_row = phi(cross, self_logits, y_mask=self_visible, dtype=dtype).view(batch, heads, context, w)
     cross_visible = window_visible[:, :, :context].transpose(-1, -2)[:, None]  # [B, 1, context, w]
     seen_by = cross_visible.sum(-1)  # [B, 1, context]
-    score = (per_row * cross_visible).sum(-1) / seen_by.clamp_min(1)  # [B, H, context]
+    if statistic == "expected":
+        per_row = phi(cross, self_logits, y_mask=self_visible, dtype=dtype).view(batch, heads, context, w)
+        score = (per_row * cross_visible).sum(-1) / seen_by.clamp_min(1)  # [B, H, context]
+    else:  # keys no window query sees get a dummy sample and are set to nan below
+        _, score = overlap_bounds(
+            cross.view(batch, heads, context, w),
+            self_logits[:, :, None],
+            x_mask=cross_visible | (seen_by == 0)[..., None],
+            y_mask=self_visible[:, :, None],
+            dtype=dtype,
+        )
     grouped = score.view(batch, kv_heads, heads // kv_heads, context)
     reduced = grouped.mean(2) if group_reduce == "mean" else grouped.amax(2)
     return reduced.masked_fill(seen_by == 0, float("nan"))
+
+
+def value_weighted(scores: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Scores times the norm of each key's value vector, as Expected Attention and VATP weight theirs.
+
+    A key's contribution to the attention output is its weight times its value: a key with a small
+    value moves the output little however much it is attended to.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        ``[B, Hkv, m]`` scores of the first ``m`` keys.
+    values : torch.Tensor
+        ``[B, Hkv, n, d]`` the layer's values, ``n >= m``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[B, Hkv, m]`` in the dtype of ``scores``.
+    """
+    return scores * values[:, :, : scores.shape[-1]].to(scores.dtype).norm(dim=-1)
+
+
+def leading_tokens(present: torch.Tensor, count: int) -> torch.Tensor:
+    """``[B, n]`` bool, the first ``count`` real tokens of every row (the attention sinks).
+
+    ``present [B, n]`` marks real tokens; with left padding a row's first real token is not at 0.
+    """
+    return present & (present.cumsum(-1) <= count)
 
 
 def adaptive_keep(scores: torch.Tensor, c: float) -> tuple[torch.Tensor, torch.Tensor]:
