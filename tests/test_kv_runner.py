@@ -217,9 +217,8 @@ def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
             row = methods[f"{name}/r={ratio:g}"]
             # kvpress keeps int(n (1 - ratio)) entries per head; PyramidKV spreads them over layers
             assert row["compression_ratio"] == pytest.approx(ratio, abs=0.02 if name != "pyramidkv" else 0.1)
-            held = (
-                1.0 if name == "adakv_snapkv" else 1 - row["compression_ratio"]
-            )  # AdaKV masks, frees nothing
+            masks = name.startswith(("adakv", "critical_adakv"))  # AdaKV masks, frees nothing
+            held = 1.0 if masks else 1 - row["compression_ratio"]
             assert row["bytes_ratio"] == pytest.approx(held, abs=1e-9)
             assert 0 < row["ver"] and row["n_records"] == 2
     summary = (out / "results.md").read_text().split("### Every method")[0]
@@ -230,6 +229,16 @@ def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
         value, low, high = difference["ver"]
         assert matched["press_ver"][name] is not None and low <= value <= high
     assert results["seconds_per_example"].keys() == {"full", "rc", *PRESSES}
+
+
+@pytest.mark.kvpress
+def test_observed_attention_runs_eager_and_gives_the_model_its_attention_back() -> None:
+    model, tokenizer = wide_llama(), char_tokenizer()
+    implementation = model.config._attn_implementation
+    prompt = split_prompt(tokenizer, PARAGRAPHS[1], "Where is Paris?")
+    cache = PressMethod("observed_attention", 0.5).prefill(model, prompt.context_ids)
+    assert cache.layers[0].keys.shape[2] == prompt.n_context // 2
+    assert model.config._attn_implementation == implementation
 
 
 @pytest.mark.kvpress
