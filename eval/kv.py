@@ -39,7 +39,7 @@ from transformers import Cache, PreTrainedModel
 from rcattr._typing import TokenizerLike
 from rcattr.eval.kv_data import KV_DATASETS, KVRecord, load_qmsum, load_squad
 from rcattr.eval.kv_methods import (
-    DEFAULT_VARIANT,
+    PAPER_VARIANT,
     PRESSES,
     RC_VARIANT_WORDS,
     Compression,
@@ -84,7 +84,7 @@ class KVBenchmarkConfig:
     ratios: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
     c: tuple[float, ...] = (0.2, 0.7, 0.8, 1.0, 1.2, 1.3, 1.8)
     window: tuple[int, ...] = (8, 16)
-    rc_variants: tuple[str, ...] = (DEFAULT_VARIANT,)
+    rc_variants: tuple[str, ...] = (PAPER_VARIANT,)
     limit: int | None = None
     context_tokens: int = 1024  # the QMSum excerpt's budget
     max_new_tokens: int | None = None  # default per dataset
@@ -324,8 +324,9 @@ def _parser() -> argparse.ArgumentParser:
         "--rc-variants",
         type=_list_of(str),
         default=defaults.rc_variants,
-        help="RCKVCache scoring variants, each run at every --c and --window: 'default', or options joined "
-        f"by '+' from {', '.join(RC_VARIANT_WORDS)}, sinks=N (e.g. default,value_norm,sinks=4+model_budget)",
+        help="RCKVCache scoring variants, each run at every --c and --window: 'paper' (the paper's recipe), or "
+        f"changes to it joined by '+' from {', '.join(RC_VARIANT_WORDS)}, sinks=N "
+        f"(e.g. paper,value_norm,sinks=4+model_budget; default {','.join(defaults.rc_variants)})",
     )
     parser.add_argument(
         "--context-tokens",

@@ -57,21 +57,28 @@ PRESSES: dict[str, Callable[[Any, float], Any]] = {
     "random": lambda kvpress, ratio: kvpress.RandomPress(compression_ratio=ratio),
 }
 EAGER_PRESSES = frozenset({"observed_attention"})  # they score the attention weights only eager returns
-# the words of an RCKVCache variant (joined by "+", e.g. "value_norm+sinks=4") -> RCKVCache options
+# the words of an RCKVCache variant (joined by "+", e.g. "value_norm+sinks=4"): changes to the paper's recipe
+PAPER_VARIANT = "paper"  # the paper's recipe: expected RC, a threshold per key head and layer, no sinks
+PAPER_OPTIONS: dict[str, Any] = {
+    "statistic": "expected",
+    "value_norm": False,
+    "sinks": 0,
+    "layer_budget": "layer",
+}
 RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "value_norm": {"value_norm": True},
     "upper_bound": {"statistic": "upper_bound"},
     "model_budget": {"layer_budget": "model"},
 }
-DEFAULT_VARIANT = "default"
 
 
 def rc_options(variant: str) -> dict[str, Any]:
-    """RCKVCache's keyword arguments for ``variant``: "default", or words of :data:`RC_VARIANT_WORDS` and
-    ``sinks=N`` joined by "+"."""
-    if variant == DEFAULT_VARIANT:
-        return {}
-    options: dict[str, Any] = {}
+    """RCKVCache's scoring options for ``variant``: "paper", or words of :data:`RC_VARIANT_WORDS` and
+    ``sinks=N`` joined by "+", each a change to the paper's recipe. Every option is spelled out, so a
+    variant means the same cache whatever RCKVCache's defaults are."""
+    options = dict(PAPER_OPTIONS)
+    if variant == PAPER_VARIANT:
+        return options
     for word in variant.split("+"):
         name, _, value = word.partition("=")
         if name == "sinks" and value.isdigit():
@@ -173,7 +180,7 @@ class RCMethod(KVMethod):
 
     c: float
     window: int
-    variant: str = DEFAULT_VARIANT
+    variant: str = PAPER_VARIANT
     name = "rc"
 
     def __post_init__(self) -> None:
@@ -181,12 +188,12 @@ class RCMethod(KVMethod):
 
     @property
     def label(self) -> str:
-        suffix = "" if self.variant == DEFAULT_VARIANT else f"/{self.variant}"
+        suffix = "" if self.variant == PAPER_VARIANT else f"/{self.variant}"
         return f"rc/c={self.c:g}/w={self.window}{suffix}"
 
     @property
     def setting(self) -> dict[str, Any]:
-        variant = {} if self.variant == DEFAULT_VARIANT else {"variant": self.variant}
+        variant = {} if self.variant == PAPER_VARIANT else {"variant": self.variant}
         return {"c": self.c, "window": self.window, **variant}
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from rcattr.eval.kv_methods import DEFAULT_VARIANT
+from rcattr.eval.kv_methods import PAPER_VARIANT
 from rcattr.eval.metrics import paired_mean_difference
 
 METRICS = ("ver", "rouge1", "rougeL", "match", "compression_ratio", "bytes_ratio", "seconds")
@@ -93,7 +93,7 @@ def _seconds_per_method(methods: dict[str, Any]) -> dict[str, float]:
 
 def rc_curve(setting: dict[str, Any]) -> str:
     """The RCKVCache curve (variant and window) a setting's ``c`` values lie on, e.g. "sinks=4, w = 16"."""
-    return f"{setting.get('variant', DEFAULT_VARIANT)}, w = {int(setting['window'])}"
+    return f"{setting.get('variant', PAPER_VARIANT)}, w = {int(setting['window'])}"
 
 
 def _curves(methods: dict[str, Any], rc: bool) -> dict[str, list[str]]:
@@ -170,9 +170,9 @@ def lever_effects(
     values record by record, and its paired VER difference to the default variant at the default window
     (minus: the variant's VER is lower), with a 95% bootstrap interval over records."""
     curves = _curves(methods, rc=True)
-    baseline = f"{DEFAULT_VARIANT}, w = {BASELINE_WINDOW}"
+    baseline = f"{PAPER_VARIANT}, w = {BASELINE_WINDOW}"
     if baseline not in curves:
-        baseline = next((name for name in curves if name.startswith(DEFAULT_VARIANT + ",")), "")
+        baseline = next((name for name in curves if name.startswith(PAPER_VARIANT + ",")), "")
     effects: dict[str, Any] = {}
     for name, labels in curves.items():
         cells: dict[str, Any] = {}

@@ -120,7 +120,7 @@ def test_separate_shards_merged_equal_a_single_run(saved_model, data, capsys) ->
 
 def test_rc_variants_run_side_by_side_and_are_compared_at_matched_compression(saved_model, data) -> None:
     out = data / "variants"
-    variants = "default,value_norm,sinks=2+model_budget"
+    variants = "paper,value_norm,sinks=2+model_budget"
     results = _run(
         saved_model, out, "--methods", "rc", "--c", "0.3,1.0,3.0", "--window", "8", "--rc-variants", variants
     )
@@ -128,8 +128,8 @@ def test_rc_variants_run_side_by_side_and_are_compared_at_matched_compression(sa
     assert len(labels) == 9 and "rc/c=1/w=8/sinks=2+model_budget" in labels
     assert results["methods"]["rc/c=1/w=8/value_norm"]["setting"]["variant"] == "value_norm"
     levers = results["levers"]
-    assert set(levers) == {"default, w = 8", "value_norm, w = 8", "sinks=2+model_budget, w = 8"}
-    assert all(lever["baseline"] == "default, w = 8" for lever in levers.values())
+    assert set(levers) == {"paper, w = 8", "value_norm, w = 8", "sinks=2+model_budget, w = 8"}
+    assert all(lever["baseline"] == "paper, w = 8" for lever in levers.values())
     summary = (out / "results.md").read_text()
     assert "| 8, value_norm | " in summary and "### RCKVCache variants at matched compression" in summary
     with pytest.raises(SystemExit, match="unknown RCKVCache variant 'sink'"):
@@ -191,7 +191,7 @@ def test_matched_differences_interpolate_each_record_and_pair_the_records() -> N
     lever = results["levers"]["sinks=4, w = 16"]["at"]
     assert lever["0.5"]["ver"] == pytest.approx(0.3 + 0.2) and lever["0.7"]["ver"] == pytest.approx(0.5 + 0.2)
     assert lever["0.5"]["ver_difference"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
-    assert results["levers"]["default, w = 16"]["at"]["0.5"]["ver_difference"] is None  # the baseline itself
+    assert results["levers"]["paper, w = 16"]["at"]["0.5"]["ver_difference"] is None  # the baseline itself
     table = markdown_table(results)
     assert "+0.000 [+0.000, +0.000] · +0.250 [+0.250, +0.250]" in table
 
