@@ -39,7 +39,7 @@ from transformers import Cache, PreTrainedModel
 from rcattr._typing import TokenizerLike
 from rcattr.eval.kv_data import KV_DATASETS, KVRecord, load_qmsum, load_squad
 from rcattr.eval.kv_methods import (
-    PAPER_VARIANT,
+    DEFAULT_RECIPE,
     PRESSES,
     RC_VARIANT_WORDS,
     Compression,
@@ -84,7 +84,7 @@ class KVBenchmarkConfig:
     ratios: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
     c: tuple[float, ...] = (0.2, 0.7, 0.8, 1.0, 1.2, 1.3, 1.8)
     window: tuple[int, ...] = (8, 16)
-    rc_variants: tuple[str, ...] = (PAPER_VARIANT,)
+    rc_variants: tuple[str, ...] = (DEFAULT_RECIPE,)
     limit: int | None = None
     context_tokens: int = 1024  # the QMSum excerpt's budget
     max_new_tokens: int | None = None  # default per dataset

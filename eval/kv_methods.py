@@ -70,6 +70,7 @@ RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "upper_bound": {"statistic": "upper_bound"},
     "model_budget": {"layer_budget": "model"},
 }
+DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
 
 
 def rc_options(variant: str) -> dict[str, Any]:

@@ -218,7 +218,8 @@ def _format(value: float | None, spec: str) -> str:
 def _setting(row: dict[str, Any]) -> str:
     setting = row["setting"]
     if "c" in setting:
-        return f"c = {setting['c']:g}, w = {int(setting['window'])}"
+        variant = f", {setting['variant']}" if "variant" in setting else ""
+        return f"c = {setting['c']:g}, w = {int(setting['window'])}{variant}"
     return f"ratio {setting['ratio']:g}" if setting else "—"
 
 

@@ -106,7 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     compress.add_argument(
         "--c", type=float, default=1.0, help="eviction threshold: larger evicts more, 0 keeps all (default 1)"
     )
-    compress.add_argument("--ratio", type=float, help="evict this share of every head instead of a threshold")
+    compress.add_argument(
+        "--ratio", type=float, help="evict this share of the prompt's entries instead of a threshold"
+    )
     compress.add_argument(
         "--window", type=int, default=16, help="last prompt tokens that score the rest (default 16)"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import sys
@@ -11,10 +12,11 @@ import torch
 from conftest import _COMMON, char_tokenizer, data_folder, save_tiny, without_timings
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from rcattr.eval.kv import main
-from rcattr.eval.kv_methods import PRESSES, PressMethod, import_kvpress
+from rcattr.eval.kv import KVBenchmarkConfig, main
+from rcattr.eval.kv_methods import PRESSES, PressMethod, import_kvpress, rc_options
 from rcattr.eval.kv_protocol import greedy_answer, split_prompt
 from rcattr.eval.kv_report import markdown_table, summarise
+from rcattr.kvcache import RCKVCache
 
 PARAGRAPHS = [
     "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
@@ -81,7 +83,9 @@ def _lines(out) -> int:
 
 def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data, capsys) -> None:
     out = data / "run"
-    results = _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8")
+    results = _run(
+        saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8", "--rc-variants", "paper"
+    )
     methods = results["methods"]
     assert list(methods) == ["full", "rc/c=0.5/w=8", "rc/c=1/w=8"]
     assert results["n_records"] == 2 and _lines(out) == 6  # the unanswerable questions are left out
@@ -97,9 +101,11 @@ def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data
     assert "| rc | c = 1, w = 8 |" in capsys.readouterr().out
     assert "| 8 | " in (out / "results.md").read_text().split("### Every method")[0]  # the RC summary row
 
-    _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8")
+    _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0", "--window", "8", "--rc-variants", "paper")
     assert _lines(out) == 6  # nothing ran again
-    results = _run(saved_model, out, "--methods", "rc", "--c", "0.5,1.0,2.0", "--window", "8")
+    results = _run(
+        saved_model, out, "--methods", "rc", "--c", "0.5,1.0,2.0", "--window", "8", "--rc-variants", "paper"
+    )
     assert _lines(out) == 8 and "rc/c=2/w=8" in results["methods"]
     with pytest.raises(ValueError, match="other settings.*max_new_tokens"):
         main(_arguments(saved_model, out, "--methods", "rc", "--max-new-tokens", "5"))
@@ -196,6 +202,18 @@ def test_matched_differences_interpolate_each_record_and_pair_the_records() -> N
     assert "+0.000 [+0.000, +0.000] · +0.250 [+0.250, +0.250]" in table
 
 
+def test_the_default_variant_is_rckvcaches_defaults() -> None:
+    defaults = inspect.signature(RCKVCache.__init__).parameters
+    options = rc_options(KVBenchmarkConfig("squad").rc_variants[0])
+    assert options == {name: defaults[name].default for name in options}
+    assert rc_options("paper") == {
+        "statistic": "expected",
+        "value_norm": False,
+        "sinks": 0,
+        "layer_budget": "layer",
+    }
+
+
 def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatch) -> None:
     with pytest.raises(SystemExit, match="unknown method.*choose from rc, snapkv"):
         main(["--dataset", "squad", "--out", str(data / "x"), "--methods", "rc,h2o"])
@@ -209,7 +227,9 @@ def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatc
 @pytest.mark.kvpress
 def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
     out = data / "presses"
-    results = _run(saved_model, out, "--ratios", "0.3,0.6", "--c", "1.0", "--window", "8")
+    results = _run(
+        saved_model, out, "--ratios", "0.3,0.6", "--c", "1.0", "--window", "8", "--rc-variants", "paper"
+    )
     methods = results["methods"]
     assert len(methods) == 1 + 1 + 2 * len(PRESSES)
     for name in PRESSES:
@@ -263,7 +283,8 @@ def test_press_answers_equal_kvpress_pipeline(name) -> None:
 def test_the_needle_task_runs_and_reports_answer_match(saved_model, data) -> None:
     out = data / "needle"
     arguments = ["--dataset", "needle", "--model", str(saved_model), "--out", str(out), "--limit", "3"]
-    assert main([*arguments, "--max-new-tokens", "4", "--methods", "rc", "--c", "1.0", "--window", "8"]) == 0
+    options = ["--methods", "rc", "--c", "1.0", "--window", "8", "--rc-variants", "paper"]
+    assert main([*arguments, "--max-new-tokens", "4", *options]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["quality"] == "match" and results["n_records"] == 3
     rows = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]

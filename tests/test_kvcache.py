@@ -233,7 +233,8 @@ def test_every_scoring_option_still_equals_masking_the_evicted_positions(attn, o
 def test_value_norm_multiplies_each_score_by_its_value_norm() -> None:
     model = kv_model("llama")
     ids, _ = prompt()
-    plain, weighted = RCKVCache(model, c=0.0, window=4), RCKVCache(model, c=0.0, window=4, value_norm=True)
+    plain = RCKVCache(model, c=0.0, window=4, value_norm=False)
+    weighted = RCKVCache(model, c=0.0, window=4, value_norm=True)
     model(ids, past_key_values=plain)
     model(ids, past_key_values=weighted)
     for index in plain.rc_layers:
@@ -257,7 +258,7 @@ def test_sinks_are_kept_in_every_head() -> None:
 def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=4)
-    cache = RCKVCache(model, c=1.2, window=4, layer_budget="model")
+    cache = RCKVCache(model, c=1.2, window=4, layer_budget="model", sinks=0)
     model(ids, attention_mask=mask, past_key_values=cache)
     evictions = [e for e in cache.evictions if e is not None]
     scores = torch.stack([e.scores[..., :-4] for e in evictions])  # [L, B, Hkv, m]
@@ -282,6 +283,24 @@ def test_a_prompt_no_longer_than_the_window_is_kept_whole() -> None:
         assert out.shape == (1, 8) and cache.compression_ratio == 0.0
 
 
+def test_the_paper_recipe_is_per_layer_thresholds_on_expected_rc_alone() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt()
+    paper = RCKVCache.paper(model, c=1.0, window=4)
+    assert (paper.policy.layer_budget, paper.policy.value_norm, paper.policy.sinks) == ("layer", False, 0)
+    default = RCKVCache(model, c=1.0, window=4)
+    assert (default.policy.layer_budget, default.policy.value_norm, default.policy.sinks) == (
+        "model",
+        True,
+        4,
+    )
+    model(ids, past_key_values=paper)
+    for eviction in paper.evictions:  # each key head's own threshold: c times its own mean score
+        before = eviction.scores[..., :-4]
+        torch.testing.assert_close(eviction.threshold, before.mean(-1))
+    assert RCKVCache.paper(model, ratio=0.5, sinks=2).policy.sinks == 2  # options override the recipe
+
+
 def test_compression_grows_with_c() -> None:
     model = kv_model("qwen3")
     ids, _ = prompt(length=64)
@@ -297,7 +316,7 @@ def test_compression_grows_with_c() -> None:
 def test_ratio_mode_evicts_the_asked_share_of_every_head() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=50)
-    cache = RCKVCache(model, window=5, ratio=0.6)
+    cache = RCKVCache(model, window=5, ratio=0.6, layer_budget="layer")
     model(ids, past_key_values=cache)
     assert all(int(e.kept[0, h].sum()) == 20 for e in cache.evictions if e is not None for h in range(2))
     assert cache.compression_ratio == pytest.approx(0.6)

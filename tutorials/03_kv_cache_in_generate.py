@@ -15,8 +15,9 @@
 # During generation a decoder keeps the keys and values of every prompt token in its KV cache, in every
 # layer and key head. On long prompts that cache dominates memory. `RCKVCache` is a drop-in replacement
 # for transformers' `DynamicCache`: at prefill it scores each prompt token, per layer and key head, by
-# its expected relative contextualization (RC) against the last `window` prompt tokens, and evicts the
-# tokens scoring below `c` times the head's mean score. Every head therefore keeps a budget of its own.
+# its expected relative contextualization (RC) against the last `window` prompt tokens times the norm of
+# its value vector, and evicts the tokens scoring below `c` times the mean score over every layer and key
+# head. Every head therefore keeps a budget of its own, larger where the context stands out.
 #
 # This tutorial:
 #
@@ -45,7 +46,14 @@ from transformers import Cache, DynamicCache
 
 from rcattr import load_model
 from rcattr.eval.kv_data import load_squad
-from rcattr.eval.kv_methods import KVPRESS_HINT, FullCache, KVMethod, PressMethod, RCMethod
+from rcattr.eval.kv_methods import (
+    DEFAULT_RECIPE,
+    KVPRESS_HINT,
+    FullCache,
+    KVMethod,
+    PressMethod,
+    RCMethod,
+)
 from rcattr.eval.kv_metrics import LastLayerHeadOutputs, value_error_rate
 from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced
 from rcattr.kvcache import RCKVCache
@@ -159,7 +167,7 @@ print(f"saved {OUT / 'compression_per_head.png'}")
 #
 # ## 4. Choosing `c`
 #
-# A token is evicted when its score is below `c` × the head's mean score: `c=0` keeps everything
+# A token is evicted when its score is below `c` × the mean score: `c=0` keeps everything
 # (the same tokens as `DynamicCache`), and larger `c` evicts more. To see what a given `c` costs in
 # quality, we **teacher-force** the full cache's greedy answer through each compressed cache: feed the
 # prompt (the prefill, which compresses the cache), then the answer's tokens, and compare the
@@ -250,9 +258,10 @@ print(f"saved {OUT / 'choosing_c.png'}")
 #
 # **Picking `c`.** One question is a small sample: on your own data, run the same sweep on a few dozen
 # prompts and pick the largest `c` whose top-1 agreement (or task metric) you can accept. `c=1` (evict
-# what scores below the head's mean) is the default and a good start. If you need a fixed memory budget
-# instead, `RCKVCache(model, ratio=0.6)` evicts that share of every key head's prompt, lowest scores
-# first (the same budget for every head).
+# what scores below the mean score over all layers and key heads) is the default and a good start. If
+# you need a fixed memory budget instead, `RCKVCache(model, ratio=0.6)` evicts that share of the
+# prompt's entries, lowest scores first over all layers and heads (with `layer_budget="layer"`, the same
+# share of every key head's prompt).
 #
 # ## 5. Against a kvpress press at the same compression
 #
@@ -305,7 +314,7 @@ else:
         row, cache, _ = prefill_and_answer(method)
         return row | fidelity(*split_full, *teacher_force_after_context(cache, split_reference))
 
-    rows.append(compare(RCMethod(c=1.0, window=16)))
+    rows.append(compare(RCMethod(c=1.0, window=16, variant=DEFAULT_RECIPE)))  # RCKVCache's defaults
     ratio = round(rows[-1]["compression_ratio"], 3)  # what RCKVCache reached at c=1
     rows += [compare(PressMethod(name, ratio)) for name in ("snapkv", "streaming_llm")]
     presses = pd.DataFrame(rows)

@@ -47,9 +47,9 @@ class EvictionPolicy:
     ratio: float | None = None
     group_reduce: GroupReduce = "mean"
     statistic: Statistic = "expected"
-    value_norm: bool = False
-    sinks: int = 0
-    layer_budget: LayerBudget = "layer"
+    value_norm: bool = True
+    sinks: int = 4
+    layer_budget: LayerBudget = "model"
     score_dtype: torch.dtype = torch.float32
 
     def keep(
