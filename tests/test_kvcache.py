@@ -172,18 +172,22 @@ def test_eviction_leaves_other_caches_untouched() -> None:
     torch.testing.assert_close(model(ids, past_key_values=DynamicCache(config=model.config)).logits, before)
 
 
+def assert_equals_masking_the_evicted_positions(model, cache, ids, mask, chunks) -> None:
+    """The next tokens' logits through ``cache`` equal full-cache attention masking what it evicted."""
+    got = next_logits(model, cache, ids, mask, chunks)
+    assert 0.1 < cache.compression_ratio < 0.9
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+
+
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_logits_after_eviction_equal_masking_exactly_the_evicted_positions(arch, attn, batch, pad) -> None:
     model = kv_model(arch, attn)
     ids, mask = prompt(batch=batch, pad=pad)
     chunks = [torch.randint(3, 120, (batch, q)) for q in (3, 1, 1)]
-    cache = RCKVCache(model, c=1.0, window=4)
-    got = next_logits(model, cache, ids, mask, chunks)
-    assert 0.2 < cache.compression_ratio < 0.9
-    want = evicted_reference_logits(model, cache, ids, mask, chunks)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+    assert_equals_masking_the_evicted_positions(model, RCKVCache(model, c=1.0, window=4), ids, mask, chunks)
 
 
 def test_window_is_kept_and_evictions_are_per_head() -> None:
@@ -207,12 +211,14 @@ def test_window_is_kept_and_evictions_are_per_head() -> None:
     assert per_head.unique().numel() > 1  # budgets differ across heads and layers
 
 
-OPTIONS = [
-    {"value_norm": True},
-    {"sinks": 3},
+OPTIONS = [  # changes to the defaults (one budget over the model, value norms, 4 sinks), and the paper's recipe
+    {"layer_budget": "layer", "value_norm": False, "sinks": 0},
+    {"value_norm": False},
+    {"sinks": 0},
     {"statistic": "upper_bound"},
-    {"layer_budget": "model"},
-    {"layer_budget": "model", "ratio": 0.5, "sinks": 2},
+    {"layer_budget": "layer"},
+    {"ratio": 0.5, "sinks": 2},
+    {"ratio": 0.5, "layer_budget": "layer"},
 ]
 
 
@@ -222,12 +228,9 @@ def test_every_scoring_option_still_equals_masking_the_evicted_positions(attn, o
     model = kv_model("qwen3", attn)
     ids, mask = prompt(batch=2, pad=5)
     chunks = [torch.randint(3, 120, (2, q)) for q in (3, 1)]
-    cache = RCKVCache(model, window=4, **options)
-    got = next_logits(model, cache, ids, mask, chunks)
-    assert 0.1 < cache.compression_ratio < 0.9
-    want = evicted_reference_logits(model, cache, ids, mask, chunks)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+    assert_equals_masking_the_evicted_positions(
+        model, RCKVCache(model, window=4, **options), ids, mask, chunks
+    )
 
 
 def test_value_norm_multiplies_each_score_by_its_value_norm() -> None:
