@@ -39,11 +39,12 @@ PRESSES: dict[str, Callable[[Any, float], Any]] = {
     "adakv_expected_attention": lambda kvpress, ratio: kvpress.AdaKVPress(
         kvpress.ExpectedAttentionPress(compression_ratio=ratio)
     ),
+    # CriticalKV weighs scores by the projected value norm itself: kvpress asks for use_vnorm=False inside it
     "criticalkv_expected_attention": lambda kvpress, ratio: kvpress.CriticalKVPress(
-        kvpress.ExpectedAttentionPress(compression_ratio=ratio)
+        kvpress.ExpectedAttentionPress(compression_ratio=ratio, use_vnorm=False)
     ),
     "critical_adakv_expected_attention": lambda kvpress, ratio: kvpress.CriticalAdaKVPress(
-        press=kvpress.ExpectedAttentionPress(compression_ratio=ratio)
+        press=kvpress.ExpectedAttentionPress(compression_ratio=ratio, use_vnorm=False)
     ),
     "observed_attention": lambda kvpress, ratio: kvpress.ObservedAttentionPress(compression_ratio=ratio),
     "keydiff": lambda kvpress, ratio: kvpress.KeyDiffPress(compression_ratio=ratio),
