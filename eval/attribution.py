@@ -666,7 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     processes = Processes.start(args.shard)
     model, tokenizer = load_run_model(config.model, args.device_map, processes)
     benchmark = AttributionBenchmark(config, model, tokenizer, args.out, processes.shard)
-    results = run_sharded(benchmark, processes)
+    results = run_sharded(benchmark, processes, args.report_only)
     if results is not None:
         print(markdown_table(results))
     return 0

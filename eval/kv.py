@@ -364,7 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(str(error)) from error
     processes = Processes.start(args.shard)
     model, tokenizer = load_run_model(config.model, args.device_map, processes)
-    results = run_sharded(KVBenchmark(config, model, tokenizer, args.out, processes.shard), processes)
+    results = run_sharded(
+        KVBenchmark(config, model, tokenizer, args.out, processes.shard), processes, args.report_only
+    )
     if results is not None:
         print(markdown_table(results))
     return 0

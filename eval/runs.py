@@ -32,6 +32,12 @@ def add_run_arguments(parser: argparse.ArgumentParser, methods: Sequence[str]) -
         "command without --shard then merges the shards' rows and writes the report. Under accelerate launch "
         "or torchrun the processes split the records (or this shard) among themselves and merge on their own",
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write the report from the rows on disk (every shard's, the records every method "
+        "has finished), e.g. while the shards of the run are still going",
+    )
     parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
     parser.add_argument(
         "--device-map",

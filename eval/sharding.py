@@ -134,9 +134,14 @@ class Processes:
             self._state.wait_for_everyone()
 
 
-def run_sharded(run: ShardedRun, processes: Processes) -> dict[str, Any] | None:
+def run_sharded(run: ShardedRun, processes: Processes, report_only: bool = False) -> dict[str, Any] | None:
     """Compute this process's shard; after every process has, the main one writes the report of a whole
-    run (a job given ``--shard`` leaves the merge to a run without it). Returns the results, or None."""
+    run (a job given ``--shard`` leaves the merge to a run without it). Returns the results, or None.
+
+    ``report_only``: run nothing, and write the report of what is on disk now (every shard's rows; the
+    records every method has finished), e.g. to look at a run that other processes are still writing."""
+    if report_only:
+        return run.report() if processes.is_main else None
     run.compute()
     processes.wait()
     if not processes.is_main:

@@ -115,9 +115,11 @@ def test_separate_shards_merged_equal_a_single_run(saved_model, data, capsys) ->
     settings = ("--methods", "rc", "--c", "1.0", "--window", "8")
     single = _run(saved_model, data / "single", *settings)
     out = data / "sharded"
-    for shard in ("1/2", "0/2"):
-        assert main(_arguments(saved_model, out, "--max-new-tokens", "4", *settings, "--shard", shard)) == 0
-    assert not (out / "results.json").exists() and "shard 0/2 done; 0 run(s)" in capsys.readouterr().out
+    assert main(_arguments(saved_model, out, "--max-new-tokens", "4", *settings, "--shard", "1/2")) == 0
+    partial = _run(saved_model, out, *settings, "--report-only")  # runs nothing: the one finished record
+    assert partial["n_records"] == 1 and not (out / "records.jsonl").exists()
+    assert main(_arguments(saved_model, out, "--max-new-tokens", "4", *settings, "--shard", "0/2")) == 0
+    assert "shard 0/2 done; 0 run(s)" in capsys.readouterr().out
     assert [len(path.read_text().splitlines()) for path in sorted(out.glob("records.shard-*"))] == [2, 2]
     merged = _run(saved_model, out, *settings)  # runs nothing, merges both shards
     assert not (out / "records.jsonl").exists()
