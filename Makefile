@@ -69,13 +69,15 @@ KV_DEFAULT = --rc-variants model_budget+value_norm+sinks=4
 eval-kv: setup-kvpress
 	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT),paper --dataset squad --limit 100 --c 0.6,0.7,1.2,1.3 \
 		--out runs/kv-squad-100
-	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT),paper --dataset qmsum --limit 20 --c 0.15,0.5,0.7,1.0 \
+	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT),paper --dataset qmsum --limit 20 --c 0.15,0.2,0.5,0.6,0.7,1.0 \
 		--out runs/kv-qmsum-20
 	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT) --dataset needle --limit 60 --c 0.1,0.2,0.5 --out runs/kv-needle-60
 	$(KV_RUN) --methods $(KV_OTHER_PRESSES),rc $(KV_DEFAULT) --dataset squad --limit 20 --c 0.6,0.7,1.2,1.3 \
 		--out runs/kv-squad-extra-20
 	$(KV_RUN) --methods $(KV_OTHER_PRESSES),rc $(KV_DEFAULT) --dataset qmsum --limit 6 --c 0.15,0.7 \
 		--out runs/kv-qmsum-extra-6
+	$(KV_RUN) --methods kvcompose,criticalkv_expected_attention,rc $(KV_DEFAULT) --dataset squad --limit 100 \
+		--c 0.6,0.7,1.2,1.3 --out runs/kv-squad-100-strong
 
 clean:
 	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info tutorial-output
