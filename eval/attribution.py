@@ -54,7 +54,8 @@ from rcattr.eval.metrics import (
 from rcattr.eval.recipes import DEFAULT, PAPER, PAPER_SCORER, RecipeScorer, ablation
 from rcattr.eval.runs import add_run_arguments, check_methods, claim_run_folder, load_run_model, parse_methods
 from rcattr.eval.sharding import Processes, Shard, read_rows, run_sharded
-from rcattr.heads import HeadCount, parse_head_count, top_heads
+from rcattr.heads import HeadCount, top_heads
+from rcattr.options import parse_head_count
 from rcattr.prompting import ContextInput
 from rcattr.scorers import RCScorer, SpanScorer
 from rcattr.segmentation import TextSpan

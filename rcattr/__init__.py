@@ -1,27 +1,65 @@
-"""rcattr: attribution and KV-cache compression from raw attention-logit statistics (RCStat)."""
+"""rcattr: attribution and KV-cache compression from raw attention-logit statistics (RCStat).
 
-from rcattr.attributor import RCAttributor
-from rcattr.capture import CaptureStep, LogitCapture, LogitStore
-from rcattr.models import load_model
-from rcattr.prompting import ContextInput
-from rcattr.result import HeadSelection, RCAttributionResult
-from rcattr.segmentation import TextSpan
-from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
+The public names are imported on first use, so ``import rcattr`` (and ``rcattr --help``) does not pay
+for torch, transformers and captum until something needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "CaptureStep": "rcattr.capture",
+    "ContextInput": "rcattr.prompting",
+    "HeadSelection": "rcattr.result",
+    "LogitCapture": "rcattr.capture",
+    "LogitStore": "rcattr.capture",
+    "RCAttributionResult": "rcattr.result",
+    "RCAttributor": "rcattr.attributor",
+    "TextSpan": "rcattr.segmentation",
+    "expected_rc": "rcattr.stats",
+    "load_model": "rcattr.models",
+    "overlap_bounds": "rcattr.stats",
+    "phi": "rcattr.stats",
+    "probability_of_superiority": "rcattr.stats",
+}
 
 __all__ = [
     "CaptureStep",
     "ContextInput",
     "HeadSelection",
+    "LogitCapture",
+    "LogitStore",
     "RCAttributionResult",
     "RCAttributor",
     "TextSpan",
-    "LogitCapture",
-    "LogitStore",
     "expected_rc",
     "load_model",
     "overlap_bounds",
     "phi",
     "probability_of_superiority",
 ]
+
+if TYPE_CHECKING:
+    from rcattr.attributor import RCAttributor
+    from rcattr.capture import CaptureStep, LogitCapture, LogitStore
+    from rcattr.models import load_model
+    from rcattr.prompting import ContextInput
+    from rcattr.result import HeadSelection, RCAttributionResult
+    from rcattr.segmentation import TextSpan
+    from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'rcattr' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

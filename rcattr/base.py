@@ -21,11 +21,10 @@ from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
+from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, render_prompt
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import (
-    GRANULARITIES,
-    OUTPUT_GRANULARITIES,
     TextSpan,
     char_spans,
     sentence_spans,

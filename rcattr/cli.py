@@ -9,9 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rcattr.heads import HEAD_SCORES, parse_head_count
-from rcattr.scorers import SPAN_SCORERS
-from rcattr.segmentation import GRANULARITIES, OUTPUT_GRANULARITIES
+from rcattr.options import (
+    GRANULARITIES,
+    HEAD_SCORES,
+    OUTPUT_GRANULARITIES,
+    SPAN_SCORER_NAMES,
+    parse_head_count,
+)
 
 if TYPE_CHECKING:
     from rcattr.attributor import RCAttributor
@@ -142,7 +146,7 @@ def _explain_options(parser: argparse.ArgumentParser, granularity: str = "senten
     )
     parser.add_argument(
         "--scorer",
-        choices=sorted(SPAN_SCORERS),
+        choices=SPAN_SCORER_NAMES,
         default="attention",
         help="span scorer on the selected heads (default attention)",
     )

@@ -9,17 +9,16 @@ of superiority, which needs only the counts of the shared sort + searchsorted ke
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
+from rcattr.options import HEAD_SCORES
 from rcattr.stats import phi_and_rank
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
-HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
 HeadWeighting = Literal["equal", "margin"]
 HEAD_WEIGHTINGS: tuple[str, ...] = ("equal", "margin")
 HeadCount = int | float | Literal["outliers"]
@@ -146,15 +145,6 @@ def head_count(scores: torch.Tensor, k: HeadCount) -> int:
             f"top_k={k!r} selects {count} heads; the model has {total} (use 1..{total}, a fraction or 'outliers')"
         )
     return count
-
-
-def parse_head_count(text: str) -> int | str:
-    """A head count from the command line: a positive number of heads, or ``outliers``."""
-    if text == "outliers":
-        return text
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"--top-k must be at least 1 or 'outliers', got {text!r}")
-    return int(text)
 
 
 def top_heads(scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False) -> torch.Tensor:

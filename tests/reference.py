@@ -67,22 +67,40 @@ register_attention("rcattr_test_reference", _reference_attention, mask_like="sdp
 
 
 def evicted_reference_logits(model, cache, ids, mask, chunks) -> list[torch.Tensor]:
-    """:func:`next_logits` through a full ``DynamicCache``, the new tokens attending through float64
-    attention that masks, per head, exactly the prompt positions ``cache`` (an RCKVCache) evicted."""
-    _KEEP.clear()
-    _KEEP.update({i: e.kept for i, e in enumerate(cache.evictions) if e is not None})
-    return next_logits(model, DynamicCache(config=model.config), ids, mask, chunks, "rcattr_test_reference")
+    """:func:`next_logits` through a full ``DynamicCache``, each chunk attending through float64 attention
+    that masks, per head, exactly the positions ``cache`` (an RCKVCache) had evicted before that chunk:
+    the prompt's, and those of earlier chunks of more than one token."""
+
+    def mask_evicted(seen: int) -> None:
+        _KEEP.clear()
+        for index, layer in enumerate(cache.layers):
+            evictions = [e for e in getattr(layer, "evictions", []) if e.start < seen]
+            if not evictions:
+                continue
+            keep = torch.ones(*evictions[0].kept.shape[:2], seen, dtype=torch.bool)
+            for eviction in evictions:
+                keep[..., eviction.start : eviction.start + eviction.kept.shape[-1]] = eviction.kept
+            _KEEP[index] = keep
+
+    reference = DynamicCache(config=model.config)
+    return next_logits(
+        model, reference, ids, mask, chunks, "rcattr_test_reference", before_chunk=mask_evicted
+    )
 
 
-def next_logits(model, cache, ids, mask, chunks, chunk_attention=None) -> list[torch.Tensor]:
+def next_logits(
+    model, cache, ids, mask, chunks, chunk_attention=None, before_chunk=None
+) -> list[torch.Tensor]:
     """Prefill ``ids`` into ``cache``, then feed each chunk of new tokens (through ``chunk_attention``
-    when given); the logits of every chunk."""
+    when given, after calling ``before_chunk(tokens seen)``); the logits of every chunk."""
     model(ids, attention_mask=mask, past_key_values=cache)
     implementation = model.config._attn_implementation
     model.set_attn_implementation(chunk_attention or implementation)
     out = []
     try:
         for chunk in chunks:
+            if before_chunk is not None:
+                before_chunk(mask.shape[-1])
             mask = torch.cat([mask, torch.ones_like(chunk)], dim=-1)
             out.append(model(chunk, attention_mask=mask, past_key_values=cache).logits)
     finally:

@@ -9,7 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.heads import fixed_heads, head_count, layer_rc, parse_head_count, top_heads, weighted_heads
+from rcattr.heads import fixed_heads, head_count, layer_rc, top_heads, weighted_heads
+from rcattr.options import parse_head_count
 
 
 def _layer(seed: int = 0) -> tuple[torch.Tensor, ...]:

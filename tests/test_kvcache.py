@@ -190,6 +190,51 @@ def test_logits_after_eviction_equal_masking_exactly_the_evicted_positions(arch,
     assert_equals_masking_the_evicted_positions(model, RCKVCache(model, c=1.0, window=4), ids, mask, chunks)
 
 
+@pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_a_later_turn_is_evicted_against_its_own_window_and_earlier_entries_stay(
+    arch, attn, batch, pad
+) -> None:
+    model = kv_model(arch, attn)
+    ids, mask = prompt(batch=batch, pad=pad)
+    chunks = [
+        torch.randint(3, 120, (batch, q)) for q in (1, 2, 24, 1, 1)
+    ]  # decode, a short turn, a long turn
+    cache = RCKVCache(model, c=1.0, window=4)
+    got = next_logits(model, cache, ids, mask, chunks)
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+    rc_layers = [cache.layers[index] for index in cache.rc_layers]
+    for layer in rc_layers:
+        prefill, short, turn = (
+            layer.evictions
+        )  # the 2-token turn is all window; the 1-token ones are not chunks
+        assert [prefill.start, short.start, turn.start] == [0, 41, 43]
+        assert short.kept.all() and turn.kept[..., -4:].all() and not turn.kept.all()
+        for head, held in enumerate(layer.kept_indices()):  # what the prompt kept is still held
+            for row in range(batch):
+                earlier = held[row][(held[row] >= 0) & (held[row] < 40)]
+                assert earlier.tolist() == prefill.kept[row, head].nonzero().flatten().tolist()
+    kept = sum(int(e.kept.sum()) for layer in rc_layers for e in layer.evictions)
+    entries = sum(e.prompt_entries for layer in rc_layers for e in layer.evictions)
+    assert cache.compression_ratio == pytest.approx(1 - kept / entries)
+
+
+def test_a_cache_used_by_another_model_is_refused() -> None:
+    model, other = kv_model("llama"), kv_model("llama")
+    ids, _ = prompt()
+    cache = RCKVCache(model)
+    with pytest.raises(RuntimeError, match="other than the one it was created for"):
+        other(ids, past_key_values=cache)  # the other model's attention is not routed through RCKVCache
+    RCKVCache(other)  # now it is, for its own caches
+    with pytest.raises(RuntimeError, match="other than the one this RCKVCache was created for"):
+        other(ids, past_key_values=RCKVCache(model))
+    own = RCKVCache(model)
+    model.generate(ids, max_new_tokens=2, past_key_values=own, do_sample=False)  # its own model still works
+    assert own.compression_ratio > 0
+
+
 def test_window_is_kept_and_evictions_are_per_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=3)

@@ -24,7 +24,9 @@ class RCKVCache(Cache):
     dropped when its score is below ``c`` times the mean score over every key head of every layer.
     The first ``sinks`` tokens and the window are always kept; tokens generated afterwards are always
     kept. Budgets therefore differ per head and per layer, set by the one knob ``c``. The prompt is
-    compressed once, by the first forward that fills the cache. :meth:`paper` gives the paper's recipe
+    compressed by the forward that fills the cache; every later forward of more than one token (the next
+    turn of a chat, fed to the same cache) is scored against its own last ``window`` tokens and
+    compressed the same way, while the entries kept before stay. :meth:`paper` gives the paper's recipe
     (no value norm, no sinks, a threshold per key head and layer); on the KV benchmark this default keeps
     the model's state closer to the full cache (docs/benchmarks.md, "Levers").
 
@@ -33,13 +35,13 @@ class RCKVCache(Cache):
     model : transformers.PreTrainedModel
         A decoder-only causal LM using sdpa or eager attention (Llama, Mistral, Qwen2, Qwen3, Gemma3,
         Phi3, ...). Its attention is routed through a wrapper that is transparent for other caches.
-    c : float, default 1.0
-        Threshold multiplier, >= 0: a token is evicted when ``score < c · mean score``. ``c = 0``
-        keeps everything; larger ``c`` evicts more.
+    c : float, optional
+        Threshold multiplier, >= 0 (default 1.0): a token is evicted when ``score < c · mean score``.
+        ``c = 0`` keeps everything; larger ``c`` evicts more. Not with ``ratio``.
     window : int, default 16
         The last prompt tokens that stand in for the generation (the paper uses 8 or 16).
     ratio : float, optional
-        Instead of the adaptive threshold, evict this share of the prompt's entries, lowest scores
+        Instead of the adaptive threshold ``c``, evict this share of the prompt's entries, lowest scores
         first: over every key head of every layer together (``layer_budget="model"``), or the same
         share of every key head's prompt (``"layer"``, as fixed-ratio presses do).
     group_reduce : {"mean", "max"}, default "mean"
@@ -74,7 +76,7 @@ class RCKVCache(Cache):
     def __init__(
         self,
         model: PreTrainedModel,
-        c: float = 1.0,
+        c: float | None = None,
         window: int = 16,
         *,
         ratio: float | None = None,
@@ -85,11 +87,19 @@ class RCKVCache(Cache):
         layer_budget: LayerBudget = "model",
         score_dtype: torch.dtype = torch.float32,
     ) -> None:
-        if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
+        if c is not None and ratio is not None:
+            raise ValueError(
+                f"give either c (an adaptive threshold) or ratio (a fixed share to evict), not both: c={c!r}, "
+                f"ratio={ratio!r}"
+            )
+        c = 1.0 if c is None else c
+        if isinstance(c, bool) or not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
             raise ValueError(f"c must be a finite number >= 0, got {c!r}")
-        if not (isinstance(window, int) and window >= 1):
+        if isinstance(window, bool) or not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window must be an int >= 1, got {window!r}")
-        if ratio is not None and not 0.0 <= ratio < 1.0:
+        if ratio is not None and (
+            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio < 1.0
+        ):
             raise ValueError(f"ratio must be in [0, 1), got {ratio!r}")
         if group_reduce not in ("mean", "max"):
             raise ValueError(f"group_reduce must be 'mean' or 'max', got {group_reduce!r}")
@@ -133,10 +143,13 @@ class RCKVCache(Cache):
         super().__init__(layers=layers)
         self.policy = policy
         self._config = model.config
+        self._modules = frozenset(id(module) for module in model.modules())
         self._scored: dict[int, tuple[RCLayer, WindowScores]] = {}  # layer_budget="model": until the last
 
     @classmethod
-    def paper(cls, model: PreTrainedModel, c: float = 1.0, window: int = 16, **options: object) -> RCKVCache:
+    def paper(
+        cls, model: PreTrainedModel, c: float | None = None, window: int = 16, **options: object
+    ) -> RCKVCache:
         """The RCStat paper's recipe: expected RC alone, a threshold per key head and layer, no sinks.
 
         ``options`` are passed on (``ratio``, ``group_reduce``, ...) and may override the recipe's own.
@@ -179,7 +192,7 @@ class RCKVCache(Cache):
         keys, values = super().update(key_states, value_states, layer_idx, *args, **kwargs)
         layer = self.layers[layer_idx]
         if isinstance(layer, RCLayer):
-            expect_attention(layer, keys)
+            expect_attention(layer, keys, self._modules)
         return keys, values
 
     @property
@@ -189,7 +202,8 @@ class RCKVCache(Cache):
 
     @property
     def evictions(self) -> list[Eviction | None]:
-        """Per layer, the prefill's scores and decisions (None for sliding layers or before prefill)."""
+        """Per layer, the prefill's scores and decisions (None for sliding layers or before prefill);
+        later chunks' (a chat's next turns) are in each layer's ``evictions`` list."""
         return [layer.eviction if isinstance(layer, RCLayer) else None for layer in self.layers]
 
     @property
@@ -203,34 +217,38 @@ class RCKVCache(Cache):
 
     @property
     def head_compression_ratio(self) -> torch.Tensor:
-        """``[layers, B, Hkv]`` share of each key head's prompt evicted; ``nan`` for layers not evicted from."""
-        shape = self._decided()[0].compression_ratio.shape
+        """``[layers, B, Hkv]`` share of each key head's prompt evicted (every chunk); ``nan`` for layers
+        not evicted from."""
+        shape = self._decided()[0].evicted_share().shape
         return torch.stack(
             [
-                e.compression_ratio.float() if e is not None else torch.full(shape, float("nan"))
-                for e in self.evictions
+                layer.evicted_share().float()
+                if isinstance(layer, RCLayer) and layer.prefilled
+                else torch.full(shape, float("nan"))
+                for layer in self.layers
             ]
         )
 
     @property
     def layer_compression_ratio(self) -> torch.Tensor:
-        """``[layers]`` share of each layer's prompt entries evicted (all rows and key heads); ``nan`` if none."""
+        """``[layers]`` share of each layer's prompt entries evicted (all rows, key heads and chunks);
+        ``nan`` if none."""
         self._decided()
-        return torch.tensor(
-            [
-                float("nan") if e is None else 1.0 - int(e.kept.sum()) / e.prompt_entries
-                for e in self.evictions
-            ]
-        )
+        shares = []
+        for layer in self.layers:
+            kept, entries = layer.entries() if isinstance(layer, RCLayer) and layer.prefilled else (0, 0)
+            shares.append(1.0 - kept / entries if entries else float("nan"))
+        return torch.tensor(shares)
 
     @property
     def compression_ratio(self) -> float:
-        """Evicted prompt entries / all prompt entries, over the evicted-from layers, rows and key heads."""
-        decided = self._decided()
-        return 1.0 - sum(int(e.kept.sum()) for e in decided) / sum(e.prompt_entries for e in decided)
+        """Evicted prompt entries / all prompt entries, over the evicted-from layers, rows, key heads and
+        chunks (the prompt and every later multi-token forward)."""
+        entries = [layer.entries() for layer in self._decided()]
+        return 1.0 - sum(kept for kept, _ in entries) / max(sum(total for _, total in entries), 1)
 
-    def _decided(self) -> list[Eviction]:
-        decided = [e for e in self.evictions if e is not None]
+    def _decided(self) -> list[RCLayer]:
+        decided = [layer for layer in self.layers if isinstance(layer, RCLayer) and layer.prefilled]
         if not decided:
             raise RuntimeError("no prompt has gone through this cache yet")
         return decided

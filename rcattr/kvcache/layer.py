@@ -9,6 +9,10 @@ batch rows that keep fewer tokens than the longest row of the same head are padd
 ``positions`` ``[batch, 1 or kv_heads, slots]`` records the sequence position of every slot (-1 for
 a pad). Keys keep the RoPE of their original positions, and the cache reports the uncompressed
 sequence length, so new tokens get the positions they would have had.
+
+Every forward of more than one token (the prompt, and each later turn of a chat fed to the same
+cache) is a chunk: its tokens are scored against the chunk's own last ``window`` queries and evicted
+after its attention has run. Entries kept from earlier chunks stay; single tokens (decoding) are kept.
 """
 
 from __future__ import annotations
@@ -72,46 +76,54 @@ class EvictionPolicy:
 
 @dataclass(frozen=True)
 class WindowScores:
-    """What one layer's prefill scored, before anything is decided.
+    """What one layer scored in a chunk (the prefill, or a later multi-token forward), before anything is decided.
 
     Attributes
     ----------
     before : torch.Tensor
-        ``[B, Hkv, m]`` score of every key before the window (``m = n - window``); ``nan`` for padding.
+        ``[B, Hkv, m]`` score of every key of the chunk before its window (``m = n - window``); ``nan``
+        for padding.
     protected : torch.Tensor
-        ``[B, Hkv, m]`` bool, the keys kept whatever their score (the first ``sinks`` real tokens).
+        ``[B, Hkv, m]`` bool, the keys kept whatever their score (the first ``sinks`` real tokens of the
+        sequence, in its first chunk).
     present : torch.Tensor
-        ``[B, n]`` bool, the prompt tokens that are not padding.
+        ``[B, n]`` bool, the chunk's tokens that are not padding.
     window : int
-        Window length (at most the prompt's).
+        Window length (at most the chunk's).
+    start : int
+        Sequence position of the chunk's first token (0 for the prefill).
     """
 
     before: torch.Tensor
     protected: torch.Tensor
     present: torch.Tensor
     window: int
+    start: int = 0
 
 
 @dataclass(frozen=True)
 class Eviction:
-    """What one layer decided at prefill, kept for analysis.
+    """What one layer decided for one chunk (the prefill, or a later turn), kept for analysis.
 
     Attributes
     ----------
     scores : torch.Tensor
-        ``[B, Hkv, n]`` RC score of every prompt token; ``inf`` for the window, ``nan`` for padding.
+        ``[B, Hkv, n]`` RC score of every token of the chunk; ``inf`` for the window, ``nan`` for padding.
     threshold : torch.Tensor or None
         ``[B, Hkv]`` the adaptive threshold ``c · mean score`` (None in ``ratio`` mode).
     kept : torch.Tensor
-        ``[B, Hkv, n]`` bool, the prompt tokens each key head keeps.
+        ``[B, Hkv, n]`` bool, the chunk's tokens each key head keeps.
     present : torch.Tensor
-        ``[B, n]`` bool, the prompt tokens that are not padding.
+        ``[B, n]`` bool, the chunk's tokens that are not padding.
+    start : int
+        Sequence position of the chunk's first token (0 for the prefill).
     """
 
     scores: torch.Tensor
     threshold: torch.Tensor | None
     kept: torch.Tensor
     present: torch.Tensor
+    start: int = 0
 
     @property
     def compression_ratio(self) -> torch.Tensor:
@@ -126,7 +138,7 @@ class Eviction:
 
 
 class RCLayer(DynamicLayer):
-    """A dynamic cache layer that evicts prompt tokens head by head after the prefill forward.
+    """A dynamic cache layer that evicts prompt tokens head by head after each multi-token forward.
 
     Parameters
     ----------
@@ -154,7 +166,7 @@ class RCLayer(DynamicLayer):
         self.has_pads = False
         self.kv_heads = 0
         self.seen = 0
-        self.eviction: Eviction | None = None
+        self.evictions: list[Eviction] = []  # one per chunk, the prefill's first
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)
@@ -191,9 +203,25 @@ class RCLayer(DynamicLayer):
         return self.seen + mask_query_length(query), 0
 
     @property
+    def eviction(self) -> Eviction | None:
+        """The prefill's decision (None before the prefill); later chunks' are in :attr:`evictions`."""
+        return self.evictions[0] if self.evictions else None
+
+    @property
     def prefilled(self) -> bool:
         """Whether the prefill forward has filled this layer (and eviction therefore has run)."""
-        return self.eviction is not None
+        return bool(self.evictions)
+
+    def evicted_share(self) -> torch.Tensor:
+        """``[B, Hkv]`` share of each key head's (non-padding) chunk tokens evicted, over every chunk."""
+        kept = sum(e.kept.sum(-1) for e in self.evictions)
+        prompt = sum(e.present.sum(-1, keepdim=True) for e in self.evictions)
+        return 1.0 - kept / prompt.clamp_min(1)  # type: ignore[union-attr]
+
+    def entries(self) -> tuple[int, int]:
+        """(kept, all) non-padding chunk entries over every chunk, row and key head."""
+        kept = sum(int(e.kept.sum()) for e in self.evictions)
+        return kept, sum(e.prompt_entries for e in self.evictions)
 
     @property
     def packed(self) -> bool:
@@ -214,14 +242,15 @@ class RCLayer(DynamicLayer):
         return [self.positions[:, 0, segment].long() for segment in self.segments()]
 
     def evict(self, query: torch.Tensor, attention_mask: torch.Tensor | None) -> None:
-        """Score the prompt against its last ``window`` queries and drop what each head does not keep.
+        """Score the chunk just stored against its last ``window`` queries and drop what each head does
+        not keep; entries of earlier chunks stay.
 
         Parameters
         ----------
         query : torch.Tensor
-            ``[B, H, n, d]`` the prefill's queries (after RoPE and q-norm), as the attention got them.
+            ``[B, H, n, d]`` the chunk's queries (after RoPE and q-norm), as the attention got them.
         attention_mask : torch.Tensor or None
-            The 4-D mask the attention got for the prefill (None: plain causality).
+            The 4-D mask the attention got for the chunk (None: plain causality).
         """
         scored = self.score(query, attention_mask)
         if self.decide_jointly is not None:
@@ -231,13 +260,15 @@ class RCLayer(DynamicLayer):
         self.apply(scored, keep, threshold)
 
     def score(self, query: torch.Tensor, attention_mask: torch.Tensor | None) -> WindowScores:
-        """The policy's score of every prompt key before the window (see :meth:`evict`)."""
-        assert self.keys is not None and self.values is not None
-        batch, kv_heads, n = self.keys.shape[:3]
+        """The policy's score of every key of the chunk before its window (see :meth:`evict`)."""
+        keys, values = self._chunk(query.shape[-2])
+        batch, kv_heads, n = keys.shape[:3]
+        start = self.seen - n
         window = min(self.policy.window, n)
         device = query.device
         rows = torch.arange(n - window, n, device=device)
-        visible = visible_keys(attention_mask, rows, rows, torch.arange(n, device=device))
+        positions = torch.arange(self.seen, device=device)
+        visible = visible_keys(attention_mask, rows, rows + start, positions)[..., start:]
         visible = visible.expand(batch, window, n)
         present = visible[:, -1]  # the last token attends to every real one
         if not bool(present[:, -1].all()):
@@ -247,7 +278,7 @@ class RCLayer(DynamicLayer):
             )
         policy = self.policy
         if n > window:
-            logits = raw_logits(query[:, :, -window:], self.keys, dtype=policy.score_dtype)
+            logits = raw_logits(query[:, :, -window:], keys, dtype=policy.score_dtype)
             before = window_rc_scores(
                 logits,
                 visible,
@@ -257,41 +288,68 @@ class RCLayer(DynamicLayer):
                 dtype=policy.score_dtype,
             )
             if policy.value_norm:
-                before = value_weighted(before, self.values)
-        else:  # the whole prompt is window
-            before = self.keys.new_empty(batch, kv_heads, 0, dtype=policy.score_dtype)
-        protected = leading_tokens(present, policy.sinks)[:, None, : n - window].expand_as(before)
-        return WindowScores(before, protected, present, window)
+                before = value_weighted(before, values)
+        else:  # the whole chunk is window
+            before = keys.new_empty(batch, kv_heads, 0, dtype=policy.score_dtype)
+        sinks = policy.sinks if start == 0 else 0  # the sequence's first tokens, not every chunk's
+        protected = leading_tokens(present, sinks)[:, None, : n - window].expand_as(before)
+        return WindowScores(before, protected, present, window, start)
+
+    def _chunk(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[B, Hkv, n, d]`` keys and values of the last ``n`` tokens stored (the chunk just fed)."""
+        assert self.keys is not None and self.values is not None
+        if self.head_slots is None:
+            return self.keys[:, :, -n:], self.values[:, :, -n:]
+        segments = self.segments()
+        return tuple(  # type: ignore[return-value]
+            torch.stack([stored[:, 0, segment][:, -n:] for segment in segments], dim=1)
+            for stored in (self.keys, self.values)
+        )
 
     def apply(self, scored: WindowScores, keep_before: torch.Tensor, threshold: torch.Tensor | None) -> None:
-        """Record the decision ``keep_before [B, Hkv, m]`` on the keys before the window and evict the rest."""
+        """Record the decision ``keep_before [B, Hkv, m]`` on the chunk's keys before its window and evict
+        the rest of the chunk."""
         before, present, window = scored.before, scored.present, scored.window
         batch, kv_heads = before.shape[:2]
         in_window = present[:, None, -window:].expand(batch, kv_heads, window)
         kept = torch.cat([keep_before, in_window], dim=-1)
         window_scores = before.new_full((batch, kv_heads, window), float("inf"))
         scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
-        self.eviction = Eviction(scores=scores, threshold=threshold, kept=kept, present=present)
+        eviction = Eviction(
+            scores=scores, threshold=threshold, kept=kept, present=present, start=scored.start
+        )
+        self.evictions.append(eviction)
         if not bool(kept.all()):
-            self._pack(kept)
+            self._retain(kept)
 
-    def _pack(self, kept: torch.Tensor) -> None:
-        """Store the ``[B, Hkv, n]`` kept tokens of each head one head after the other."""
-        assert self.keys is not None and self.values is not None
-        counts = kept.sum(-1)  # [B, Hkv]
-        order = (~kept).to(torch.uint8).argsort(dim=-1, stable=True)  # kept positions first, in order
-        keys, values, positions = [], [], []
-        for head, slots in enumerate(counts.amax(0).tolist()):
-            index = order[:, head, :slots]  # [B, slots]
-            keys.append(self.keys[:, head].gather(1, index[..., None].expand(-1, -1, self.keys.shape[-1])))
-            values.append(
-                self.values[:, head].gather(1, index[..., None].expand(-1, -1, self.values.shape[-1]))
-            )
-            is_slot = torch.arange(slots, device=kept.device) < counts[:, head, None]
-            positions.append(torch.where(is_slot, index, -1))
+    def _retain(self, kept: torch.Tensor) -> None:
+        """Keep, of the last chunk's tokens, the ``[B, Hkv, n]`` ``kept`` ones (earlier slots stay), and
+        store each head's slots one head after the other."""
+        assert self.keys is not None and self.values is not None and self.positions is not None
+        n = kept.shape[-1]
+        if self.head_slots is None:
+            heads = [(self.keys[:, h], self.values[:, h], self.positions[:, h]) for h in range(self.kv_heads)]
+        else:
+            heads = [
+                (self.keys[:, 0, seg], self.values[:, 0, seg], self.positions[:, 0, seg])
+                for seg in self.segments()
+            ]
+        keys, values, positions, head_slots = [], [], [], []
+        for head, (head_keys, head_values, head_positions) in enumerate(heads):
+            keep = torch.cat([head_positions[:, :-n] >= 0, kept[:, head]], dim=-1)  # [B, slots]
+            counts = keep.sum(-1)
+            slots = int(counts.max())
+            index = (
+                (~keep).to(torch.uint8).argsort(dim=-1, stable=True)[:, :slots]
+            )  # kept slots first, in order
+            keys.append(head_keys.gather(1, index[..., None].expand(-1, -1, head_keys.shape[-1])))
+            values.append(head_values.gather(1, index[..., None].expand(-1, -1, head_values.shape[-1])))
+            is_slot = torch.arange(slots, device=kept.device) < counts[:, None]
+            positions.append(torch.where(is_slot, head_positions.gather(1, index), -1))
+            head_slots.append(slots)
         self.keys, self.values = torch.cat(keys, dim=1)[:, None], torch.cat(values, dim=1)[:, None]
         self.positions = torch.cat(positions, dim=1)[:, None].to(torch.int32)
-        self.head_slots = counts.amax(0).tolist()
+        self.head_slots = head_slots
         self.has_pads = bool((self.positions < 0).any())
 
     def slot_mask(self, attention_mask: torch.Tensor | None, query_length: int) -> torch.Tensor | None:
@@ -367,12 +425,12 @@ class RCLayer(DynamicLayer):
 
     def reset(self) -> None:
         self.keys = self.values = self.positions = None
-        self.head_slots, self.has_pads, self.is_initialized, self.seen, self.eviction = (
+        self.head_slots, self.has_pads, self.is_initialized, self.seen, self.evictions = (
             None,
             False,
             False,
             0,
-            None,
+            [],
         )
 
 

@@ -1,0 +1,28 @@
+"""The names rcattr's options accept, importable without torch: the CLI parses its arguments (and
+answers ``--help``) before anything heavy is imported."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = [
+    "GRANULARITIES",
+    "HEAD_SCORES",
+    "OUTPUT_GRANULARITIES",
+    "SPAN_SCORER_NAMES",
+    "parse_head_count",
+]
+
+GRANULARITIES: tuple[str, ...] = ("token", "sentence", "chunk")
+OUTPUT_GRANULARITIES: tuple[str, ...] = ("answer", "sentence", "token")
+HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
+SPAN_SCORER_NAMES: tuple[str, ...] = ("attention", "rc", "rc_bound")
+
+
+def parse_head_count(text: str) -> int | str:
+    """A head count from the command line: a positive number of heads, or ``outliers``."""
+    if text == "outliers":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"--top-k must be at least 1 or 'outliers', got {text!r}")
+    return int(text)
