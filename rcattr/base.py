@@ -10,6 +10,7 @@ tokens and return the same :class:`~rcattr.result.RCAttributionResult`.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -165,18 +166,28 @@ class SpanAttributor(ABC):
         """Render, tokenize, generate if needed, and lay out spans and output units."""
         prompt = render_prompt(self.tokenizer, inp)
         prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
-        answer = self._answer(prompt_ids, target, gen_args)
+        context_spans, context_ranges = _context_spans(prompt, prompt_offsets, granularity)
+        if isinstance(output_granularity, str) and output_granularity not in OUTPUT_GRANULARITIES:
+            raise ValueError(
+                f"unknown output_granularity {output_granularity!r}; choose one of {list(OUTPUT_GRANULARITIES)} "
+                "or give (start, end) spans"
+            )
+        window = getattr(self.model.config.get_text_config(), "max_position_embeddings", None)
+        if window is not None and len(prompt_ids) >= window:
+            raise ValueError(
+                f"the prompt ({len(prompt_ids)} tokens) leaves no room for an answer in the model's window of "
+                f"{window} positions; shorten the context"
+            )
+        answer = self._answer(prompt_ids, target, gen_args, window)
         encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
         answer_ids = list(encoded["input_ids"])
         answer_offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
         total = len(prompt_ids) + len(answer_ids)
-        window = getattr(self.model.config.get_text_config(), "max_position_embeddings", None)
         if window is not None and total > window:
             raise ValueError(
                 f"prompt ({len(prompt_ids)} tokens) + answer ({len(answer_ids)} tokens) = {total} tokens exceeds "
                 f"the model's window of {window} positions"
             )
-        context_spans, context_ranges = _context_spans(prompt, prompt_offsets, granularity)
         output_spans = _answer_spans(answer, answer_offsets, output_granularity)
         return Example(
             prompt=prompt,
@@ -200,10 +211,24 @@ class SpanAttributor(ABC):
         offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
         return list(encoded["input_ids"]), offsets
 
-    def _answer(self, prompt_ids: list[int], target: str | None, gen_args: Mapping[str, Any] | None) -> str:
+    def _answer(
+        self,
+        prompt_ids: list[int],
+        target: str | None,
+        gen_args: Mapping[str, Any] | None,
+        window: int | None,
+    ) -> str:
         if target is None:
             ids = torch.tensor([prompt_ids], device=self.model.device)
             options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
+            room = None if window is None else window - len(prompt_ids)
+            if room is not None and options.get("max_new_tokens", 0) > room:
+                warnings.warn(
+                    f"max_new_tokens={options['max_new_tokens']} lowered to {room}: the prompt takes "
+                    f"{len(prompt_ids)} of the model's {window} positions",
+                    stacklevel=4,
+                )
+                options["max_new_tokens"] = room
             generated = self.model.generate(  # type: ignore[operator]  # transformers types generate's decorator badly
                 ids, attention_mask=torch.ones_like(ids), pad_token_id=self.tokenizer.eos_token_id, **options
             )
@@ -271,13 +296,13 @@ def _context_spans(
             raise ValueError(
                 "character spans as granularity need a single context string, not a list of chunks"
             )
-        spans = char_spans(prompt.chunks[0], granularity)
+        spans = _given_spans(prompt.chunks[0], granularity, "granularity")
     return spans, list(token_ranges(spans, offsets, prompt.chunk_starts))
 
 
 def _answer_spans(answer: str, offsets: np.ndarray, spec: SpanSpec) -> list[TextSpan]:
     if not isinstance(spec, str):
-        return char_spans(answer, spec)
+        return _given_spans(answer, spec, "output_granularity")
     if spec not in OUTPUT_GRANULARITIES:
         raise ValueError(
             f"unknown output_granularity {spec!r}; choose one of {list(OUTPUT_GRANULARITIES)} or give (start, end) spans"
@@ -287,6 +312,13 @@ def _answer_spans(answer: str, offsets: np.ndarray, spec: SpanSpec) -> list[Text
     if spec == "sentence":
         return sentence_spans(answer)
     return token_spans(offsets, 0, len(answer), answer)
+
+
+def _given_spans(text: str, bounds: Sequence[tuple[int, int]], argument: str) -> list[TextSpan]:
+    try:
+        return char_spans(text, bounds)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{argument}: {error}") from None
 
 
 def normalise(scores: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,40 @@ DESCRIPTION = (
     "Explain which parts of a context a language model's answer came from, and compress its KV cache, using "
     "the statistics of raw attention logits (RCStat). Runs offline on the packaged SmolLM2-135M-Instruct."
 )
+EPILOG = (
+    "Problems (a missing file, a bad option value, a model that cannot be loaded) are reported in one line with "
+    "exit status 2 or 1; set RCATTR_TRACEBACK=1 to see the full traceback instead."
+)
+
+
+class CommandError(Exception):
+    """A problem with the command's arguments or input files: reported in one line, exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    if not text.lstrip("+").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a share in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be a share in [0, 1), got {text!r}")
+    return value
 
 
 def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> None:
@@ -33,6 +68,9 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
         "--model",
         help="an offline packaged model (SmolLM2-135M-Instruct, the default, or gemma-3-270m) or any "
         "transformers causal LM name or path",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="show the model's loading progress and transformers' warnings"
     )
     if heads:
         parser.add_argument(
@@ -55,13 +93,23 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
             help="how heads are ranked: P(X>Y) (default), E[Z]/std(Y), or raw E[Z]",
         )
     parser.add_argument(
-        "--max-new-tokens", type=int, default=128, help="answer length limit when generating (default 128)"
+        "--max-new-tokens",
+        type=_positive_int,
+        default=128,
+        help="answer length limit when generating (default 128)",
     )
 
 
 def _input_options(parser: argparse.ArgumentParser, *, required: bool, answer: bool = True) -> None:
     parser.add_argument(
-        "--context", required=required, metavar="FILE", help="the context: a text file, or - for stdin"
+        "--context",
+        required=required,
+        metavar="FILE",
+        help="the context: a text file, or - for stdin"
+        + ("" if required else " (default: the built-in three-document example)"),
+    )
+    parser.add_argument(
+        "--encoding", default="utf-8", help="the context file's text encoding (default utf-8; e.g. latin-1)"
     )
     parser.add_argument("--question", default="", help="the question asked about the context")
     if answer:
@@ -74,7 +122,7 @@ def _input_options(parser: argparse.ArgumentParser, *, required: bool, answer: b
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rcattr", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="rcattr", description=DESCRIPTION, epilog=EPILOG)
     commands = parser.add_subparsers(dest="command", required=True)
 
     explain = commands.add_parser(
@@ -95,29 +143,40 @@ def _parser() -> argparse.ArgumentParser:
         description="Score every attention head on one example and write the heat map (RCStat Fig. 4).",
     )
     _input_options(heads, required=False)
-    heads.add_argument("--out", default="heads.png", help="PNG to write (default heads.png)")
+    heads.add_argument(
+        "--out",
+        default="heads.png",
+        help="image to write, its format from its extension: .png (default heads.png), .jpg, .svg, .pdf, ...",
+    )
     _model_options(heads)
 
     compress = commands.add_parser(
         "compress",
         help="answer with RCKVCache and with the full KV cache, and compare their memory",
         description="Generate the answer twice, with transformers' full cache and with RCKVCache (prompt KV "
-        "entries evicted head by head at prefill), and print both answers, the share evicted and the bytes held.",
-        epilog="example: rcattr compress --context report.txt --question 'What did it conclude?' --c 1.5 "
-        "--heatmap evicted.png",
+        "entries evicted head by head at prefill), and print both answers, where they diverge, the share "
+        "evicted and the bytes held.",
+        epilog="example: rcattr compress --context examples/report.txt --question 'What did the council decide?' "
+        "--c 0.5 --heatmap evicted.png",
     )
     _input_options(compress, required=True, answer=False)
-    compress.add_argument(
-        "--c", type=float, default=1.0, help="eviction threshold: larger evicts more, 0 keeps all (default 1)"
+    budget = compress.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--c",
+        type=_threshold,
+        help="eviction threshold: a token is evicted below c times the mean score; larger evicts more, 0 keeps "
+        "all (default 1)",
+    )
+    budget.add_argument(
+        "--ratio", type=_share, help="evict this share of the prompt's entries instead of a threshold"
     )
     compress.add_argument(
-        "--ratio", type=float, help="evict this share of the prompt's entries instead of a threshold"
+        "--window", type=_positive_int, default=16, help="last prompt tokens that score the rest (default 16)"
     )
     compress.add_argument(
-        "--window", type=int, default=16, help="last prompt tokens that score the rest (default 16)"
-    )
-    compress.add_argument(
-        "--heatmap", metavar="PNG", help="also write the share evicted per layer and key head"
+        "--heatmap",
+        metavar="IMAGE",
+        help="also write the share evicted per layer and key head (.png, .jpg, .svg, .pdf, ...)",
     )
     _model_options(compress, heads=False)
 
@@ -150,25 +209,82 @@ def _explain_options(parser: argparse.ArgumentParser, granularity: str = "senten
         default="attention",
         help="span scorer on the selected heads (default attention)",
     )
-    parser.add_argument("--top", type=int, default=3, help="sources printed per answer part (default 3)")
+    parser.add_argument(
+        "--top", type=_positive_int, default=3, help="sources printed per answer part (default 3)"
+    )
     parser.add_argument("--html", metavar="OUT", help="also write an interactive HTML report")
     parser.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in the terminal"
     )
 
 
-def _read_context(path: str, by_blank_line: bool) -> str | list[str]:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+def _read_context(path: str, encoding: str, by_blank_line: bool) -> str | list[str]:
+    """The context file's text (or its blank-line-separated paragraphs), checked before any model work."""
+    if path == "-":
+        data, name = sys.stdin.buffer.read(), "standard input"
+    else:
+        file, name = Path(path), path
+        if not file.exists():
+            raise CommandError(f"--context: {path} does not exist")
+        if file.is_dir():
+            raise CommandError(f"--context: {path} is a directory; give a text file")
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise CommandError(f"--context: cannot read {path} ({error.strerror})") from None
+    if b"\x00" in data:
+        raise CommandError(f"--context: {name} is not a text file (it contains NUL bytes)")
+    try:
+        text = data.decode(encoding)
+    except LookupError:
+        raise CommandError(f"--encoding: unknown text encoding {encoding!r}") from None
+    except UnicodeDecodeError as error:
+        raise CommandError(
+            f"--context: {name} is not {encoding} text (byte 0x{data[error.start]:02x} at offset {error.start}); "
+            "give its encoding, e.g. --encoding latin-1"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise CommandError(f"--context: {name} is empty")
     if not by_blank_line:
         return text
     return [part.strip() for part in text.replace("\r\n", "\n").split("\n\n") if part.strip()]
+
+
+def _image_suffixes() -> Collection[str]:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return {f".{suffix}" for suffix in FigureCanvasBase.get_supported_filetypes()}
+
+
+def _check_output(
+    option: str, value: str | None, suffixes: Callable[[], Collection[str]] | None = None
+) -> None:
+    """Refuse, before any model work, an output path that could not be written."""
+    if value is None:
+        return
+    path = Path(value)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise CommandError(f"{option}: {value} is a directory; give a file name")
+    if not folder.is_dir():
+        raise CommandError(f"{option}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{option}: cannot write in the folder {folder}")
+    if suffixes is not None:
+        allowed = suffixes()
+        if path.suffix.lower() not in allowed:
+            raise CommandError(
+                f"{option}: cannot tell an image format from {path.suffix or 'no extension'!r}; end the name "
+                f"with one of {', '.join(sorted(allowed))}"
+            )
 
 
 def _attributor(args: argparse.Namespace) -> RCAttributor:
     from rcattr.attributor import RCAttributor
     from rcattr.models import load_model
 
-    model, tokenizer = load_model(args.model)
+    model, tokenizer = load_model(args.model, verbose=args.verbose)
     scorer = getattr(args, "scorer", "attention")
     if args.paper:  # the paper's attention scorer reads each unit's own rows; another scorer is as named
         overrides = {} if scorer == "attention" else {"span_scorer": scorer}
@@ -183,7 +299,8 @@ def _input(args: argparse.Namespace) -> ContextInput:
 
     if getattr(args, "context", None) is None:
         return example_input()
-    return ContextInput(_read_context(args.context, args.chunks_by_blank_line), args.question)
+    context = _read_context(args.context, args.encoding, args.chunks_by_blank_line)
+    return ContextInput(context, args.question)
 
 
 def report(result: RCAttributionResult, top: int) -> str:
@@ -208,12 +325,12 @@ def report(result: RCAttributionResult, top: int) -> str:
     return "\n".join(lines)
 
 
-def _explain(args: argparse.Namespace) -> int:
+def _explain(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.viz import save_html, shade_context
 
     attributor = _attributor(args)
     result = attributor.attribute(
-        _input(args),
+        inp,
         getattr(args, "answer", None),
         granularity=args.granularity,
         output_granularity=args.output_granularity,
@@ -228,12 +345,12 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _heads(args: argparse.Namespace) -> int:
+def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.viz import save_head_heatmap
 
     attributor = _attributor(args)
     result = attributor.attribute(
-        _input(args), args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
+        inp, args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
     )
     path = save_head_heatmap(result, args.out)
     assert result.head_selection is not None  # RCAttributor always selects heads
@@ -242,33 +359,32 @@ def _heads(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compress(args: argparse.Namespace) -> int:
-    import torch
-    from transformers import DynamicCache
-
+def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.kvcache import RCKVCache
+    from rcattr.kvcache.compare import compare_generations
     from rcattr.models import load_model
-    from rcattr.prompting import render_prompt
     from rcattr.viz import save_head_heatmap
 
-    model, tokenizer = load_model(args.model)
-    try:
-        cache = RCKVCache(model, c=args.c, window=args.window, ratio=args.ratio)
-    except ValueError as error:
-        raise SystemExit(str(error)) from None
-    prompt = render_prompt(tokenizer, _input(args))
-    inputs = tokenizer(prompt.text, return_tensors="pt", add_special_tokens=prompt.add_special_tokens)
-    prompt_tokens = inputs["input_ids"].shape[1]
-    answers = []
-    full = DynamicCache(config=model.config)
-    with torch.no_grad():
-        for past in (full, cache):
-            out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
-                **inputs, past_key_values=past, max_new_tokens=args.max_new_tokens, do_sample=False
-            )
-            answers.append(str(tokenizer.decode(out[0, prompt_tokens:], skip_special_tokens=True)).strip())
+    model, tokenizer = load_model(args.model, verbose=args.verbose)
+    cache = RCKVCache(model, c=args.c, window=args.window, ratio=args.ratio)
+    compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens)
+    full, compressed = (
+        str(tokenizer.decode(ids, skip_special_tokens=True)).strip()
+        for ids in (compared.full, compared.compressed)
+    )
     layers = f"{len(cache.rc_layers)} of {len(cache.layers)} layers"
-    print(f"Prompt: {prompt_tokens} tokens\nFull cache: {answers[0]}\nRCKVCache:  {answers[1]}\n")
+    print(f"Prompt: {compared.prompt_tokens} tokens\nFull cache: {full}\nRCKVCache:  {compressed}\n")
+    agreement = compared.agreement
+    if agreement.first_difference is None:
+        print(f"The two answers are identical ({agreement.length} tokens).")
+    else:
+        index = agreement.first_difference
+        common = str(tokenizer.decode(compared.full[:index], skip_special_tokens=True)).strip()
+        where = f"after {'…' * (len(common) > 40) + common[-40:]!r}" if common else "from the first token"
+        print(
+            f"The answers diverge at token {index + 1} ({where}); {agreement.agreement:.0%} of "
+            f"{agreement.length} token positions agree. Lower --c (or --ratio) to evict less."
+        )
     print(
         f"Evicted {cache.compression_ratio:.1%} of the prompt's KV entries ({layers}); the cache holds "
         f"{cache.nbytes() / 2**20:.2f} MiB against {cache.full_nbytes() / 2**20:.2f} MiB for the full cache"
@@ -282,13 +398,42 @@ def _compress(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMANDS: dict[str, Callable[[argparse.Namespace, ContextInput], int]] = {
+    "explain": _explain,
+    "demo": _explain,
+    "heads": _heads,
+    "compress": _compress,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "heads":
-        return _heads(args)
-    if args.command == "compress":
-        return _compress(args)
-    return _explain(args)
+    prog = f"rcattr {args.command}"
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning(prog)
+        try:
+            _check_output("--html", getattr(args, "html", None))
+            _check_output("--out", getattr(args, "out", None), _image_suffixes)
+            _check_output("--heatmap", getattr(args, "heatmap", None), _image_suffixes)
+            return COMMANDS[args.command](args, _input(args))
+        except CommandError as error:
+            return _fail(prog, error, status=2)
+        except (ValueError, TypeError, OSError, ImportError, NotImplementedError) as error:
+            return _fail(prog, error, status=1)
+
+
+def _fail(prog: str, error: Exception, status: int) -> int:
+    if os.environ.get("RCATTR_TRACEBACK"):
+        raise error
+    print(f"{prog}: error: {error}", file=sys.stderr)
+    return status
+
+
+def _one_line_warning(prog: str) -> Callable[..., None]:
+    def show(message: Warning | str, *args: object, **kwargs: object) -> None:
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+
+    return show
 
 
 if __name__ == "__main__":

@@ -131,6 +131,8 @@ def head_count(scores: torch.Tensor, k: HeadCount) -> int:
     20 would take a quarter of the model.
     """
     total = scores.numel()
+    if isinstance(k, bool):
+        raise ValueError(f"top_k={k!r}: give a number of heads, a fraction of them, or 'outliers'")
     if k == "outliers":
         flat = scores.flatten().double()
         threshold = flat.mean() + OUTLIER_SIGMAS * flat.std(correction=0)

@@ -13,14 +13,17 @@ directory under :func:`cache_dir`, and later loads read that directory (about a 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import os
 import shutil
+import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -176,6 +179,7 @@ def load_model(
     *,
     dtype: torch.dtype | str = torch.float32,
     device: torch.device | str = "cpu",
+    verbose: bool = False,
     **from_pretrained_kwargs: object,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load a causal LM and its tokenizer, in eval mode.
@@ -190,6 +194,8 @@ def load_model(
         Weight dtype.
     device : torch.device or str, default "cpu"
         Where to put the model; a ``device_map`` keyword (e.g. ``"auto"``) takes precedence.
+    verbose : bool, default False
+        Show transformers' loading progress bar and its info and warning messages while loading.
     **from_pretrained_kwargs
         Passed on to ``from_pretrained`` (e.g. ``attn_implementation``, ``device_map``, ``revision``).
 
@@ -204,12 +210,63 @@ def load_model(
     """
     if name_or_path is None:
         name_or_path = DEFAULT_MODEL
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"name_or_path must be a model name or path, got {type(name_or_path).__name__}")
     packaged = name_or_path in PACKAGED_MODELS
-    source = packaged_model_dir(str(name_or_path)) if packaged else name_or_path
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    from_pretrained_kwargs.setdefault("device_map", device)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **from_pretrained_kwargs)
+    if not packaged:
+        _check_reachable(str(name_or_path))
+    with contextlib.nullcontext() if verbose else _quiet_transformers():
+        source = packaged_model_dir(str(name_or_path)) if packaged else name_or_path
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        from_pretrained_kwargs.setdefault("device_map", device)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **from_pretrained_kwargs)
     if packaged:  # name it as users asked for it, not by its cache directory
         model.config.name_or_path = str(name_or_path)
     model.eval()
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' progress bars off and its logging at errors only, restored afterwards."""
+    from transformers.utils import logging
+
+    bars, verbosity = logging.is_progress_bar_enabled(), logging.get_verbosity()
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
+def _check_reachable(name: str) -> None:
+    """Fail at once, naming the problem, when ``name`` is not a local folder, not in the Hugging Face cache,
+    and the Hub cannot be reached (transformers would retry for about a minute before failing)."""
+    if Path(name).expanduser().exists():
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    known = ", ".join(sorted(PACKAGED_MODELS))
+    try:
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return
+    except HFValidationError:
+        raise OSError(
+            f"cannot load model {name!r}: it is not an offline packaged model ({known}), not an existing folder, "
+            "and not a valid Hugging Face model name"
+        ) from None
+    unreachable = f"cannot load model {name!r}: it is not an offline packaged model ({known}), not a local folder, and not in the Hugging Face cache, "
+    if constants.HF_HUB_OFFLINE:
+        raise OSError(unreachable + "and HF_HUB_OFFLINE is set")
+    if any(os.environ.get(proxy) for proxy in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return  # the Hub may be reachable through the proxy only; let transformers try
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname or "", port), timeout=3).close()
+    except OSError:
+        raise OSError(unreachable + f"and {constants.ENDPOINT} cannot be reached") from None

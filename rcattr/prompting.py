@@ -43,6 +43,24 @@ class ContextInput:
     instruction: str = DEFAULT_INSTRUCTION
     chat_template: bool | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.context, (str, Sequence)):
+            raise TypeError(
+                f"context must be a string or a sequence of strings (documents), got {type(self.context).__name__}"
+            )
+        for index, chunk in enumerate(self.chunks):
+            if not isinstance(chunk, str):
+                raise TypeError(f"context chunk {index} is a {type(chunk).__name__}, not a string")
+        for name in ("question", "instruction"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a string, got {type(getattr(self, name)).__name__}")
+        texts = {"question": self.question, "instruction": self.instruction, "context": "".join(self.chunks)}
+        for name, text in texts.items():
+            if "\x00" in text:
+                raise ValueError(
+                    f"the {name} contains a NUL character (\\x00), which rcattr reserves to mark places in the prompt"
+                )
+
     @property
     def chunks(self) -> list[str]:
         return [self.context] if isinstance(self.context, str) else list(self.context)
@@ -130,6 +148,10 @@ def _render_context(tokenizer: TokenizerLike, inp: ContextInput) -> Prompt:
 
 def _render_template(inp: TextTemplateInput) -> Prompt:
     values = [str(value) for value in inp.values]
+    if any("\x00" in value for value in values):
+        raise ValueError(
+            "a template value contains a NUL character (\\x00), which rcattr reserves to mark places"
+        )
     markers = [_MARKER.format(index) for index in range(len(values))]
     fill = dict(zip(inp.dict_keys, markers, strict=True)) if inp.dict_keys else None
     template = inp.template if callable(inp.template) else inp.template.format

@@ -95,8 +95,13 @@ def sentence_spans(text: str, source: int = 0, *, language: str = "english") -> 
 
 def char_spans(text: str, bounds: Sequence[tuple[int, int]], source: int = 0) -> list[TextSpan]:
     """Caller-given ``(start, end)`` character spans of ``text``, checked to be non-empty and in range."""
+    if isinstance(bounds, str) or not len(bounds):
+        raise ValueError("give at least one (start, end) character span, or a granularity name")
     spans = []
-    for start, end in bounds:
+    for bound in bounds:
+        if len(bound) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in bound):
+            raise ValueError(f"span {bound!r} is not a (start, end) pair of character offsets")
+        start, end = bound
         if not (0 <= start < end <= len(text)):
             raise ValueError(
                 f"span ({start}, {end}) is outside the text or empty; spans must satisfy "

@@ -197,6 +197,10 @@ def test_result_table_and_top(llama) -> None:
         (INPUT, "a", {"granularity": "word"}, ValueError, "unknown granularity 'word'"),
         (INPUT, "a", {"output_granularity": "paragraph"}, ValueError, "unknown output_granularity"),
         (INPUT, 3, {}, TypeError, "target must be the answer string"),
+        ("one context", "a", {"granularity": []}, ValueError, "granularity: give at least one"),
+        (INPUT, "abc", {"output_granularity": []}, ValueError, "output_granularity: give at least one"),
+        ("one context", "a", {"granularity": [(0, 2, 3)]}, ValueError, "not a .start, end. pair"),
+        (ContextInput(["x" * 300]), None, {}, ValueError, "leaves no room for an answer"),
     ],
 )
 def test_bad_input_is_named(llama, inp, target, kwargs, error, message) -> None:
@@ -216,6 +220,42 @@ def test_bad_configuration_is_named(llama) -> None:
         assert RCAttributor(llama, tokenizer, top_k=13).top_k == 12
     with pytest.raises(ValueError, match="does not exist"):
         RCAttributor(llama, tokenizer, heads=[(3, 0)])
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: ContextInput(["a document", 3]), TypeError, "context chunk 1 is a int, not a string"),
+        (lambda: ContextInput(42), TypeError, "context must be a string or a sequence"),
+        (lambda: ContextInput("text", question=None), TypeError, "question must be a string"),
+        (lambda: ContextInput("text", "why \x00 now"), ValueError, "question contains a NUL character"),
+        (lambda: ContextInput(["ok", "a\x00b"]), ValueError, "context contains a NUL character"),
+    ],
+)
+def test_bad_context_input_is_named_when_built(make, error, message) -> None:
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=4)
+    monkeypatch.setattr(
+        llama, "generate", lambda *a, **k: pytest.fail("generated before checking the window")
+    )
+    with pytest.raises(ValueError, match="leaves no room"):
+        attributor.attribute(ContextInput(["x" * 300]))
+
+
+def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=4)
+    with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
+        result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
+    assert result.answer
+
+
+def test_top_k_true_is_not_one_head(llama) -> None:
+    with pytest.raises(ValueError, match="top_k=True"):
+        RCAttributor(llama, char_tokenizer(), top_k=True)
 
 
 def test_unsupported_model_is_named() -> None:

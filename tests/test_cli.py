@@ -78,6 +78,9 @@ def test_heads_writes_the_heat_map(tmp_path, capsys):
     assert main(["heads", "--answer", ANSWER, "--out", str(out_file), "--top-k", "5"]) == 0
     assert out_file.read_bytes().startswith(b"\x89PNG")
     assert "Top heads (superiority): L" in capsys.readouterr().out
+    assert main(["heads", "--answer", ANSWER, "--out", str(out_file), "--top-k", "300"]) == 0
+    err = capsys.readouterr().err
+    assert err == "rcattr heads: warning: top_k=300 but the model has 270 heads; using all of them\n"
 
 
 @pytest.mark.real_model
@@ -90,5 +93,120 @@ def test_compress_answers_twice_and_draws_the_evictions(tmp_path, capsys):
     evicted = float(out.split("Evicted ")[1].split("%")[0])
     assert 20 < evicted < 95
     assert heatmap.read_bytes().startswith(b"\x89PNG")
-    with pytest.raises(SystemExit, match="c must be"):
-        main([*argv, "--c", "-1"])
+    assert "The two answers are identical" in out or "The answers diverge at token " in out
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: one line naming the problem, a non-zero exit, before any model work
+# ---------------------------------------------------------------------------------------------
+
+
+def _context_files(directory):
+    (directory / "latin1.txt").write_bytes("café au lait".encode("latin-1"))
+    (directory / "binary.dat").write_bytes(b"\x7fELF\x00\x01\x02")
+    (directory / "empty.txt").write_text("  \n\n", encoding="utf-8")
+    (directory / "good.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["explain", "--context", "{d}/missing.txt"], "--context: {d}/missing.txt does not exist"),
+        (["explain", "--context", "{d}"], "is a directory; give a text file"),
+        (["explain", "--context", "{d}/binary.dat"], "is not a text file (it contains NUL bytes)"),
+        (["explain", "--context", "{d}/latin1.txt"], "is not utf-8 text (byte 0xe9 at offset 3)"),
+        (["explain", "--context", "{d}/latin1.txt", "--encoding", "klingon"], "unknown text encoding"),
+        (["explain", "--context", "{d}/empty.txt"], "--context: {d}/empty.txt is empty"),
+        (["explain", "--context", "{d}/good.txt", "--html", "{d}/no/such/dir/r.html"], "the folder"),
+        (["heads", "--out", "{d}/heads.bmpx"], "cannot tell an image format from '.bmpx'"),
+        (["compress", "--context", "{d}/good.txt", "--heatmap", "{d}"], "is a directory; give a file name"),
+    ],
+)
+def test_bad_files_and_paths_are_one_line_before_any_model_work(tmp_path, capsys, monkeypatch, argv, message):
+    import rcattr.models
+
+    monkeypatch.setattr(rcattr.models, "load_model", lambda *a, **k: pytest.fail("loaded a model first"))
+    directory = _context_files(tmp_path)
+    assert main([part.format(d=directory) for part in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rcattr {argv[0]}: error: ")
+    assert message.format(d=directory) in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--top", "0"], "argument --top: must be a whole number >= 1, got '0'"),
+        (["demo", "--top", "-1"], "argument --top: must be a whole number >= 1, got '-1'"),
+        (["demo", "--max-new-tokens", "0"], "argument --max-new-tokens: must be a whole number >= 1"),
+        (["compress", "--context", "x", "--c", "1", "--ratio", "0.5"], "not allowed with argument --c"),
+        (["compress", "--context", "x", "--c", "-1"], "argument --c: must be a finite number >= 0"),
+        (["compress", "--context", "x", "--ratio", "1"], "argument --ratio: must be a share in [0, 1)"),
+        (["compress", "--context", "x", "--window", "0"], "argument --window: must be a whole number >= 1"),
+    ],
+)
+def test_bad_option_values_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_model_that_cannot_be_loaded_is_one_line(tmp_path, capsys, monkeypatch):
+    import socket
+
+    def unreachable(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    context = _context_files(tmp_path) / "good.txt"
+    assert main(["explain", "--context", str(context), "--model", "rcattr-test/no-such-model"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "cannot load model 'rcattr-test/no-such-model'" in err and "cannot be reached" in err
+
+
+def test_rcattr_traceback_shows_the_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("RCATTR_TRACEBACK", "1")
+    with pytest.raises(Exception, match="does not exist"):
+        main(["explain", "--context", str(tmp_path / "missing.txt")])
+
+
+@pytest.mark.parametrize(
+    ("reference", "other", "first", "agreement"),
+    [
+        ([1, 2, 3], [1, 2, 3], None, 1.0),
+        ([1, 2, 3, 4], [1, 2, 9, 4], 2, 0.75),
+        ([1, 2, 3, 4], [1, 2], 2, 0.5),
+        ([5, 6], [7, 6, 8, 9], 0, 0.25),
+    ],
+)
+def test_answer_agreement(reference, other, first, agreement):
+    from rcattr.kvcache.compare import AnswerAgreement
+
+    found = AnswerAgreement.of(reference, other)
+    assert found.first_difference == first
+    assert found.agreement == pytest.approx(agreement)
+    assert found.length == max(len(reference), len(other))
+
+
+def test_import_and_help_do_not_import_torch():
+    import subprocess
+    import sys
+
+    check = (
+        "import sys, rcattr, rcattr.cli\n"
+        "heavy = [m for m in ('torch', 'transformers', 'nltk', 'captum', 'matplotlib', 'pandas') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from rcattr import RCAttributor\n"
+        "heavy = [m for m in ('nltk', 'pandas') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True)
+    help_text = subprocess.run(
+        [sys.executable, "-m", "rcattr", "compress", "--help"], check=True, capture_output=True, text=True
+    )
+    assert "--c C | --ratio RATIO" in help_text.stdout

@@ -229,3 +229,9 @@ def test_attention_scorer_span_reductions() -> None:
     for bad in ({"reduce": "max"}, {"top_m": 0}, {"continuation": 1.0}, {"calibration": " "}):
         with pytest.raises(ValueError):
             AttentionScorer(**bad)  # type: ignore[arg-type]
+
+
+def test_the_cli_names_every_span_scorer() -> None:
+    from rcattr.options import SPAN_SCORER_NAMES
+
+    assert sorted(SPAN_SCORER_NAMES) == sorted(SPAN_SCORERS)

@@ -1,0 +1,88 @@
+"""The same prompt answered with the full KV cache and with a compressed one, compared token by token."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import Cache
+
+from rcattr._typing import TokenizerLike
+from rcattr.prompting import ContextInput, render_prompt
+
+__all__ = ["AnswerAgreement", "Comparison", "compare_generations"]
+
+
+@dataclass(frozen=True)
+class AnswerAgreement:
+    """How far two generations of the same prompt agree, token by token.
+
+    Attributes
+    ----------
+    first_difference : int or None
+        Index of the first token where they differ (None: identical).
+    agreement : float
+        Share of positions, up to the longer one's length, holding the same token in both.
+    length : int
+        The longer generation's length in tokens.
+    """
+
+    first_difference: int | None
+    agreement: float
+    length: int
+
+    @classmethod
+    def of(cls, reference: Sequence[int], other: Sequence[int]) -> AnswerAgreement:
+        length = max(len(reference), len(other))
+        same = [a == b for a, b in zip(reference, other, strict=False)]
+        first = next((i for i, equal in enumerate(same) if not equal), None)
+        if first is None and len(reference) != len(other):
+            first = len(same)
+        return cls(first, sum(same) / length if length else 1.0, length)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Greedy answers of one prompt with the full cache and with ``cache``.
+
+    Attributes
+    ----------
+    prompt_tokens : int
+    full, compressed : list of int
+        The generated token ids (prompt excluded).
+    agreement : AnswerAgreement
+    """
+
+    prompt_tokens: int
+    full: list[int]
+    compressed: list[int]
+    agreement: AnswerAgreement
+
+
+@torch.no_grad()
+def compare_generations(
+    model: PreTrainedModel, tokenizer: TokenizerLike, inp: ContextInput, cache: Cache, max_new_tokens: int
+) -> Comparison:
+    """Answer ``inp`` greedily twice, with transformers' ``DynamicCache`` and with ``cache``, and compare."""
+    prompt = render_prompt(tokenizer, inp)
+    inputs = tokenizer(prompt.text, return_tensors="pt", add_special_tokens=prompt.add_special_tokens)
+    prompt_tokens = inputs["input_ids"].shape[1]
+    window = getattr(model.config.get_text_config(), "max_position_embeddings", None)
+    if window is not None and prompt_tokens + max_new_tokens > window:
+        raise ValueError(
+            f"the prompt ({prompt_tokens} tokens) + max_new_tokens={max_new_tokens} exceeds the model's window of "
+            f"{window} positions; shorten the context or lower max_new_tokens"
+        )
+    generated = []
+    for past in (DynamicCache(config=model.config), cache):
+        out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
+            **inputs.to(model.device),
+            past_key_values=past,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=tokenizer.eos_token_id,
+        )
+        generated.append(out[0, prompt_tokens:].tolist())
+    return Comparison(prompt_tokens, *generated, AnswerAgreement.of(*generated))
