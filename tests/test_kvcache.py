@@ -539,6 +539,15 @@ def test_bfloat16_models_are_compressed() -> None:
     assert cache.layers[0].keys.dtype == torch.bfloat16
 
 
+def test_assisted_decoding_is_refused_before_any_work() -> None:
+    model, assistant = kv_model("llama"), kv_model("llama")
+    cache = RCKVCache(model)
+    with pytest.raises(NotImplementedError, match="assisted or speculative decoding"):
+        model.generate(prompt()[0], assistant_model=assistant, past_key_values=cache, max_new_tokens=4)
+    if hasattr(DynamicCache, "activate_past_recording"):  # transformers asks for it first since 5.3
+        assert cache.get_seq_length() == 0
+
+
 def test_cropping_is_refused() -> None:
     model = kv_model("llama")
     cache = RCKVCache(model)

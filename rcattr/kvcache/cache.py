@@ -195,6 +195,13 @@ class RCKVCache(Cache):
             expect_attention(layer, keys, self._modules)
         return keys, values
 
+    def activate_past_recording(self) -> None:
+        """Refused: transformers asks for it before assisted (speculative) decoding, which rolls the cache back."""
+        raise NotImplementedError(
+            "RCKVCache does not support assisted or speculative decoding (assistant_model, prompt_lookup_num_tokens): "
+            "they roll the cache back, and evicted tokens cannot come back"
+        )
+
     @property
     def rc_layers(self) -> list[int]:
         """Indices of the layers RCKVCache evicts from (the full-attention ones)."""

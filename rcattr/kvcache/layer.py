@@ -151,6 +151,8 @@ class RCLayer(DynamicLayer):
         deciding alone; whoever decides then calls :meth:`apply`.
     """
 
+    is_croppable = False  # evicted tokens cannot come back
+
     def __init__(
         self,
         layer_idx: int,
