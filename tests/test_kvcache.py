@@ -322,13 +322,18 @@ def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
     assert ratio.compression_ratio == pytest.approx(0.6, abs=1 / (3 * 2 * 40))
 
 
-def test_a_prompt_no_longer_than_the_window_is_kept_whole() -> None:
-    model = kv_model("llama")
-    ids, _ = prompt(length=5)
-    for options in ({}, {"layer_budget": "model"}):
-        cache = RCKVCache(model, c=1.0, window=16, **options)
-        out = model.generate(ids, max_new_tokens=3, do_sample=False, past_key_values=cache)
-        assert out.shape == (1, 8) and cache.compression_ratio == 0.0
+@pytest.mark.parametrize("window", [5, 16, 1000])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"layer_budget": "layer"}, {"ratio": 0.5}, {"ratio": 0.5, "layer_budget": "layer"}, {"sinks": 0}],
+)
+@pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 2)])
+def test_a_prompt_no_longer_than_the_window_is_kept_whole(window, options, batch, pad) -> None:
+    model = kv_model("gemma3")
+    ids, mask = prompt(batch=batch, length=5, pad=pad)
+    cache = RCKVCache(model, window=window, **options)
+    out = model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=cache)
+    assert out.shape == (batch, 8) and cache.compression_ratio == 0.0
 
 
 def test_the_paper_recipe_is_per_layer_thresholds_on_expected_rc_alone() -> None:
