@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from captum.attr import LLMAttributionResult
 
-from rcattr.segmentation import TextSpan
+from rcattr.segmentation import TextSpan, one_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,21 +120,108 @@ class RCAttributionResult(LLMAttributionResult):
         assert self.token_attr is not None  # always set by __init__
         return self.token_attr[output]
 
-    def top(self, k: int = 5, output: int | None = None) -> list[tuple[TextSpan, float]]:
-        """The ``k`` highest-scoring context spans with their scores, for the answer or one output unit."""
+    def top(self, k: int | None = 5, output: int | None = None) -> list[tuple[TextSpan, float]]:
+        """The ``k`` highest-scoring context spans with their scores, for the answer or one output unit.
+
+        ``k`` is a number >= 1 (more than there are spans gives them all), or None for all of them.
+        """
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be a whole number >= 1 (or None for every span), got {k!r}")
         scores = self.scores(output)
         order = torch.argsort(scores, descending=True, stable=True)[:k]
         return [(self.context_spans[i], float(scores[i])) for i in order.tolist()]
 
     def to_dataframe(self, output: int | None = None) -> pd.DataFrame:
-        """Context spans sorted by score (ContextCite's table), with their source and offsets."""
+        """Context spans sorted by score (ContextCite's table): ``document`` numbers documents from 1 as
+        people read them (``Document [1]``), ``source`` is the 0-based index into ``chunks``, ``start`` and
+        ``end`` are character offsets into that chunk."""
         import pandas as pd
 
+        columns = ["score", "document", "source", "start", "end", "text"]
         rows = [
-            {"score": score, "source": span.source, "start": span.start, "end": span.end, "text": span.text}
-            for span, score in self.top(len(self.context_spans), output)
+            (score, span.source + 1, span.source, span.start, span.end, span.text)
+            for span, score in self.top(None, output)
         ]
-        return pd.DataFrame(rows, columns=["score", "source", "start", "end", "text"])
+        return pd.DataFrame(rows, columns=columns)
+
+    @property
+    def seq_attr_dict(self) -> dict[str, float]:
+        """Each span's score keyed by its text; a text that occurs more than once (the same sentence in
+        two documents) gets `` [doc N]`` and, within one document, `` (2)``, `` (3)``... appended."""
+        return dict(zip(self.span_keys(), self.seq_attr.tolist(), strict=True))
+
+    def span_keys(self) -> list[str]:
+        """A unique key per context span: its text, made unique as :attr:`seq_attr_dict` describes."""
+        texts = [span.text for span in self.context_spans]
+        repeated = {text for text in texts if texts.count(text) > 1}
+        keys, seen = [], set()
+        for span in self.context_spans:
+            key = f"{span.text} [doc {span.source + 1}]" if span.text in repeated else span.text
+            base, copy = key, 1
+            while key in seen:
+                copy += 1
+                key = f"{base} ({copy})"
+            seen.add(key)
+            keys.append(key)
+        return keys
+
+    def span_labels(self, width: int = 30) -> list[str]:
+        """Short labels of the context spans for plots: ``[N] first words…`` (``[N]``: document N, with
+        several documents), at most ``width`` characters."""
+        several = len(self.chunks) > 1
+        labels = []
+        for span in self.context_spans:
+            prefix = f"[{span.source + 1}] " if several else ""
+            labels.append(prefix + one_line(span.text, width - len(prefix)))
+        return labels
+
+    def plot_seq_attr(self, show: bool = False) -> Any:
+        """captum's plot of the whole answer's scores, labelled with :meth:`span_labels`."""
+        with self._short_labels():
+            return super().plot_seq_attr(show=show)
+
+    def plot_token_attr(self, show: bool = False) -> Any:
+        """captum's heat map of output units x context spans, labelled with short texts."""
+        with self._short_labels():
+            return super().plot_token_attr(show=show)
+
+    @contextmanager
+    def _short_labels(self) -> Iterator[None]:
+        inputs, outputs = self.input_tokens, self.output_tokens
+        self.input_tokens = self.span_labels()
+        self.output_tokens = [one_line(span.text, 30) for span in self.output_spans]
+        try:
+            yield
+        finally:
+            self.input_tokens, self.output_tokens = inputs, outputs
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything in the result as plain JSON-serialisable values (``json.dumps(result.to_dict())``)."""
+        assert self.token_attr is not None  # always set by __init__
+        selection = self.head_selection
+        return {
+            "answer": self.answer,
+            "chunks": self.chunks,
+            "span_scorer": self.span_scorer,
+            "context_spans": [
+                {"text": s.text, "document": s.source + 1, "source": s.source, "start": s.start, "end": s.end}
+                for s in self.context_spans
+            ],
+            "output_spans": [{"text": s.text, "start": s.start, "end": s.end} for s in self.output_spans],
+            "seq_attr": self.seq_attr.tolist(),
+            "token_attr": self.token_attr.tolist(),
+            "answer_tokens": [{"text": s.text, "start": s.start, "end": s.end} for s in self.answer_tokens],
+            "groundedness": None if self.groundedness is None else self.groundedness.tolist(),
+            "heads": None
+            if selection is None
+            else {"kind": selection.kind, "selected": [list(pair) for pair in selection.as_pairs()]},
+        }
+
+    def _repr_html_(self) -> str:
+        """A compact table for notebooks: the answer, then each output unit's top 3 sources."""
+        from rcattr.viz import result_table_html
+
+        return result_table_html(self)
 
     def __repr__(self) -> str:
         best = ", ".join(f"{span.text[:30]!r}: {score:.2f}" for span, score in self.top(3))

@@ -54,6 +54,12 @@ class TextSpan:
     source: int = 0
 
 
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``width`` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
+
+
 def whole_span(text: str, source: int = 0) -> TextSpan:
     """The whole of ``text`` as one span."""
     return TextSpan(0, len(text), text, source)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan
+from rcattr.segmentation import TextSpan, one_line
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,7 +34,8 @@ HeadsLike = torch.Tensor | np.ndarray | Sequence[tuple[int, int]]
 """``[k, 2]`` ``(layer, head)`` pairs."""
 
 _ANSI_RAMP = (230, 229, 228, 227, 221, 215, 209, 203)  # 256-colour backgrounds, pale yellow to red
-_MIN_SHADE = 0.05  # relative scores below this stay unshaded in the terminal
+_MIN_SHADE = 0.1  # intensities below this (shares below 1%) stay unshaded in the terminal
+_OPEN_DOCUMENTS = 10  # with more than this many documents, the HTML page opens only the highest-scoring ones
 _LOW_GROUNDEDNESS = 0.5
 _CSS = """
 body{font:15px/1.6 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
@@ -42,7 +43,8 @@ body{font:15px/1.6 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0
 .u{cursor:pointer;border-radius:3px}.u:hover,.u.active{outline:2px solid #f59e0b}
 .g{text-decoration:underline dotted rgba(220,38,38,var(--u));text-decoration-thickness:2px}
 .g.low{background:rgba(220,38,38,.12)}.s{border-radius:2px}
-.legend,#showing{color:#666;font-size:.85em}table{border-collapse:collapse}
+.legend,#showing,.share{color:#666;font-size:.85em}table{border-collapse:collapse}
+summary{cursor:pointer}summary h3{display:inline;margin:0}details.chunk{margin:.6em 0}
 td,th{border-bottom:1px solid #eee;padding:.2em .6em;text-align:left;vertical-align:top}
 """
 _JS = """
@@ -52,10 +54,9 @@ const list = document.getElementById("unit-sources");
 let pinned = null;
 function show(u) {
   const scores = u === null ? data.seq : data.units[u];
-  const top = Math.max(1e-12, ...scores);
   for (const el of spans) {
     const s = scores[+el.dataset.i];
-    el.style.background = `rgba(255,140,0,${(0.85 * Math.max(s, 0) / top).toFixed(3)})`;
+    el.style.background = `rgba(255,140,0,${(0.85 * Math.sqrt(Math.min(Math.max(s, 0), 1))).toFixed(3)})`;
     el.title = `score ${s.toFixed(3)}`;
   }
   document.getElementById("showing").textContent = u === null ? "whole answer" : `output ${u + 1}`;
@@ -107,16 +108,13 @@ def _document(result: RCAttributionResult, source: int) -> str:
     return f"Document [{source + 1}]" if len(result.chunks) > 1 else "Context"
 
 
-def _preview(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: max(limit - 1, 0)] + "…"
+def _intensity(scores: torch.Tensor) -> list[float]:
+    """``[n_spans]`` shading intensities in [0, 1]: the square root of each span's share of the answer.
 
-
-def _relative(scores: torch.Tensor) -> list[float]:
-    """``[n_spans]`` scores as fractions of the largest one, clipped to [0, 1]."""
-    values = scores.detach().float().cpu().clamp(min=0)
-    return (values / values.max().clamp(min=1e-12)).tolist()
+    Absolute, not relative to the best span, so a context that explains nothing stays pale; the square
+    root keeps shares of a few percent visible (0.01 -> 0.1, 0.25 -> 0.5, 1 -> 1).
+    """
+    return scores.detach().float().cpu().clamp(0, 1).sqrt().tolist()
 
 
 def _answer_html(result: RCAttributionResult) -> str:
@@ -145,7 +143,7 @@ def _answer_html(result: RCAttributionResult) -> str:
     return "".join(parts)
 
 
-def _chunk_html(result: RCAttributionResult, source: int, relative: list[float]) -> str:
+def _chunk_html(result: RCAttributionResult, source: int, intensity: list[float], open_: bool) -> str:
     chunk, doc = result.chunks[source], html.escape(_document(result, source))
     parts = []
     for start, end, index in _chunk_pieces(result, source):
@@ -156,16 +154,32 @@ def _chunk_html(result: RCAttributionResult, source: int, relative: list[float])
         score = float(result.seq_attr[index])
         parts.append(
             f'<span class="s" data-i="{index}" data-doc="{doc}" title="score {score:.3f}" '
-            f'style="background:rgba(255,140,0,{0.85 * relative[index]:.3f})">{text}</span>'
+            f'style="background:rgba(255,140,0,{0.85 * intensity[index]:.3f})">{text}</span>'
         )
-    heading = f"<h3>{doc}</h3>" if len(result.chunks) > 1 else ""
-    return f'<div class="chunk">{heading}<div class="text" data-chunk="{source}">{"".join(parts)}</div></div>'
+    body = f'<div class="text" dir="auto" data-chunk="{source}">{"".join(parts)}</div>'
+    if len(result.chunks) == 1:
+        return f'<div class="chunk">{body}</div>'
+    share = sum(
+        float(result.seq_attr[i]) for i, span in enumerate(result.context_spans) if span.source == source
+    )
+    summary = f'<summary><h3>{doc}</h3> <span class="share">{share:.1%} of the answer</span></summary>'
+    return f'<details class="chunk"{" open" if open_ else ""}>{summary}{body}</details>'
+
+
+def _open_documents(result: RCAttributionResult) -> set[int]:
+    """The documents the page shows open: all of them, or the :data:`_OPEN_DOCUMENTS` highest-scoring."""
+    if len(result.chunks) <= _OPEN_DOCUMENTS:
+        return set(range(len(result.chunks)))
+    shares = torch.zeros(len(result.chunks))
+    for index, span in enumerate(result.context_spans):
+        shares[span.source] += float(result.seq_attr[index])
+    return set(torch.argsort(shares, descending=True, stable=True)[:_OPEN_DOCUMENTS].tolist())
 
 
 def _summary_html(result: RCAttributionResult) -> str:
     rows = "".join(
         f"<tr><td>{rank}</td><td>{score:.3f}</td><td>{html.escape(_document(result, span.source))}</td>"
-        f"<td>{html.escape(_preview(span.text, 200))}</td></tr>"
+        f"<td>{html.escape(one_line(span.text, 200))}</td></tr>"
         for rank, (span, score) in enumerate(result.top(5), start=1)
     )
     table = f"<h2>Top sources</h2><table><tr><th>#</th><th>score</th><th>source</th><th>text</th></tr>{rows}</table>"
@@ -176,6 +190,31 @@ def _summary_html(result: RCAttributionResult) -> str:
     return (
         f"{table}<h2>Heads</h2><p>{len(selection.heads)} heads selected by "
         f"<code>{html.escape(selection.kind)}</code>: <code>{heads}</code></p>"
+    )
+
+
+def result_table_html(result: RCAttributionResult, top: int = 3) -> str:
+    """A compact HTML table of ``result`` for notebooks (``_repr_html_``): the answer, then each output
+    unit with its ``top`` sources, their scores and documents. All text is escaped."""
+    several = len(result.chunks) > 1
+    rows = []
+    for unit, span in enumerate(result.output_spans):
+        sources = result.top(top, output=unit)
+        for rank, (source, score) in enumerate(sources):
+            lead = (
+                f'<td rowspan="{len(sources)}" dir="auto">{html.escape(one_line(span.text, 120))}</td>'
+                if rank == 0
+                else ""
+            )
+            where = f"[{source.source + 1}] " if several else ""
+            rows.append(
+                f"<tr>{lead}<td>{score:.1%}</td>"
+                f'<td dir="auto">{html.escape(where + one_line(source.text, 160))}</td></tr>'
+            )
+    style = "border-collapse:collapse;text-align:left;vertical-align:top"
+    return (
+        f'<div><p dir="auto"><b>Answer</b> ({html.escape(result.span_scorer)}): {html.escape(result.answer)}</p>'
+        f'<table style="{style}"><tr><th>output</th><th>score</th><th>source</th></tr>{"".join(rows)}</table></div>'
     )
 
 
@@ -198,18 +237,27 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         (``{"seq": [n_spans], "units": [n_outputs, n_spans]}``).
     """
     title = html.escape(title or f"Context attribution ({result.span_scorer})")
-    relative = _relative(result.seq_attr)
+    intensity = _intensity(result.seq_attr)
+    opened = _open_documents(result)
     assert result.token_attr is not None  # always set by RCAttributionResult.__init__
     payload = {
         "seq": result.seq_attr.double().round(decimals=6).tolist(),
         "units": result.token_attr.double().round(decimals=6).tolist(),
     }
     blob = json.dumps(payload).replace("</", "<\\/")
-    chunks = "".join(_chunk_html(result, source, relative) for source in range(len(result.chunks)))
+    chunks = "".join(
+        _chunk_html(result, source, intensity, source in opened) for source in range(len(result.chunks))
+    )
+    collapsed = len(result.chunks) - len(opened)
+    if collapsed:
+        chunks = (
+            f'<p class="legend">{len(result.chunks)} documents: the {len(opened)} that the answer draws on most '
+            f"are open, the other {collapsed} folded (click a title to open it).</p>{chunks}"
+        )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_CSS}</style></head><body><h1>{title}</h1>"
-        f'<h2>Answer</h2><div class="text" id="answer">{_answer_html(result)}</div>'
+        f'<h2>Answer</h2><div class="text" dir="auto" id="answer">{_answer_html(result)}</div>'
         '<p class="legend">Hover an answer part to see its sources (click to pin). '
         '<span class="g low" style="--u:1">Dotted red underline</span>: low groundedness, '
         "the token is not supported by the context (fainter = better supported).</p>"
@@ -258,7 +306,7 @@ def _styled(line: Sequence[tuple[str, str | None]]) -> str:
 def _context_pieces(
     result: RCAttributionResult, scores: torch.Tensor, color: bool
 ) -> list[tuple[str, str | None]]:
-    relative = _relative(scores)
+    intensity = _intensity(scores)
     ranks = {
         int(i): rank for rank, i in enumerate(torch.argsort(scores, descending=True, stable=True)[:3], 1)
     }
@@ -272,8 +320,8 @@ def _context_pieces(
             if index is None:
                 pieces.append((text, None))
             elif color:
-                shade = _ANSI_RAMP[min(int(relative[index] * len(_ANSI_RAMP)), len(_ANSI_RAMP) - 1)]
-                pieces.append((text, f"38;5;16;48;5;{shade}" if relative[index] >= _MIN_SHADE else None))
+                shade = _ANSI_RAMP[min(int(intensity[index] * len(_ANSI_RAMP)), len(_ANSI_RAMP) - 1)]
+                pieces.append((text, f"38;5;16;48;5;{shade}" if intensity[index] >= _MIN_SHADE else None))
             elif index in ranks:
                 rank = ranks[index]
                 pieces.append((f"[{rank}:{float(scores[index]):.2f}]{text}[/{rank}]", None))
@@ -326,10 +374,10 @@ def to_terminal(
     width = width or shutil.get_terminal_size().columns
     lines = [shade_context(result, output=output, color=color, width=width), ""]
     for unit, span in enumerate(result.output_spans):
-        lines.append(f"Output {unit + 1}: {_preview(span.text, width - 10)}")
+        lines.append(f"Output {unit + 1}: {one_line(span.text, width - 10)}")
         for rank, (source, score) in enumerate(result.top(3, unit), start=1):
             lead = f"  {rank}. {score:.3f}  {_document(result, source.source)}: "
-            lines.append(lead + _preview(source.text, width - len(lead)))
+            lines.append(lead + one_line(source.text, width - len(lead)))
     return "\n".join(lines)
 
 
@@ -409,14 +457,22 @@ def save_head_heatmap(
     path: str | os.PathLike[str],
     **kw: Any,
 ) -> Path:
-    """Write :func:`plot_head_scores` (keyword arguments passed on) to a PNG at ``path``; returns the path.
+    """Write :func:`plot_head_scores` (keyword arguments passed on) to ``path``, in the image format its
+    extension names (``.png``, ``.jpg``, ``.svg``, ``.pdf``, ...); returns the path.
 
     The figure is made without pyplot, so no window opens and no figure is left behind.
     """
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6, 5), layout="constrained")
-    plot_head_scores(scores_or_result, ax=figure.subplots(), **kw)
     path = Path(path)
-    figure.savefig(path, format="png", dpi=120)
+    formats = figure.canvas.get_supported_filetypes()
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise ValueError(
+            f"cannot tell an image format from {path.name!r}; end the name with one of "
+            f"{', '.join('.' + name for name in sorted(formats))}"
+        )
+    plot_head_scores(scores_or_result, ax=figure.subplots(), **kw)
+    figure.savefig(path, format=suffix, dpi=120)
     return path

@@ -177,12 +177,58 @@ def test_fixed_bottom_and_head_scores(llama) -> None:
 def test_result_table_and_top(llama) -> None:
     result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, ANSWER, granularity="chunk")
     table = result.to_dataframe()
-    assert list(table.columns) == ["score", "source", "start", "end", "text"]
+    assert list(table.columns) == ["score", "document", "source", "start", "end", "text"]
     assert table["score"].is_monotonic_decreasing and sorted(table["source"]) == [0, 1, 2]
+    assert (table["document"] == table["source"] + 1).all()
     best, score = result.top(1)[0]
     assert best.text == DOCUMENTS[best.source] and score == pytest.approx(float(result.seq_attr.max()))
     with pytest.raises(IndexError, match="1 output units"):
         result.top(1, output=3)
+    assert len(result.top(None)) == len(result.top(99)) == 3
+    for k in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="k must be a whole number >= 1"):
+            result.top(k)
+
+
+def test_identical_documents_keep_their_own_scores(llama) -> None:
+    twice = ContextInput(["The cat sat.", "A dog ran.", "The cat sat."], QUESTION)
+    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(twice, ANSWER, granularity="chunk")
+    scores = result.seq_attr_dict
+    assert list(scores) == ["The cat sat. [doc 1]", "A dog ran.", "The cat sat. [doc 3]"]
+    assert list(scores.values()) == result.seq_attr.tolist()
+
+
+def test_to_dict_is_json_and_notebooks_get_escaped_html(llama) -> None:
+    import json
+
+    inp = ContextInput(["<script>alert(1)</script> The cat sat.", "A dog ran."], QUESTION)
+    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(
+        inp, ANSWER, output_granularity="sentence"
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["answer"] == ANSWER and data["seq_attr"] == pytest.approx(result.seq_attr.tolist())
+    assert len(data["token_attr"]) == 2 and data["context_spans"][0]["document"] == 1
+    assert data["heads"]["kind"] == "superiority" and len(data["heads"]["selected"]) == 3
+    page = result._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;" in page and "Then it purred." in page
+
+
+def test_captum_plots_get_short_labels(llama) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    long_docs = ContextInput(["word " * 8, "other " * 7], QUESTION)
+    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(long_docs, ANSWER, granularity="chunk")
+    figure, axes = result.plot_seq_attr()
+    labels = [label.get_text() for label in axes.get_xticklabels()]
+    assert [label[:8] for label in labels] == ["[1] word", "[2] othe"]
+    assert all(len(label) <= 30 and label.endswith("…") for label in labels)
+    assert result.input_tokens == [
+        span.text for span in result.context_spans
+    ]  # captum's own fields unchanged
+    figure, axes = result.plot_token_attr()
+    assert all(len(label.get_text()) <= 30 for label in axes.get_xticklabels() + axes.get_yticklabels())
+    matplotlib.pyplot.close("all")
 
 
 @pytest.mark.parametrize(

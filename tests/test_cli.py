@@ -78,7 +78,9 @@ def test_heads_writes_the_heat_map(tmp_path, capsys):
     assert main(["heads", "--answer", ANSWER, "--out", str(out_file), "--top-k", "5"]) == 0
     assert out_file.read_bytes().startswith(b"\x89PNG")
     assert "Top heads (superiority): L" in capsys.readouterr().out
-    assert main(["heads", "--answer", ANSWER, "--out", str(out_file), "--top-k", "300"]) == 0
+    jpeg = tmp_path / "heads.jpg"
+    assert main(["heads", "--answer", ANSWER, "--out", str(jpeg), "--top-k", "300"]) == 0
+    assert jpeg.read_bytes().startswith(b"\xff\xd8")  # JPEG data under a .jpg name
     err = capsys.readouterr().err
     assert err == "rcattr heads: warning: top_k=300 but the model has 270 heads; using all of them\n"
 

@@ -220,3 +220,61 @@ def test_save_functions_write_files(tmp_path: Path) -> None:
     image = save_head_heatmap(result, tmp_path / "heads.png")
     assert "saved" in page.read_text(encoding="utf-8")
     assert image.read_bytes().startswith(b"\x89PNG")
+
+
+def _documents_result(shares: list[float]) -> RCAttributionResult:
+    """One span per document, the whole answer's scores ``shares``."""
+    chunks = [f"Document text number {i}." for i in range(len(shares))]
+    spans = [whole_span(chunk, index) for index, chunk in enumerate(chunks)]
+    seq = torch.tensor(shares)
+    return RCAttributionResult(
+        seq_attr=seq,
+        token_attr=seq[None],
+        context_spans=spans,
+        output_spans=[whole_span(ANSWER)],
+        chunks=chunks,
+        answer=ANSWER,
+        answer_tokens=[whole_span(ANSWER)],
+        span_scorer="rc",
+    )
+
+
+def _alphas(page: str) -> list[float]:
+    return [float(alpha) for alpha in re.findall(r"rgba\(255,140,0,([0-9.]+)\)", page)]
+
+
+def test_shading_is_absolute_so_a_context_that_explains_little_stays_pale() -> None:
+    even = _alphas(to_html(_documents_result([0.01] * 100)))  # nothing stands out
+    assert max(even) < 0.1
+    peaked = _alphas(to_html(_documents_result([0.9, 0.1])))
+    assert peaked[0] > 0.8 and 0.2 < peaked[1] < 0.3  # 0.85 * sqrt(share)
+
+
+def test_many_documents_fold_all_but_the_highest_scoring() -> None:
+    shares = torch.full((500,), 0.5 / 498)
+    shares[[7, 300]] = 0.25
+    page = to_html(_documents_result(shares.tolist()))
+    opened = re.findall(r'<details class="chunk" open><summary><h3>Document \[(\d+)\]', page)
+    assert len(opened) == 10 and {"8", "301"} <= set(opened)
+    assert page.count('<details class="chunk">') == 490 and "the other 490 folded" in page
+    assert "<details" not in to_html(_result()).split("Top sources")[0].replace(
+        '<details class="chunk" open>', ""
+    )
+
+
+def test_text_direction_follows_the_text() -> None:
+    page = to_html(_documents_result([0.5, 0.5]))
+    assert page.count('dir="auto"') == 3  # the answer and both documents: Arabic or Hebrew reads right to left
+
+
+@pytest.mark.parametrize(
+    ("suffix", "magic"), [(".png", b"\x89PNG"), (".jpg", b"\xff\xd8"), (".pdf", b"%PDF")]
+)
+def test_head_heatmap_writes_the_format_its_name_says(tmp_path: Path, suffix: str, magic: bytes) -> None:
+    path = save_head_heatmap(_result(), tmp_path / f"heads{suffix}")
+    assert path.read_bytes().startswith(magic)
+
+
+def test_head_heatmap_refuses_an_unknown_extension(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot tell an image format from 'heads.xyz'"):
+        save_head_heatmap(_result(), tmp_path / "heads.xyz")
