@@ -264,7 +264,9 @@ def test_many_documents_fold_all_but_the_highest_scoring() -> None:
 
 def test_text_direction_follows_the_text() -> None:
     page = to_html(_documents_result([0.5, 0.5]))
-    assert page.count('dir="auto"') == 3  # the answer and both documents: Arabic or Hebrew reads right to left
+    assert (
+        page.count('dir="auto"') == 3
+    )  # the answer and both documents: Arabic or Hebrew reads right to left
 
 
 @pytest.mark.parametrize(
