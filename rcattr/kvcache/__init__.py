@@ -12,6 +12,7 @@ from rcattr.kvcache.scoring import (
 
 __all__ = [
     "Eviction",
+    "RCPress",
     "EvictionPolicy",
     "RCKVCache",
     "RCLayer",
@@ -23,3 +24,19 @@ __all__ = [
     "value_weighted",
     "window_rc_scores",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """:class:`RCPress` on first use: it needs kvpress, installed where kvpress runs (transformers < 5.3)."""
+    if name != "RCPress":
+        raise AttributeError(f"module 'rcattr.kvcache' has no attribute {name!r}")
+    try:
+        from rcattr.kvcache.press import RCPress
+    except ImportError as error:
+        if not (error.name or "").startswith("kvpress"):
+            raise
+        raise ImportError(
+            "RCPress is a kvpress press and needs kvpress: pip install kvpress (it pins transformers < 5.3; "
+            "in this checkout, `make setup-kvpress` builds .venv-kvpress)"
+        ) from error
+    return RCPress
