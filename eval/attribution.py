@@ -41,7 +41,7 @@ from rcattr.baselines import (
     IntegratedGradientsAttributor,
     RandomAttributor,
 )
-from rcattr.eval.datasets import AttributionRecord, load_attribution
+from rcattr.eval.datasets import DATA_HELP, AttributionRecord, load_attribution
 from rcattr.eval.faithfulness import faithfulness
 from rcattr.eval.memory import PeakMemory
 from rcattr.eval.metrics import (
@@ -598,6 +598,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m rcattr.eval.attribution",
         description="Attribution benchmark: every method on QuoteSum or Veri-Gran, gold answer teacher-forced.",
+        epilog=DATA_HELP,
     )
     parser.add_argument("--dataset", required=True, choices=("quotesum", "verigran"))
     parser.add_argument("--split", default="dev")

@@ -66,14 +66,23 @@ class AttributionRecord:
     titles: list[str] | None = None  # QuoteSum titles, aligned with chunks
 
 
+DATA_FILES = ("quotesum/dev.jsonl", "veri_gran/dev.jsonl", "squad_v2/dev-v2.0.json", "qmsum/val.jsonl")
+DATA_HELP = (
+    "Benchmark data: the folder $RCATTR_DATA, else shared/data beside a source checkout; it holds "
+    + ", ".join(DATA_FILES)
+    + ". The files are not part of the installed package."
+)
+
+
 def data_dir() -> Path:
     """The benchmark data folder: ``$RCATTR_DATA``, else ``shared/data`` beside the checkout."""
     env = os.environ.get("RCATTR_DATA")
     path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
     if not path.is_dir():
+        where = "RCATTR_DATA points at" if env else "no RCATTR_DATA is set and the source checkout's"
         raise FileNotFoundError(
-            f"benchmark data folder {path} not found; set the RCATTR_DATA environment variable to the "
-            "folder holding quotesum/ and veri_gran/"
+            f"benchmark data folder not found ({where} {path}); the benchmark files are not part of the "
+            f"installed package: set RCATTR_DATA to a folder holding {', '.join(DATA_FILES)}"
         )
     return path
 

@@ -8,8 +8,8 @@ key-value needles at depths 0.1-0.9 of about 1k, 2k and 4k tokens of SQuAD prose
 
 Protocol (the RCStat paper's, on kvpress's question-after-context pipeline): the context is compressed at
 prefill; the question follows uncompressed; greedy decoding with the full cache gives the reference answer
-g; each cache is then teacher-forced on g for the **value error rate** (VER: last layer, per head, DESIGN
-§3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers and an **answer
+g; each cache is then teacher-forced on g for the **value error rate** (VER: last layer, per head,
+docs/design.md §3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers and an **answer
 match** (a gold answer, or the needle's value, standing in the answer as whole words). Compression is
 measured on each cache after the prefill (entries evicted or masked, and bytes held). kvpress presses run
 at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and reaches its own ratio.
@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 from transformers import Cache, PreTrainedModel
 
 from rcattr._typing import TokenizerLike
+from rcattr.eval.datasets import DATA_HELP
 from rcattr.eval.kv_data import KV_DATASETS, KVRecord, load_qmsum, load_squad
 from rcattr.eval.kv_methods import (
     DEFAULT_RECIPE,
@@ -304,6 +305,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m rcattr.eval.kv",
         description=__doc__,
+        epilog=DATA_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--dataset", required=True, choices=KV_DATASETS)

@@ -1,4 +1,4 @@
-"""Quality of a compressed KV cache: value error rate (DESIGN §3, paper Eq. 9) and ROUGE.
+"""Quality of a compressed KV cache: value error rate (docs/design.md §3, paper Eq. 9) and ROUGE.
 
 * :func:`value_error_rate`: with the full cache's generation teacher-forced through both caches,
   the mean over heads and generated tokens of ``‖v* − v̂‖₂ / ‖v*‖₂``, ``v`` the per-head attention output

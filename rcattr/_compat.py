@@ -71,7 +71,7 @@ def register_attention(name: str, function: AttentionFunction, mask_like: str) -
     """Register ``function`` as attention implementation ``name``, with the mask of ``mask_like``.
 
     A name known to ``AttentionInterface`` but not to ``AttentionMaskInterface`` silently gets no
-    causal mask at all (DESIGN §6), so both registries are always written together.
+    causal mask at all (docs/design.md §6), so both registries are always written together.
     """
     AttentionInterface.register(name, function)
     AttentionMaskInterface.register(name, mask_function(mask_like))

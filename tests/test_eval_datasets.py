@@ -179,3 +179,26 @@ def test_hf_dataset_round_trip(quotesum: list[AttributionRecord], verigran: list
         assert [record_from_row(row) for row in ds] == records
     ds = load_attribution_dataset("verigran", limit=3)
     assert len(ds) == 3 and ds[0]["titles"] is None and ds[0]["id"] == "verigran-dev-0000"
+
+
+def test_an_installed_package_without_data_names_rcattr_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rcattr.eval.datasets as datasets
+
+    monkeypatch.delenv("RCATTR_DATA", raising=False)
+    fake = tmp_path / "site-packages" / "rcattr" / "eval" / "datasets.py"
+    monkeypatch.setattr(datasets, "__file__", str(fake))
+    with pytest.raises(
+        FileNotFoundError, match=r"not part of the installed package: set RCATTR_DATA .*squad_v2"
+    ):
+        datasets.data_dir()
+
+
+@pytest.mark.parametrize("runner", ["rcattr.eval.attribution", "rcattr.eval.kv"])
+def test_runner_help_says_where_the_data_is(runner: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib
+
+    with pytest.raises(SystemExit):
+        importlib.import_module(runner).main(["--help"])
+    assert "$RCATTR_DATA" in " ".join(capsys.readouterr().out.split())

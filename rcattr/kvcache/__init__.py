@@ -1,4 +1,4 @@
-"""Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (DESIGN §3)."""
+"""Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer, WindowScores

@@ -17,7 +17,7 @@ __all__ = ["RCKVCache", "cache_nbytes"]
 
 
 class RCKVCache(Cache):
-    """Adaptive head-wise KV eviction by relative contextualization (RCStat, DESIGN §3).
+    """Adaptive head-wise KV eviction by relative contextualization (RCStat, docs/design.md §3).
 
     At prefill, for every full-attention layer and key head, each prompt token is scored by its
     expected RC against the last ``window`` prompt tokens times the norm of its value vector, and

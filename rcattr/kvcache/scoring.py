@@ -1,7 +1,7 @@
 """Which prompt tokens a key head keeps: RC scores against the observation window, and the decision.
 
 At prefill the last ``w`` prompt tokens (the window ĝ) stand in for the future generation
-(DESIGN §3). For every earlier prompt token i and query head h,
+(docs/design.md §3). For every earlier prompt token i and query head h,
 
     score_h(i) = E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)] = mean_{j in ĝ} phi_Y(f(i, j)),
 
@@ -122,7 +122,7 @@ def leading_tokens(present: torch.Tensor, count: int) -> torch.Tensor:
 
 
 def adaptive_keep(scores: torch.Tensor, c: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keep the keys whose score reaches ``c`` times their head's mean score (DESIGN §3).
+    """Keep the keys whose score reaches ``c`` times their head's mean score (docs/design.md §3).
 
     Parameters
     ----------
