@@ -59,7 +59,8 @@ class HeadSpanScores:
     units : dict of str to Tensor, shape [L, H, n_outputs, n_spans]
         The same per output unit.
     context_rc, self_rc : Tensor, shape [L, H, A]
-        Per answer token, E[Z] of its context logits and of its own answer logits against Y(g, g).
+        Per answer token, with X = its logits on the context and Y = Y(g, g): E[Z] = E[max(X - Y, 0)] and
+        E[Z'] = E[max(Y - X, 0)] (the groundedness ratio's two terms).
     unit_head_scores : dict of str to Tensor, shape [L, H, U]
         The three head scores of each output unit alone (its rows against Y(g, g)).
     """
