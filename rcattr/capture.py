@@ -99,9 +99,10 @@ class LogitCapture:
     dtype : torch.dtype, optional
         Dtype of the delivered logits; the query's dtype promoted to at least float32 by default.
 
-    Positions count from the first token the model sees inside the context. A pass whose keys are
-    as many as its queries starts a new sequence at position 0; later passes on the same dynamic
-    cache continue it, as ``generate`` does.
+    Positions are sequence indices, read from the ``position_ids`` the model passes to its attention
+    (with left padding, from the row without padding), so a capture that starts on a pre-filled cache
+    reports the true positions on every layer, sliding-window layers included. Where a model passes
+    none, a pass whose keys are as many as its queries starts at position 0 and later passes continue.
 
     Examples
     --------
@@ -163,7 +164,11 @@ class LogitCapture:
     ) -> None:
         layer_idx: int = module.layer_idx  # type: ignore[assignment]  # attention modules set an int
         q_len, k_len = query.shape[-2], key.shape[-2]
-        if k_len == q_len:
+        given = kwargs.get("position_ids")
+        if isinstance(given, torch.Tensor) and given.shape[-1] == q_len:
+            # what the model says; with left padding the row without padding carries the sequence index
+            start = int(given.reshape(-1, q_len)[:, 0].max())
+        elif k_len == q_len:
             start = 0
         else:  # continuing a cached sequence; first seen with a pre-filled cache: its length
             start = self._next_position.get(layer_idx, k_len - q_len)

@@ -117,6 +117,35 @@ def test_sliding_window_layers_expose_their_window(arch):
 
 
 @torch.no_grad()
+@pytest.mark.parametrize("arch", ["mistral", "gemma3"])
+@pytest.mark.parametrize("left_pad", [0, 3])
+def test_a_capture_on_a_prefilled_cache_reports_the_true_positions(arch, left_pad):
+    from transformers import DynamicCache
+
+    model = tiny_model(arch)
+    window = tiny_configs()[arch].sliding_window
+    ids = _ids(batch=2)
+    mask = torch.ones_like(ids)
+    mask[1, :left_pad] = 0
+    cache = DynamicCache(config=model.config)
+    out = model(ids, attention_mask=mask, past_key_values=cache)  # 12 tokens before the capture starts
+    store = LogitStore()
+    with LogitCapture(model, store):
+        model(
+            out.logits[:, -1:].argmax(-1),
+            attention_mask=torch.cat([mask, mask[:, :1]], -1),
+            past_key_values=cache,
+        )
+    layer_types = (
+        getattr(model.config, "layer_types", None) or ["sliding_attention"] * model.config.num_hidden_layers
+    )
+    for layer, [(_, step)] in store.steps.items():
+        assert step.query_positions.tolist() == [SEQ], f"layer {layer}"
+        first_key = SEQ + 1 - window if layer_types[layer] == "sliding_attention" else 0
+        assert step.key_positions.tolist() == list(range(first_key, SEQ + 1)), f"layer {layer}"
+
+
+@torch.no_grad()
 def test_left_padding_hides_pad_keys(arch):
     model = tiny_model(arch)
     ids = _ids()
