@@ -566,13 +566,11 @@ def _curve(sweep: dict[str, float], scorer: str, direction: str) -> Iterator[tup
 
 def plot_sweep(results: dict[str, Any], path: str | Path) -> Path:
     """Accuracy against the number of heads k, top-k and bottom-k, for both span scorers (Fig. 5)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: no backend switch, no global figure state
 
     total = results["total_heads"]
-    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    figure = Figure(figsize=(6.4, 4.0))
+    axes = figure.subplots()
     for scorer, label in (("attention", "attention mass"), ("rc", "RC expectation")):
         for direction, style in (("top", "-o"), ("bottom", "--s")):
             points = list(_curve(results["sweep"], scorer, direction))
@@ -590,7 +588,6 @@ def plot_sweep(results: dict[str, Any], path: str | Path) -> Path:
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=150)
-    plt.close(figure)
     return Path(path)
 
 

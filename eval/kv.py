@@ -183,7 +183,6 @@ class KVBenchmark:
 
     def compute(self) -> None:
         """Run this shard's records that are not on disk yet."""
-        torch.set_grad_enabled(False)
         records = self.shard.take(self.records)
         todo = self._todo(records)
         if not any(todo):
@@ -191,7 +190,7 @@ class KVBenchmark:
         progress = tqdm(
             total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}{self.shard.label}", unit="run"
         )
-        with open(self.shard.path(self.out, "records"), "a") as sink, progress:
+        with open(self.shard.path(self.out, "records"), "a") as sink, progress, torch.no_grad():
             for record, methods in zip(records, todo, strict=True):
                 if methods:
                     for row in self._run_record(record, methods, progress):

@@ -448,21 +448,14 @@ def _lever_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
     """VER and the task's answer quality against the measured compression: a line per press, RCKVCache
     points per ``c``."""
-    plt = _pyplot()
+    from matplotlib.figure import Figure  # not pyplot: no backend switch, no global figure state
+
     quality = _quality(results)
-    figure, axes = plt.subplots(1, 2, figsize=(12.5, 4.4))
+    figure = Figure(figsize=(12.5, 4.4))
+    axes = figure.subplots(1, 2)
     methods = results["methods"]
     for axis, metric, title in (
         (axes[0], "ver", "value error rate, last layer (lower is better; log scale)"),
@@ -506,19 +499,20 @@ def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
     )
     figure.tight_layout()
     figure.savefig(path, dpi=150, bbox_inches="tight")
-    plt.close(figure)
     return Path(path)
 
 
 def plot_head_compression(results: dict[str, Any], rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """Per (layer, key head), mean compression against mean RC score over the records (paper Fig. 4a)."""
-    plt = _pyplot()
+    from matplotlib.figure import Figure
+
     correlations = results["head_correlation"]
     label = FIG4_LABEL if FIG4_LABEL in correlations else next(iter(correlations))
     chosen = [row for row in rows if row["method"] == label and row.get("head_compression")]
     score = np.mean([row["head_score"] for row in chosen], axis=0)  # [layers, Hkv]
     compression = np.mean([row["head_compression"] for row in chosen], axis=0)
-    figure, axis = plt.subplots(figsize=(5.5, 4.2))
+    figure = Figure(figsize=(5.5, 4.2))
+    axis = figure.subplots()
     layers = np.broadcast_to(np.arange(score.shape[0])[:, None], score.shape)
     points = axis.scatter(score.ravel(), compression.ravel(), c=layers.ravel(), cmap="viridis", s=18)
     figure.colorbar(points, ax=axis, label="layer")
@@ -532,5 +526,4 @@ def plot_head_compression(results: dict[str, Any], rows: Sequence[dict[str, Any]
     axis.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=150)
-    plt.close(figure)
     return Path(path)

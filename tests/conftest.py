@@ -175,3 +175,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="kvpress is not installed here (make test-kvpress runs these)")
     for item in marked:
         item.add_marker(skip)
+
+
+@pytest.fixture
+def unchanged_process_state():
+    """Fails the test if it leaves grad mode or matplotlib's backend changed (public entry points must not)."""
+    import matplotlib
+
+    grad, backend = torch.is_grad_enabled(), matplotlib.get_backend()
+    yield
+    assert torch.is_grad_enabled() == grad, "grad mode changed"
+    assert matplotlib.get_backend() == backend, "matplotlib backend changed"

@@ -22,6 +22,7 @@ def _run(saved_llama, out, *extra: str) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.usefixtures("unchanged_process_state")
 def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, capsys) -> None:
     out = quotesum_data / "run"
     results = _run(saved_llama, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1")

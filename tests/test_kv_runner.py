@@ -81,6 +81,7 @@ def _lines(out) -> int:
     return len((out / "records.jsonl").read_text().splitlines())
 
 
+@pytest.mark.usefixtures("unchanged_process_state")
 def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data, capsys) -> None:
     out = data / "run"
     results = _run(
