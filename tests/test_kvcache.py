@@ -416,13 +416,20 @@ def test_kept_indices_name_the_stored_positions() -> None:
             assert indices[h][0].tolist() == eviction.kept[0, h].nonzero().flatten().tolist()
 
 
-def test_beam_search_runs() -> None:
-    model = kv_model("llama")
-    ids, _ = prompt()
-    out = model.generate(
-        ids, max_new_tokens=5, num_beams=2, do_sample=False, past_key_values=RCKVCache(model)
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_beam_search_through_c_zero_equals_the_default_caches_beams(arch) -> None:
+    model = kv_model(arch)
+    ids, mask = prompt(batch=2, pad=5)
+    options = {"max_new_tokens": 6, "num_beams": 3, "num_return_sequences": 3, "do_sample": False}
+    options |= {"output_scores": True, "return_dict_in_generate": True}
+    default = model.generate(ids, attention_mask=mask, **options)
+    kept_all = model.generate(ids, attention_mask=mask, past_key_values=RCKVCache(model, c=0.0), **options)
+    assert torch.equal(default.sequences, kept_all.sequences)
+    torch.testing.assert_close(default.sequences_scores, kept_all.sequences_scores)
+    compressed = model.generate(
+        ids, attention_mask=mask, past_key_values=RCKVCache(model, window=4), **options
     )
-    assert out.shape == (1, 45)
+    assert compressed.sequences.shape == default.sequences.shape
 
 
 def test_logit_capture_still_works_once_installed() -> None:
