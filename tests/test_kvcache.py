@@ -566,3 +566,33 @@ def test_cropping_is_refused() -> None:
     model(prompt()[0], past_key_values=cache)
     with pytest.raises(NotImplementedError, match="cropped"):
         cache.crop(-2)
+
+
+def test_a_layer_on_random_tensors_keeps_what_its_policy_decides() -> None:
+    from rcattr.capture import raw_logits
+    from rcattr.kvcache import RCLayer, value_weighted
+
+    torch.manual_seed(0)
+    batch, kv_heads, heads, n, d, window = 1, 2, 4, 20, 8, 4
+    keys, values = torch.randn(batch, kv_heads, n, d), torch.randn(batch, kv_heads, n, d)
+    query = torch.randn(batch, heads, n, d)
+    layer = RCLayer(0, EvictionPolicy(c=1.0, window=window, sinks=2, layer_budget="layer"))
+    layer.update(keys, values)
+    layer.evict(query, None)
+    visible = (torch.arange(n)[None, :] <= torch.arange(n - window, n)[:, None])[None]
+    scores = value_weighted(
+        window_rc_scores(raw_logits(query[:, :, -window:], keys), visible, kv_heads), values
+    )
+    keep, _ = adaptive_keep(scores, 1.0)
+    keep[..., :2] = True  # the sinks
+    expected = torch.cat([keep, torch.ones(batch, kv_heads, window, dtype=torch.bool)], -1)
+    assert torch.equal(layer.eviction.kept, expected)
+    for head, held in enumerate(layer.kept_indices()):
+        assert held[0].tolist() == expected[0, head].nonzero().flatten().tolist()
+        torch.testing.assert_close(layer.keys[0, 0, layer.segments()[head]], keys[0, head, held[0]])
+    new_key, new_value = torch.randn(batch, kv_heads, 1, d), torch.randn(batch, kv_heads, 1, d)
+    layer.update(new_key, new_value)  # one decoded token: appended to every head, nothing evicted
+    assert layer.get_seq_length() == n + 1 and len(layer.evictions) == 1
+    for head, held in enumerate(layer.kept_indices()):
+        assert held[0, -1] == n
+        torch.testing.assert_close(layer.values[0, 0, layer.segments()[head]][-1], new_value[0, head, 0])
