@@ -36,7 +36,9 @@ demo: setup
 tutorials: setup
 	for tutorial in tutorials/*.py; do $(PY) $$tutorial || exit 1; done
 
+# mypy over rcattr, rcattr.baselines and rcattr.eval as installed, then the suite
 test: setup
+	$(PY) .ci/typecheck.py
 	$(PY) -m pytest
 
 # the suite on transformers 5.2 with kvpress, whose tests must run there rather than skip

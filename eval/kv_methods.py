@@ -232,9 +232,11 @@ class PressMethod(KVMethod):
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
         press = PRESSES[self.name](import_kvpress(), self.ratio)
         cache = DynamicCache()
-        for module in model.modules():  # a head-wise press's mask of the last context must not outlive it:
-            if getattr(module, "masked_key_indices", None) is not None:  # kvpress clears it only in the
-                module.masked_key_indices = None  # kernels it patched, which eager attention bypasses
+        # a head-wise press's mask of the last context must not outlive it: kvpress clears it only in the
+        # kernels it patched, which eager attention bypasses (setattr: nn.Module types its attributes as tensors)
+        for module in model.modules():
+            if getattr(module, "masked_key_indices", None) is not None:
+                setattr(module, "masked_key_indices", None)  # noqa: B010
         attention = eager_attention(model) if self.name in EAGER_PRESSES else nullcontext()
         with attention, press(model):
             model.model(input_ids=context_ids, past_key_values=cache)

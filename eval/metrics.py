@@ -121,8 +121,8 @@ def paired_difference(
 
 
 def paired_mean_difference(
-    values: Sequence[float],
-    reference: Sequence[float],
+    values: Sequence[float] | np.ndarray,
+    reference: Sequence[float] | np.ndarray,
     *,
     level: float = 0.95,
     n_boot: int = 2000,

@@ -78,6 +78,9 @@ class RCAttributionResult(LLMAttributionResult):
         The RC span scorer, or the name of the baseline method that produced the scores.
     """
 
+    input_tokens: list[str]
+    output_tokens: list[str]
+
     def __init__(
         self,
         *,

@@ -115,6 +115,7 @@ def _kv_attention(inner_name: str) -> AttentionFunction:
         layer = _claim(module, key)
         if layer is None:
             return inner(module, query, key, value, attention_mask, *args, **kwargs)
+        output: tuple[torch.Tensor, torch.Tensor | None]
         if layer.packed:
             output = per_head(layer, inner, module, query, key, value, attention_mask, *args, **kwargs)
         else:

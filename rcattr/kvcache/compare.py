@@ -85,4 +85,5 @@ def compare_generations(
             pad_token_id=tokenizer.eos_token_id,
         )
         generated.append(out[0, prompt_tokens:].tolist())
-    return Comparison(prompt_tokens, *generated, AnswerAgreement.of(*generated))
+    full, compressed = generated
+    return Comparison(prompt_tokens, full, compressed, AnswerAgreement.of(full, compressed))
