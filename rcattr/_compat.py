@@ -31,6 +31,8 @@ __all__ = [
     "mask_function",
     "mask_query_length",
     "register_attention",
+    "registered_attention",
+    "unregister_attention",
 ]
 
 
@@ -81,3 +83,14 @@ def mask_query_length(query: int | torch.Tensor) -> int:
     """The query length a cache layer's ``get_mask_sizes`` receives: an int since transformers 5.5,
     the ``cache_position`` tensor before."""
     return query if isinstance(query, int) else int(query.shape[0])
+
+
+def unregister_attention(name: str) -> None:
+    """Remove ``name`` from both registries :func:`register_attention` wrote."""
+    AttentionInterface._global_mapping.pop(name, None)
+    AttentionMaskInterface._global_mapping.pop(name, None)
+
+
+def registered_attention() -> tuple[frozenset[str], frozenset[str]]:
+    """The names in transformers' attention and mask registries (to check that nothing is left behind)."""
+    return frozenset(AttentionInterface._global_mapping), frozenset(AttentionMaskInterface._global_mapping)

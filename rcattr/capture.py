@@ -18,13 +18,8 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._compat import (
-    WRAPPER_PREFIXES,
-    AttentionFunction,
-    attention_function,
-    base_implementation,
-    register_attention,
-)
+from rcattr._compat import WRAPPER_PREFIXES, AttentionFunction, attention_function, base_implementation
+from rcattr.routing import route, unroute
 
 __all__ = [
     "SUPPORTED_ATTENTION",
@@ -127,20 +122,13 @@ class LogitCapture:
         self.dtype = dtype
         self.layers = None if layers is None else frozenset(int(i) for i in layers)
         self._rows = _RowSelector(query_positions)
-        self._inner_name: str = model.config._attn_implementation
         self._modules = {id(m) for m in model.modules()}
         self._next_position: dict[int, int] = {}
 
     def __enter__(self) -> LogitCapture:
-        name = _PREFIX + self._inner_name
-        register_attention(name, _capturing_attention(self._inner_name), mask_like=self._inner_name)
+        route(self.model, _PREFIX, _capturing_attention)
         self._next_position.clear()
         _ACTIVE.append(self)
-        try:
-            self.model.set_attn_implementation(name)
-        except BaseException:
-            _ACTIVE.remove(self)
-            raise
         return self
 
     def __exit__(
@@ -150,7 +138,7 @@ class LogitCapture:
         tb: TracebackType | None,
     ) -> None:
         try:
-            self.model.set_attn_implementation(self._inner_name)
+            unroute(self.model, _PREFIX)
         finally:
             _ACTIVE.remove(self)
 

@@ -8,6 +8,7 @@ from conftest import tiny_configs, tiny_model
 from reference import float64_logits, record_eager_qk
 from transformers import AutoModelForCausalLM, BloomConfig
 
+from rcattr._compat import registered_attention
 from rcattr.capture import LogitCapture, LogitStore, raw_logits
 
 SEQ = 12
@@ -67,10 +68,15 @@ def test_capture_leaves_outputs_and_model_unchanged(arch):
     model = tiny_model(arch)
     ids = _ids()
     plain = model(ids).logits
-    with LogitCapture(model, LogitStore()):
+    before = registered_attention()
+    with (
+        LogitCapture(model, LogitStore()),
+        LogitCapture(model, LogitStore()),
+    ):  # nested captures share a route
         captured = model(ids).logits
     assert (captured - plain).abs().max() <= 1e-6
     assert model.config._attn_implementation == "sdpa"
+    assert registered_attention() == before  # nothing left in transformers' registries
     torch.testing.assert_close(model(ids).logits, plain, rtol=0, atol=0)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -227,7 +229,7 @@ def test_a_cache_used_by_another_model_is_refused() -> None:
     cache = RCKVCache(model)
     with pytest.raises(RuntimeError, match="other than the one it was created for"):
         other(ids, past_key_values=cache)  # the other model's attention is not routed through RCKVCache
-    RCKVCache(other)  # now it is, for its own caches
+    held = RCKVCache(other)  # now it is, for as long as one of its own caches is open  # noqa: F841
     with pytest.raises(RuntimeError, match="other than the one this RCKVCache was created for"):
         other(ids, past_key_values=RCKVCache(model))
     own = RCKVCache(model)
@@ -596,3 +598,28 @@ def test_a_layer_on_random_tensors_keeps_what_its_policy_decides() -> None:
     for head, held in enumerate(layer.kept_indices()):
         assert held[0, -1] == n
         torch.testing.assert_close(layer.values[0, 0, layer.segments()[head]][-1], new_value[0, head, 0])
+
+
+def test_a_closed_cache_leaves_the_model_and_transformers_as_they_were() -> None:
+    from rcattr._compat import registered_attention
+
+    gc.collect()  # caches other tests left behind give their models back first
+    model = kv_model("llama")
+    ids, _ = prompt()
+    before, implementation = registered_attention(), model.config._attn_implementation
+    reference = model(ids).logits
+    with RCKVCache(model, window=4) as cache:
+        assert model.config._attn_implementation != implementation
+        other = RCKVCache(model)  # a second open cache of the same model shares the route
+        model.generate(ids, max_new_tokens=3, do_sample=False, past_key_values=cache)
+        other.close()
+        assert model.config._attn_implementation != implementation  # ``cache`` is still open
+        with LogitCapture(model, LogitStore()):  # a capture on top, closed first
+            model(ids)
+    assert model.config._attn_implementation == implementation
+    assert registered_attention() == before
+    torch.testing.assert_close(model(ids).logits, reference, rtol=0, atol=0)
+    dropped = RCKVCache(model)
+    del dropped  # a cache nobody holds gives the model back too, once collected
+    gc.collect()
+    assert model.config._attn_implementation == implementation and registered_attention() == before

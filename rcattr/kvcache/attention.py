@@ -32,12 +32,12 @@ from rcattr._compat import (
     AttentionFunction,
     attention_function,
     base_implementation,
-    register_attention,
 )
 from rcattr.capture import check_supported
 from rcattr.kvcache.layer import RCLayer
+from rcattr.routing import route, unroute
 
-__all__ = ["expect_attention", "install"]
+__all__ = ["expect_attention", "install", "uninstall"]
 
 _PREFIX = WRAPPER_PREFIXES["kvcache"]
 
@@ -52,16 +52,15 @@ _PENDING = _Pending()
 
 
 def install(model: PreTrainedModel) -> None:
-    """Route ``model``'s attention through the RCKVCache wrapper of its sdpa or eager kernel.
-
-    Idempotent. The wrapper is transparent for every other cache, so the model keeps working as before.
-    """
+    """Route ``model``'s attention through the RCKVCache wrapper of its sdpa or eager kernel, until as many
+    :func:`uninstall` calls. The wrapper is transparent for every other cache."""
     check_supported(model)
-    name = model.config._attn_implementation
-    if name.startswith(_PREFIX):
-        return
-    register_attention(_PREFIX + name, _kv_attention(name), mask_like=name)
-    model.set_attn_implementation(_PREFIX + name)
+    route(model, _PREFIX, _kv_attention)
+
+
+def uninstall(model: PreTrainedModel) -> None:
+    """Release one :func:`install`; the last one gives the model its own attention back."""
+    unroute(model, _PREFIX)
 
 
 def expect_attention(layer: RCLayer, keys: torch.Tensor, modules: frozenset[int]) -> None:

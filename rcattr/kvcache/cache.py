@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import weakref
+from types import TracebackType
 
 import torch
 from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from rcattr._compat import WRAPPER_PREFIXES
-from rcattr.kvcache.attention import expect_attention, install
+from rcattr.kvcache.attention import expect_attention, install, uninstall
 from rcattr.kvcache.layer import Eviction, EvictionPolicy, LayerBudget, RCLayer, WindowScores
 from rcattr.kvcache.scoring import GroupReduce, Statistic
 
@@ -145,6 +147,21 @@ class RCKVCache(Cache):
         self._config = model.config
         self._modules = frozenset(id(module) for module in model.modules())
         self._scored: dict[int, tuple[RCLayer, WindowScores]] = {}  # layer_budget="model": until the last
+        self._release = weakref.finalize(self, uninstall, model)  # on close(), or when the cache is collected
+
+    def close(self) -> None:
+        """Give the model its own attention back (once no other open RCKVCache of it remains); the cache
+        cannot be filled afterwards. Also done by ``with RCKVCache(model) as cache:`` and when the cache
+        is garbage-collected."""
+        self._release()
+
+    def __enter__(self) -> RCKVCache:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     @classmethod
     def paper(
