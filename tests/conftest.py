@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny randomly initialised models of each supported architecture."""
+"""Shared fixtures and the kvpress marker (the helpers they use are in tests/helpers.py)."""
 
 from __future__ import annotations
 
@@ -6,55 +6,8 @@ import json
 
 import pytest
 import torch
-from transformers import (
-    AutoModelForCausalLM,
-    Gemma3TextConfig,
-    LlamaConfig,
-    MistralConfig,
-    Phi3Config,
-    PretrainedConfig,
-    Qwen2Config,
-    Qwen3Config,
-)
 
-_COMMON = {
-    "vocab_size": 128,
-    "hidden_size": 64,
-    "intermediate_size": 96,
-    "num_hidden_layers": 3,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 256,
-}
-
-
-def tiny_configs() -> dict[str, PretrainedConfig]:
-    """One tiny config per architecture; window sizes are small so sliding layers really slide."""
-    return {
-        "llama": LlamaConfig(**_COMMON),
-        "mistral": MistralConfig(**_COMMON, sliding_window=5),
-        "qwen2": Qwen2Config(**_COMMON, use_sliding_window=True, sliding_window=5, max_window_layers=1),
-        "qwen3": Qwen3Config(**_COMMON, head_dim=16),
-        "gemma3": Gemma3TextConfig(
-            **_COMMON,
-            head_dim=32,
-            sliding_window=5,
-            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-        ),
-        "phi3": Phi3Config(**_COMMON, pad_token_id=0, bos_token_id=1, eos_token_id=2),
-    }
-
-
-ARCHITECTURES = sorted(tiny_configs())
-
-
-def tiny_model(arch: str, *, dtype: torch.dtype = torch.float32, attn_implementation: str = "sdpa"):
-    """A seeded tiny random causal LM of ``arch`` (one of :data:`ARCHITECTURES`)."""
-    config = tiny_configs()[arch]
-    config._attn_implementation = attn_implementation
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn_implementation)
-    return model.eval()
+from tests.helpers import ARCHITECTURES, QUOTESUM_RECORDS, data_folder, save_tiny, tiny_model
 
 
 @pytest.fixture(autouse=True)
@@ -75,62 +28,6 @@ def arch(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<bos>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}assistant: {% endif %}"
-)
-
-
-def char_tokenizer(*, chat: bool = True):
-    """A fast character-level tokenizer for the tiny models: printable ASCII is its own id, the rest <unk>."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {"<unk>": 0, "<bos>": 1, "<eos>": 2, "\t": 9, "\n": 10, **{chr(i): i for i in range(32, 127)}}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    backend.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>"
-    )
-    if chat:
-        tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
-# the benchmark runners' tests: a tiny saved model and a tiny QuoteSum-format file
-QUOTESUM_RECORDS = [
-    {
-        "qid": f"q{i}",
-        "unique_id": f"q{i}_0",
-        "question": "Who sat?",
-        "summary": f"[ 1 The cat sat ] and [ 2 dogs {verb} ].",
-        "title1": "Cats",
-        "source1": "The cat sat on a mat.",
-        "title2": "Dogs",
-        "source2": f"Loud dogs {verb} at night.",
-        **{f"{field}{slot}": "" for slot in range(3, 9) for field in ("title", "source")},
-    }
-    for i, verb in enumerate(["bark", "run", "howl"])
-]
-
-
-def save_tiny(model, path):
-    """Save ``model`` with the character tokenizer, as a runner's ``--model PATH`` loads it."""
-    model.save_pretrained(path)
-    char_tokenizer().save_pretrained(path)
-    return path
-
-
-def data_folder(tmp_path, monkeypatch, relative: str, text: str):
-    """A benchmark data folder holding one file (``RCATTR_DATA`` points there); returns ``tmp_path``."""
-    path = tmp_path / "data" / relative
-    path.parent.mkdir(parents=True)
-    path.write_text(text)
-    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def saved_llama(tmp_path_factory):
     return save_tiny(tiny_model("llama"), tmp_path_factory.mktemp("tiny-llama"))
@@ -140,18 +37,6 @@ def saved_llama(tmp_path_factory):
 def quotesum_data(tmp_path, monkeypatch):
     lines = "".join(json.dumps(record) + "\n" for record in QUOTESUM_RECORDS)
     return data_folder(tmp_path, monkeypatch, "quotesum/dev.jsonl", lines)
-
-
-TIMINGS = ("seconds", "seconds_per_example", "peak_memory_mib")
-
-
-def without_timings(value):
-    """A benchmark's results or rows without the fields that differ from run to run (times, memory)."""
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key not in TIMINGS}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value
 
 
 def _kvpress_available() -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 from captum.attr import LLMAttributionResult, TextTemplateInput, TextTokenInput
-from conftest import ARCHITECTURES, char_tokenizer, tiny_model
 from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
@@ -14,6 +13,7 @@ from rcattr.heads import top_heads
 from rcattr.prompting import ContextInput, render_prompt
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.scorers import AttentionScorer
+from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
 QUESTION = "What did the cat do?"

@@ -8,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from captum.attr import LayerIntegratedGradients, LLMGradientAttribution, TextTokenInput
-from conftest import char_tokenizer, tiny_model
 
 from rcattr.attributor import RCAttributor
 from rcattr.baselines import (
@@ -27,6 +26,7 @@ from rcattr.baselines.hybrid import reciprocal_rank_fusion
 from rcattr.eval.faithfulness import answer_log_probs
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
+from tests.helpers import char_tokenizer, tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark {loudly}.", "Birds fly south in May."]
 QUESTION = "What did the cat do?"

@@ -4,12 +4,12 @@ import copy
 
 import pytest
 import torch
-from conftest import tiny_configs, tiny_model
-from reference import float64_logits, record_eager_qk
 from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr._compat import registered_attention
 from rcattr.capture import LogitCapture, LogitStore, raw_logits
+from tests.helpers import tiny_configs, tiny_model
+from tests.reference import float64_logits, record_eager_qk
 
 SEQ = 12
 ROWS = slice(4, None)

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import char_tokenizer, tiny_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import rankdata
@@ -23,6 +22,7 @@ from rcattr.eval.faithfulness import (
     top_k_masks,
 )
 from rcattr.prompting import ContextInput, render_prompt
+from tests.helpers import char_tokenizer, tiny_model
 
 CHUNKS = ["Paris is in France.", "The sky is blue today.", "Cats sleep a lot.", "Bob owns a red car."]
 INP = ContextInput(CHUNKS, question="Where is Paris?")

@@ -6,7 +6,6 @@ import json
 
 import pytest
 import torch
-from conftest import char_tokenizer, tiny_model
 from transformers import DynamicCache
 
 from rcattr.eval import kv_protocol
@@ -15,6 +14,7 @@ from rcattr.eval.kv_data import load_qmsum, load_squad, meeting_excerpt, turn_ra
 from rcattr.eval.kv_methods import FullCache, RCMethod
 from rcattr.eval.kv_metrics import LastLayerHeadOutputs, rouge, value_error_rate
 from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced
+from tests.helpers import char_tokenizer, tiny_model
 
 CONTEXT = "The cat sat on the mat near the door, and the dog slept by the fire all night long. " * 2
 QUESTION = "Where did the cat sit?"

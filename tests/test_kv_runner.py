@@ -9,7 +9,6 @@ import sys
 
 import pytest
 import torch
-from conftest import _COMMON, char_tokenizer, data_folder, save_tiny, without_timings
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from rcattr.eval.kv import KVBenchmarkConfig, main
@@ -17,6 +16,7 @@ from rcattr.eval.kv_methods import PRESSES, PressMethod, import_kvpress, rc_opti
 from rcattr.eval.kv_protocol import greedy_answer, split_prompt
 from rcattr.eval.kv_report import markdown_table, summarise
 from rcattr.kvcache import RCKVCache
+from tests.helpers import COMMON, char_tokenizer, data_folder, save_tiny, without_timings
 
 PARAGRAPHS = [
     "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
@@ -51,9 +51,7 @@ SQUAD = {
 def wide_llama():
     """A tiny Llama with 64-dimensional heads: kvpress's AdaKV masks a key by searching a direction every
     query of the chunk is on one side of, which random queries in 16 dimensions seldom allow."""
-    config = LlamaConfig(
-        **{**_COMMON, "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2}
-    )
+    config = LlamaConfig(**{**COMMON, "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2})
     torch.manual_seed(0)
     return AutoModelForCausalLM.from_config(config).eval()
 

@@ -7,11 +7,8 @@ import gc
 import numpy as np
 import pytest
 import torch
-from conftest import ARCHITECTURES, tiny_configs, tiny_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import evicted_reference_logits, next_logits
-from test_stats import brute_bounds
 from transformers import (
     AutoModelForCausalLM,
     DynamicCache,
@@ -29,6 +26,9 @@ from rcattr.kvcache import (
     leading_tokens,
     window_rc_scores,
 )
+from tests.helpers import ARCHITECTURES, tiny_configs, tiny_model
+from tests.reference import evicted_reference_logits, next_logits
+from tests.test_stats import brute_bounds
 
 # Mistral and Qwen2 releases since 2024 use full attention everywhere; the shared tiny configs slide.
 KV_ARCHITECTURES = ARCHITECTURES

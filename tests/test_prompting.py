@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from captum.attr import TextTemplateInput, TextTokenInput
-from conftest import char_tokenizer
 
 from rcattr.prompting import ContextInput, render_prompt
+from tests.helpers import char_tokenizer
 
 DOCUMENTS = ["First <doc> & more.", "Second doc.\nWith two lines.", "Third {braces} doc."]
 

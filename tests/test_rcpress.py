@@ -6,9 +6,9 @@ import sys
 
 import pytest
 import torch
-from conftest import char_tokenizer, tiny_model
 
 from rcattr.kvcache import RCKVCache
+from tests.helpers import char_tokenizer, tiny_model
 
 
 def _recorded_scores(monkeypatch, press, model, ids) -> dict[int, torch.Tensor]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from reference import evicted_reference_logits, next_logits
 
 from rcattr.eval.kv_data import load_squad
 from rcattr.kvcache import RCKVCache
 from rcattr.models import load_model
+from tests.reference import evicted_reference_logits, next_logits
 
 pytestmark = pytest.mark.real_model
 

@@ -6,10 +6,10 @@ import copy
 
 import pytest
 import torch
-from reference import float64_logits, record_eager_qk
 
 from rcattr.capture import LogitCapture, LogitStore
 from rcattr.models import DEFAULT_MODEL, load_model
+from tests.reference import float64_logits, record_eager_qk
 
 pytestmark = pytest.mark.real_model
 

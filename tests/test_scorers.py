@@ -6,7 +6,6 @@ import dataclasses
 
 import pytest
 import torch
-from conftest import char_tokenizer, tiny_model
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import CaptureStep, LogitCapture
@@ -14,6 +13,7 @@ from rcattr.prompting import ContextInput
 from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
 from rcattr.spans import SpanBlock, SpanIndex, continuation_weights
 from rcattr.stats import overlap_bounds
+from tests.helpers import char_tokenizer, tiny_model
 
 # 3 context tokens at keys 1..3 in two overlapping spans, answer keys 4..7; units: rows {0, 1} and {2, 3}.
 SPAN_TOKENS = [[0, 1], [1, 2]]

@@ -13,13 +13,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import without_timings
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rcattr.eval.attribution import main
 from rcattr.eval.runs import load_run_model
 from rcattr.eval.sharding import Processes, Shard, read_rows
+from tests.helpers import without_timings
 
 ARGUMENTS = ["--dataset", "quotesum", "--methods", "rc,sweep,attention,bm25,random"]
 ARGUMENTS += ["--faithfulness", "3", "--lds-samples", "4"]

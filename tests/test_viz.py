@@ -250,6 +250,18 @@ def test_shading_is_absolute_so_a_context_that_explains_little_stays_pale() -> N
     assert peaked[0] > 0.8 and 0.2 < peaked[1] < 0.3  # 0.85 * sqrt(share)
 
 
+def _terminal_shades(result: RCAttributionResult) -> list[int]:
+    """The 256-colour background of each shaded run in the coloured terminal view."""
+    text = to_terminal(result, color=True, width=10_000)
+    return [int(code) for code in re.findall(r"\x1b\[38;5;16;48;5;(\d+)m", text)]
+
+
+def test_terminal_shading_is_absolute_like_the_page() -> None:
+    assert _terminal_shades(_documents_result([1 / 200] * 200)) == []  # shares below 1%: unshaded
+    assert set(_terminal_shades(_documents_result([0.012] * 80))) == {230}  # the palest shade
+    assert _terminal_shades(_documents_result([0.9, 0.1])) == [203, 228]  # sqrt: 0.95 -> red, 0.32 -> yellow
+
+
 def test_many_documents_fold_all_but_the_highest_scoring() -> None:
     shares = torch.full((500,), 0.5 / 498)
     shares[[7, 300]] = 0.25
@@ -263,14 +275,24 @@ def test_many_documents_fold_all_but_the_highest_scoring() -> None:
 
 
 def test_text_direction_follows_the_text() -> None:
+    # Arabic or Hebrew reads right to left: every element holding answer or context text takes its own direction
     page = to_html(_documents_result([0.5, 0.5]))
-    assert (
-        page.count('dir="auto"') == 3
-    )  # the answer and both documents: Arabic or Hebrew reads right to left
+    assert '<div class="text" dir="auto" id="answer">' in page
+    assert page.count('<div class="text" dir="auto" data-chunk=') == 2
+    top_sources = page.split("<h2>Top sources</h2>")[1].split("</table>")[0]
+    assert top_sources.count('<td dir="auto">') == 2  # one per span, holding its text
+    assert 'item.dir = "auto"' in page  # the hovered unit's sources, listed by the script
 
 
 @pytest.mark.parametrize(
-    ("suffix", "magic"), [(".png", b"\x89PNG"), (".jpg", b"\xff\xd8"), (".pdf", b"%PDF")]
+    ("suffix", "magic"),
+    [
+        (".png", b"\x89PNG"),
+        (".jpg", b"\xff\xd8"),
+        (".JPEG", b"\xff\xd8"),
+        (".pdf", b"%PDF"),
+        (".svg", b"<?xml"),
+    ],
 )
 def test_head_heatmap_writes_the_format_its_name_says(tmp_path: Path, suffix: str, magic: bytes) -> None:
     path = save_head_heatmap(_result(), tmp_path / f"heads{suffix}")

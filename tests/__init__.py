@@ -1,0 +1,1 @@
+"""rcattr's test suite (a package, so that tests import their helpers as ``tests.helpers``)."""

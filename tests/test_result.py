@@ -1,0 +1,125 @@
+"""RCAttributionResult on hand-made scores: top(k), unique keys, tables, JSON, notebook HTML and captum plots."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.segmentation import TextSpan
+
+matplotlib.use("Agg")
+
+CHUNKS = [
+    "Yes. The tower is 330 metres tall. Yes.",
+    "Yes. <script>alert(1)</script> It opened in 1889, after two years of building work on the Champ de Mars.",
+]
+ANSWER = "It is 330 metres tall. It opened in 1889."
+
+
+def _span(source: int, piece: str, nth: int = 0) -> TextSpan:
+    start = -1
+    for _ in range(nth + 1):
+        start = CHUNKS[source].index(piece, start + 1)
+    return TextSpan(start, start + len(piece), piece, source)
+
+
+SPANS = [
+    _span(0, "Yes."),
+    _span(0, "The tower is 330 metres tall."),
+    _span(0, "Yes.", nth=1),
+    _span(1, "Yes."),
+    _span(1, "<script>alert(1)</script>"),
+    _span(1, "It opened in 1889, after two years of building work on the Champ de Mars."),
+]
+OUTPUTS = [TextSpan(0, 22, ANSWER[:22]), TextSpan(23, len(ANSWER), ANSWER[23:])]
+
+
+def _result(head_selection: HeadSelection | None = None, groundedness: bool = False) -> RCAttributionResult:
+    token_attr = torch.tensor([[0.05, 0.7, 0.05, 0.05, 0.05, 0.1], [0.02, 0.08, 0.02, 0.02, 0.06, 0.8]])
+    tokens = [TextSpan(0, 2, "It"), TextSpan(3, 5, "is")]
+    return RCAttributionResult(
+        seq_attr=token_attr.mean(0),
+        token_attr=token_attr,
+        context_spans=SPANS,
+        output_spans=OUTPUTS,
+        chunks=CHUNKS,
+        answer=ANSWER,
+        answer_tokens=tokens,
+        groundedness=torch.tensor([0.9, 0.2]) if groundedness else None,
+        head_selection=head_selection,
+        span_scorer="rc_expectation",
+    )
+
+
+def test_top_checks_k() -> None:
+    result = _result()
+    assert [span.text for span, _ in result.top(1)] == [SPANS[5].text]
+    assert len(result.top(None)) == len(result.top(100)) == len(SPANS)  # None or more than there are: all
+    assert len(result.top(np.int64(2))) == 2
+    for k in (0, -1, True, 2.0, "3"):
+        with pytest.raises(
+            ValueError, match=r"k must be a whole number >= 1 \(or None for every span\), got"
+        ):
+            result.top(k)  # type: ignore[arg-type]
+
+
+def test_seq_attr_dict_keeps_every_span() -> None:
+    scores = _result().seq_attr_dict
+    assert list(scores) == [
+        "Yes. [doc 1]",
+        "The tower is 330 metres tall.",
+        "Yes. [doc 1] (2)",  # the same text twice in one document
+        "Yes. [doc 2]",
+        "<script>alert(1)</script>",
+        SPANS[5].text,
+    ]
+    assert list(scores.values()) == _result().seq_attr.tolist()
+
+
+def test_dataframe_puts_the_text_last() -> None:
+    table = _result().to_dataframe(output=1)
+    assert list(table.columns) == ["score", "document", "source", "start", "end", "text"]
+    assert table.iloc[0].tolist()[1:] == [2, 1, SPANS[5].start, SPANS[5].end, SPANS[5].text]
+
+
+def test_to_dict_round_trips_through_json() -> None:
+    selection = HeadSelection(
+        torch.rand(2, 3), torch.tensor([[1, 2], [0, 0]]), "rc_std", torch.tensor([0.5, 1.0])
+    )
+    result = _result(selection, groundedness=True)
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["answer"] == ANSWER and data["chunks"] == CHUNKS and data["span_scorer"] == "rc_expectation"
+    spans = [TextSpan(s["start"], s["end"], s["text"], s["source"]) for s in data["context_spans"]]
+    assert spans == SPANS and [s["document"] for s in data["context_spans"]] == [1, 1, 1, 2, 2, 2]
+    assert [TextSpan(s["start"], s["end"], s["text"]) for s in data["output_spans"]] == OUTPUTS
+    assert torch.tensor(data["token_attr"]).equal(result.token_attr)  # floats survive JSON exactly
+    assert data["groundedness"] == pytest.approx([0.9, 0.2])
+    assert data["heads"] == {"kind": "rc_std", "selected": [[1, 2], [0, 0]], "weights": [0.5, 1.0]}
+    baseline = json.loads(json.dumps(_result().to_dict()))
+    assert baseline["groundedness"] is None and baseline["heads"] is None
+
+
+def test_notebook_html_is_escaped() -> None:
+    page = _result()._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("<tr>") == 1 + 2 * 3  # a header, then each output unit's top 3 spans
+    assert ANSWER in page and '<p dir="auto">' in page
+
+
+def test_captum_plots_get_short_labels() -> None:
+    import matplotlib.pyplot as plt
+
+    result = _result()
+    figure, axes = result.plot_seq_attr()
+    labels = [label.get_text() for label in axes.get_xticklabels()]
+    assert labels[1] == "[1] The tower is 330 metres t…" and max(map(len, labels)) <= 30
+    figure, axes = result.plot_token_attr()
+    assert [label.get_text() for label in axes.get_yticklabels()] == [ANSWER[:22], ANSWER[23:]]
+    assert max(len(label.get_text()) for label in axes.get_xticklabels()) <= 30
+    assert result.input_tokens == [span.text for span in SPANS]  # captum's fields are left as they were
+    plt.close("all")
