@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -126,10 +127,13 @@ class RCAttributionResult(LLMAttributionResult):
     def top(self, k: int | None = 5, output: int | None = None) -> list[tuple[TextSpan, float]]:
         """The ``k`` highest-scoring context spans with their scores, for the answer or one output unit.
 
-        ``k`` is a number >= 1 (more than there are spans gives them all), or None for all of them.
+        ``k`` is a whole number >= 1 (a Python or NumPy integer; more than there are spans gives them all),
+        or None for all of them; anything else raises ValueError.
         """
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"k must be a whole number >= 1 (or None for every span), got {k!r}")
+        if k is not None:
+            if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+                raise ValueError(f"k must be a whole number >= 1 (or None for every span), got {k!r}")
+            k = int(k)
         scores = self.scores(output)
         order = torch.argsort(scores, descending=True, stable=True)[:k]
         return [(self.context_spans[i], float(scores[i])) for i in order.tolist()]
@@ -199,7 +203,13 @@ class RCAttributionResult(LLMAttributionResult):
             self.input_tokens, self.output_tokens = inputs, outputs
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything in the result as plain JSON-serialisable values (``json.dumps(result.to_dict())``)."""
+        """Everything in the result as plain JSON-serialisable values (``json.dumps(result.to_dict())``).
+
+        Spans are ``{"text", "start", "end"}`` dicts (context spans add ``source``, 0-based, and
+        ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; ``groundedness``
+        and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights"}``) are None for baselines.
+        The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
+        """
         assert self.token_attr is not None  # always set by __init__
         selection = self.head_selection
         return {
@@ -217,7 +227,11 @@ class RCAttributionResult(LLMAttributionResult):
             "groundedness": None if self.groundedness is None else self.groundedness.tolist(),
             "heads": None
             if selection is None
-            else {"kind": selection.kind, "selected": [list(pair) for pair in selection.as_pairs()]},
+            else {
+                "kind": selection.kind,
+                "selected": [list(pair) for pair in selection.as_pairs()],
+                "weights": None if selection.weights is None else selection.weights.tolist(),
+            },
         }
 
     def _repr_html_(self) -> str:

@@ -66,6 +66,7 @@ function show(u) {
   const order = scores.map((s, i) => [s, i]).sort((a, b) => b[0] - a[0]).slice(0, 3);
   for (const [s, i] of order) {
     const el = spans.find((span) => +span.dataset.i === i), item = document.createElement("li");
+    item.dir = "auto";
     item.textContent = `${s.toFixed(3)}  ${el ? el.dataset.doc + " " + el.textContent : "span " + i}`;
     list.append(item);
   }
@@ -179,7 +180,7 @@ def _open_documents(result: RCAttributionResult) -> set[int]:
 def _summary_html(result: RCAttributionResult) -> str:
     rows = "".join(
         f"<tr><td>{rank}</td><td>{score:.3f}</td><td>{html.escape(_document(result, span.source))}</td>"
-        f"<td>{html.escape(one_line(span.text, 200))}</td></tr>"
+        f'<td dir="auto">{html.escape(one_line(span.text, 200))}</td></tr>'
         for rank, (span, score) in enumerate(result.top(5), start=1)
     )
     table = f"<h2>Top sources</h2><table><tr><th>#</th><th>score</th><th>source</th><th>text</th></tr>{rows}</table>"
