@@ -10,9 +10,9 @@ from rcattr.kvcache.scoring import (
     window_rc_scores,
 )
 
+# RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [
     "Eviction",
-    "RCPress",
     "EvictionPolicy",
     "RCKVCache",
     "RCLayer",
@@ -27,7 +27,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """:class:`RCPress` on first use: it needs kvpress, installed where kvpress runs (transformers < 5.3)."""
+    """:class:`RCPress` on first use (PEP 562): it imports kvpress, which pins transformers < 5.3."""
     if name != "RCPress":
         raise AttributeError(f"module 'rcattr.kvcache' has no attribute {name!r}")
     try:
@@ -36,7 +36,11 @@ def __getattr__(name: str) -> object:
         if not (error.name or "").startswith("kvpress"):
             raise
         raise ImportError(
-            "RCPress is a kvpress press and needs kvpress: pip install kvpress (it pins transformers < 5.3; "
-            "in this checkout, `make setup-kvpress` builds .venv-kvpress)"
+            "RCPress needs kvpress: pip install 'rcattr[kvpress]' (kvpress pins transformers < 5.3, so "
+            "transformers>=5.2,<5.3; in this checkout, `make setup-kvpress` builds .venv-kvpress)"
         ) from error
     return RCPress
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "RCPress"])

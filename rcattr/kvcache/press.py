@@ -17,7 +17,6 @@ import torch
 from kvpress import ScorerPress
 from kvpress.utils import get_prerope_query_states
 from torch import nn
-from transformers.models.llama.modeling_llama import rotate_half
 
 from rcattr.capture import raw_logits
 from rcattr.kvcache.scoring import GroupReduce, Statistic, value_weighted, window_rc_scores
@@ -30,16 +29,24 @@ class RCPress(ScorerPress):
     """Relative contextualization (RCStat) as a kvpress ``ScorerPress``: evict ``compression_ratio`` of
     every key head's prompt, lowest expected RC against the prompt's last ``window`` queries first.
 
+    The score of a key before the window is :class:`~rcattr.kvcache.RCKVCache`'s (docs/design.md §3):
+    ``E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)]`` over the window ĝ's raw logits, aggregated over the query heads of
+    each key head, times the norm of the key's value. kvpress then keeps ``int(n · (1 -
+    compression_ratio))`` of the ``n`` prompt entries of every key head, the window and the sinks
+    among them: ``RCPress(r)`` keeps what ``RCKVCache(model, ratio=r, layer_budget="layer")`` keeps.
+    Unlike RCKVCache it cannot give heads different budgets, evict in later turns of a chat, or run
+    outside kvpress's transformers line. Paper: RCStat, arXiv 2506.19549.
+
     Parameters
     ----------
     compression_ratio : float, default 0.0
-        Share of each key head's prompt entries to evict, in [0, 1).
+        Share of each key head's prompt entries to evict, in [0, 1) (0 leaves the cache as it is).
     window : int, default 16
-        The last prompt tokens whose queries score the rest (kept, like the sinks).
+        The last prompt tokens whose queries score the rest (always kept), >= 1.
     value_norm : bool, default True
         Multiply each score by the norm of the key's value vector.
     sinks : int, default 4
-        The first prompt tokens, always kept.
+        The first prompt tokens, always kept, >= 0.
     group_reduce : {"mean", "max"}, default "mean"
         How a key head aggregates the scores of its query heads.
     statistic : {"expected", "upper_bound"}, default "expected"
@@ -47,9 +54,11 @@ class RCPress(ScorerPress):
 
     Examples
     --------
-    >>> from kvpress import KVPressTextGenerationPipeline
-    >>> pipe = KVPressTextGenerationPipeline(model=model, tokenizer=tokenizer)
+    >>> from transformers import pipeline
+    >>> pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tokenizer)  # after import kvpress
     >>> pipe(context, question=question, press=RCPress(compression_ratio=0.5))["answer"]
+    >>> with RCPress(compression_ratio=0.5)(model):
+    ...     model.generate(**inputs, max_new_tokens=32)
     """
 
     compression_ratio: float = 0.0
@@ -62,7 +71,7 @@ class RCPress(ScorerPress):
     def __post_init__(self) -> None:
         ratio = self.compression_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio < 1:
-            raise ValueError(f"compression_ratio must be in [0, 1), got {ratio!r}")
+            raise ValueError(f"compression_ratio must be a number in [0, 1), got {ratio!r}")
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
             raise ValueError(f"window must be an int >= 1, got {self.window!r}")
         if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
@@ -83,25 +92,56 @@ class RCPress(ScorerPress):
         attentions: torch.Tensor | None,
         kwargs: dict[str, Any],
     ) -> torch.Tensor:
-        """``[B, Hkv, n]`` scores of the prompt's ``keys [B, Hkv, n, d]``: RC against the window, ``inf``
-        for the window and the sinks (always kept)."""
+        """RC score of every prompt key against the prompt's last ``window`` queries.
+
+        Parameters
+        ----------
+        module : nn.Module
+            The attention layer (its ``q_proj``, q-norm and ``head_dim`` rebuild the window's queries).
+        hidden_states : torch.Tensor
+            ``[B, n, hidden]`` the layer's input for the prompt.
+        keys, values : torch.Tensor
+            ``[B, Hkv, n, d]`` the prompt's keys (after RoPE) and values.
+        attentions : torch.Tensor or None
+            Unused: RC needs raw logits, not attention weights.
+        kwargs : dict
+            The attention layer's keyword arguments; ``position_embeddings`` is the ``(cos, sin)`` pair,
+            each ``[B, n, rotary_dim]``.
+
+        Returns
+        -------
+        torch.Tensor
+            ``[B, Hkv, n]`` float32 scores: RC (>= 0) before the window, ``inf`` for the window and the
+            first ``sinks`` tokens so that they are always kept.
+        """
         batch, kv_heads, n, _ = keys.shape
         window = min(self.window, n)
+        scores = keys.new_full((batch, kv_heads, n), float("inf"), dtype=torch.float32)
+        if n <= window:  # the whole prompt is window
+            return scores
         query = get_prerope_query_states(module, hidden_states[:, -window:])  # [B, H, w, d]
         cos, sin = (part[:, -window:].unsqueeze(1) for part in kwargs["position_embeddings"])
-        query = query * cos + rotate_half(query) * sin
+        query = _apply_rope(query, cos.to(query.dtype), sin.to(query.dtype))
         positions = torch.arange(n, device=keys.device)
-        visible = (positions[None, :] <= positions[n - window :, None])[None].expand(batch, window, n)
-        scores = keys.new_full((batch, kv_heads, n), float("inf"), dtype=torch.float32)
-        if n > window:
-            before = window_rc_scores(
-                raw_logits(query, keys),
-                visible,
-                kv_heads,
-                group_reduce=self.group_reduce,
-                statistic=self.statistic,
-            )
-            if self.value_norm:
-                before = value_weighted(before, values)
-            scores[..., self.sinks : n - window] = before[..., self.sinks :]
+        visible = positions[None, :] <= positions[n - window :, None]  # [w, n] causality
+        before = window_rc_scores(
+            raw_logits(query, keys),
+            visible.expand(batch, window, n),
+            kv_heads,
+            group_reduce=self.group_reduce,
+            statistic=self.statistic,
+        )  # [B, Hkv, n - w]
+        if self.value_norm:
+            before = value_weighted(before, values)
+        scores[..., self.sinks : n - window] = before[..., self.sinks :]
         return scores
+
+
+def _apply_rope(query: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE of ``query [B, H, w, d]`` with ``cos, sin [B, 1, w, r]``, rotating the first ``r <= d`` dims
+    (all of them but in Phi-3-style partial rotary models), as the models' ``apply_rotary_pos_emb`` do."""
+    rotary = cos.shape[-1]
+    rotated, passed = query[..., :rotary], query[..., rotary:]
+    half = rotary // 2
+    rotate_half = torch.cat((-rotated[..., half:], rotated[..., :half]), dim=-1)
+    return torch.cat((rotated * cos + rotate_half * sin, passed), dim=-1)
