@@ -5,33 +5,41 @@ rcattr supports the current transformers release and the 5.2 line (kvpress pins 
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 
 import torch
 import transformers
 from packaging.version import Version
-from transformers import AttentionInterface
+from transformers import AttentionInterface, LlamaForCausalLM, PreTrainedModel
+from transformers.cache_utils import Cache
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 TRANSFORMERS_VERSION = Version(transformers.__version__)
 
+CACHE_ARGUMENT = (
+    "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
+)
+"""The name under which a model's forward takes its cache: ``cache`` in recent releases, which deprecate
+``past_key_values``, still the only name on the 5.2 line."""
+
 AttentionFunction = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 
-WRAPPER_PREFIXES = {"capture": "rcattr_capture_", "kvcache": "rcattr_kv_"}
-"""Prefixes of the attention implementations rcattr registers around a model's own (sdpa or eager)."""
-
 __all__ = [
+    "CACHE_ARGUMENT",
     "TRANSFORMERS_VERSION",
-    "WRAPPER_PREFIXES",
     "AttentionFunction",
     "attention_function",
-    "base_implementation",
+    "attention_implementation",
+    "cache_argument",
     "mask_function",
     "mask_query_length",
     "register_attention",
     "registered_attention",
+    "set_attention_implementation",
+    "supports_attention_backend",
     "unregister_attention",
 ]
 
@@ -53,15 +61,24 @@ def attention_function(name: str, module: torch.nn.Module) -> AttentionFunction:
     return ALL_ATTENTION_FUNCTIONS[name]  # type: ignore[no-any-return]
 
 
-def base_implementation(name: str) -> str:
-    """The model's own attention implementation under any rcattr wrappers (``rcattr_kv_sdpa`` -> ``sdpa``)."""
-    stripped = True
-    while stripped:
-        stripped = False
-        for prefix in WRAPPER_PREFIXES.values():
-            if name.startswith(prefix):
-                name, stripped = name[len(prefix) :], True
-    return name
+def cache_argument(cache: Cache) -> dict[str, Cache]:
+    """``cache`` as the keyword argument of a model's forward: ``model(ids, **cache_argument(cache))``."""
+    return {CACHE_ARGUMENT: cache}
+
+
+def attention_implementation(model: PreTrainedModel) -> str:
+    """The name of the attention implementation ``model`` runs now (``"sdpa"``, ``"eager"``, ...)."""
+    return model.config._attn_implementation  # type: ignore[no-any-return]
+
+
+def set_attention_implementation(model: PreTrainedModel, name: str) -> None:
+    """Switch ``model`` (every sub-config included) to the registered implementation ``name``."""
+    model.set_attn_implementation(name)
+
+
+def supports_attention_backend(model: PreTrainedModel) -> bool:
+    """Whether ``model`` routes its attention through ``AttentionInterface`` (so that rcattr can wrap it)."""
+    return bool(getattr(model, "_supports_attention_backend", False))
 
 
 def mask_function(name: str) -> Callable[..., torch.Tensor | None]:

@@ -20,9 +20,11 @@ from typing import Any, Literal
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
+from rcattr.attention import check_supported
 from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec, normalise
-from rcattr.capture import CaptureStep, LogitCapture, check_supported
+from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.heads import (
     HEAD_SCORES,
     HEAD_WEIGHTINGS,
@@ -517,11 +519,11 @@ class RCAttributor(SpanAttributor):
         start = layout.answer_start
         calibration = _calibration(scorers.values())
         cache = DynamicCache()  # the prompt once; a calibrating answer reads a copy of its cache
-        self.model(example.ids[:, :start], past_key_values=cache, use_cache=True, logits_to_keep=1)
+        self.model(example.ids[:, :start], **cache_argument(cache), use_cache=True, logits_to_keep=1)
         priors = None if calibration is None else self._priors(copy.deepcopy(cache), start, calibration)
         reducer = _Reducer(layout, scorers, self.head_score, priors)
         with LogitCapture(self.model, reducer, query_positions=slice(start, None)):
-            self.model(example.ids[:, start:], past_key_values=cache, use_cache=True, logits_to_keep=1)
+            self.model(example.ids[:, start:], **cache_argument(cache), use_cache=True, logits_to_keep=1)
         out = reducer.out
         return HeadSpanScores(
             example=example,
@@ -541,7 +543,7 @@ class RCAttributor(SpanAttributor):
         with LogitCapture(self.model, reducer, query_positions=slice(n_prompt, None)):
             self.model(
                 torch.tensor([ids], device=self.model.device),
-                past_key_values=cache,
+                **cache_argument(cache),
                 use_cache=True,
                 logits_to_keep=1,
             )

@@ -1,7 +1,8 @@
 """Capture raw (pre-softmax) attention logits during an ordinary forward or ``generate``.
 
-Inside :class:`LogitCapture` the model's attention implementation is wrapped: the original kernel
-(sdpa or eager) still computes every output, and for the chosen query rows the raw logits
+Inside :class:`LogitCapture` the model's attention goes through rcattr's attention layer
+(:mod:`rcattr.attention`): the model's own kernel (sdpa, eager, flex or flash attention) still computes
+every output, and for the chosen query rows the raw logits
 f(i, j) = <q_j, k_i> (after RoPE and any q/k norm, unscaled, unmasked, GQA-expanded) are computed
 beside it and handed to a reducer, one layer at a time. Nothing of size |s| x |s| per head is kept
 unless the reducer keeps it.
@@ -13,27 +14,19 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
 
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._compat import WRAPPER_PREFIXES, AttentionFunction, attention_function, base_implementation
-from rcattr.routing import route, unroute
+from rcattr.attention import AttentionCall, AttentionOutput, attach, check_supported, detach
 
 __all__ = [
-    "SUPPORTED_ATTENTION",
     "CaptureStep",
     "LogitCapture",
     "LogitStore",
     "Reducer",
-    "check_supported",
-    "mask_allows",
-    "visible_keys",
+    "raw_logits",
 ]
-
-SUPPORTED_ATTENTION = ("sdpa", "eager")
-_PREFIX = WRAPPER_PREFIXES["capture"]
 
 QueryRows = slice | range | Sequence[int] | torch.Tensor | None
 
@@ -53,7 +46,7 @@ class CaptureStep:
         the most recent ones).
     visible : torch.Tensor
         ``[B or 1, R, K]`` bool, True where the model lets the query attend to the key: causality,
-        padding and the sliding window, read from the very mask the model used.
+        padding and the sliding window (:meth:`rcattr.attention.AttentionCall.visible`).
     sliding_window : int or None
         The layer's window size when it is a sliding-window layer.
     scaling : float
@@ -82,7 +75,7 @@ class LogitCapture:
     ----------
     model : transformers.PreTrainedModel
         A decoder-only causal LM whose attention goes through transformers' ``AttentionInterface``
-        (Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3, ...), loaded with sdpa or eager attention.
+        (Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3, ...), with sdpa, eager, flex or flash attention.
     reducer : callable
         ``reducer(logits, step)``; ``logits`` is ``[batch, heads, rows, keys]`` in ``dtype``, ``step`` a
         :class:`CaptureStep`. Called once per layer and forward call that has selected rows.
@@ -122,13 +115,9 @@ class LogitCapture:
         self.dtype = dtype
         self.layers = None if layers is None else frozenset(int(i) for i in layers)
         self._rows = _RowSelector(query_positions)
-        self._modules = {id(m) for m in model.modules()}
-        self._next_position: dict[int, int] = {}
 
     def __enter__(self) -> LogitCapture:
-        route(self.model, _PREFIX, _capturing_attention)
-        self._next_position.clear()
-        _ACTIVE.append(self)
+        attach(self.model, self)
         return self
 
     def __exit__(
@@ -137,52 +126,33 @@ class LogitCapture:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        try:
-            unroute(self.model, _PREFIX)
-        finally:
-            _ACTIVE.remove(self)
+        detach(self.model, self)
 
-    def _observe(
-        self,
-        module: torch.nn.Module,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        kwargs: dict[str, object],
-    ) -> None:
-        layer_idx: int = module.layer_idx  # type: ignore[assignment]  # attention modules set an int
-        q_len, k_len = query.shape[-2], key.shape[-2]
-        given = kwargs.get("position_ids")
-        if isinstance(given, torch.Tensor) and given.shape[-1] == q_len:
-            # what the model says; with left padding the row without padding carries the sequence index
-            start = int(given.reshape(-1, q_len)[:, 0].max())
-        elif k_len == q_len:
-            start = 0
-        else:  # continuing a cached sequence; first seen with a pre-filled cache: its length
-            start = self._next_position.get(layer_idx, k_len - q_len)
-        self._next_position[layer_idx] = start + q_len
+    def __call__(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
+        """The attention hook: hand the chosen rows' logits of ``call`` to the reducer, then run the kernel."""
+        self._observe(call)
+        return proceed()
+
+    def _observe(self, call: AttentionCall) -> None:
+        layer_idx = call.layer_idx
+        positions = call.query_positions  # read even for layers not captured: it tracks where passes end
         if self.layers is not None and layer_idx not in self.layers:
             return
-        device = query.device
-        positions = torch.arange(start, start + q_len, device=device)
         local_rows = self._rows.select(positions)
         if local_rows.numel() == 0:
             return
-        key_positions = torch.arange(start + q_len - k_len, start + q_len, device=device)
         step = CaptureStep(
             layer_idx=layer_idx,
             query_positions=positions[local_rows],
-            key_positions=key_positions,
-            visible=visible_keys(attention_mask, local_rows, positions[local_rows], key_positions),
-            sliding_window=_optional(
-                kwargs.get("sliding_window", getattr(module, "sliding_window", None)), int
-            ),
-            scaling=_optional(kwargs.get("scaling", getattr(module, "scaling", None)), float)
-            or query.shape[-1] ** -0.5,
-            softcap=_optional(kwargs.get("softcap"), float),
+            key_positions=call.key_positions,
+            visible=call.visible(local_rows),
+            sliding_window=call.sliding_window,
+            scaling=call.scaling,
+            softcap=call.softcap,
         )
+        query = call.query
         dtype = self.dtype or torch.promote_types(query.dtype, torch.float32)
-        self.reducer(raw_logits(query[:, :, local_rows], key, dtype=dtype), step)
+        self.reducer(raw_logits(query[:, :, local_rows], call.key, dtype=dtype), step)
 
 
 def raw_logits(query: torch.Tensor, key: torch.Tensor, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -280,93 +250,3 @@ class _RowSelector:
             if self.stop is not None:
                 keep &= positions < self.stop
         return keep.nonzero().flatten()
-
-
-def visible_keys(
-    attention_mask: torch.Tensor | None,
-    local_rows: torch.Tensor,
-    query_positions: torch.Tensor,
-    key_positions: torch.Tensor,
-) -> torch.Tensor:
-    """``[B or 1, R, K]`` bool: which keys the chosen query rows attend to, as the model decided.
-
-    ``attention_mask`` is the 4-D mask the attention function received (None when the kernel applies
-    plain causality), ``local_rows`` ``[R]`` index its query rows, ``query_positions`` ``[R]`` and
-    ``key_positions`` ``[K]`` are the sequence positions of those rows and of the keys.
-    """
-    if attention_mask is None:  # the kernel applied plain causality (is_causal)
-        return (key_positions[None, :] <= query_positions[:, None])[None]
-    if attention_mask.dim() != 4 or attention_mask.shape[-1] != key_positions.numel():
-        raise NotImplementedError(
-            f"unexpected attention mask of shape {tuple(attention_mask.shape)} for "
-            f"{key_positions.numel()} keys; only 4-D [batch, 1, queries, keys] masks are supported"
-        )
-    return mask_allows(attention_mask[:, 0, local_rows])
-
-
-def mask_allows(attention_mask: torch.Tensor) -> torch.Tensor:
-    """A model's attention mask as bool (True attends): sdpa's bool masks as they are, eager's additive
-    float masks (0 attends, the dtype's minimum blocks) thresholded."""
-    if attention_mask.dtype == torch.bool:
-        return attention_mask
-    return attention_mask > torch.finfo(attention_mask.dtype).min / 2
-
-
-_ACTIVE: list[LogitCapture] = []
-
-
-def _owner(module: torch.nn.Module) -> LogitCapture | None:
-    for capture in reversed(_ACTIVE):
-        if id(module) in capture._modules:
-            return capture
-    return None
-
-
-def _capturing_attention(inner_name: str) -> AttentionFunction:
-    """An attention function that runs ``inner_name`` and shows its inputs to the active capture."""
-
-    def attention(
-        module: torch.nn.Module,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        *args: object,  # transformers passes the rest by keyword; kvpress's patch passes dropout by position
-        **kwargs: object,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        capture = _owner(module)
-        if capture is not None:
-            capture._observe(module, query, key, attention_mask, kwargs)
-        return attention_function(inner_name, module)(
-            module, query, key, value, attention_mask, *args, **kwargs
-        )
-
-    return attention
-
-
-def _optional(value: object, kind: type) -> Any:
-    """``value`` as ``kind`` when it is a number (not a bool or None), else None."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return kind(value)
-    return None
-
-
-def check_supported(model: PreTrainedModel) -> None:
-    """Raise ``NotImplementedError`` naming the reason if logits of ``model`` cannot be captured."""
-    name = type(model).__name__
-    if getattr(model.config, "is_encoder_decoder", False):
-        raise NotImplementedError(
-            f"{name} is an encoder-decoder model; rcattr captures decoder-only causal LMs"
-        )
-    if not getattr(model, "_supports_attention_backend", False):
-        raise NotImplementedError(
-            f"{name} does not route its attention through transformers' AttentionInterface, so its "
-            "query/key logits cannot be captured. Supported: decoder-only models that do "
-            "(tested: Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3)."
-        )
-    implementation = model.config._attn_implementation
-    if base_implementation(implementation) not in SUPPORTED_ATTENTION:
-        raise NotImplementedError(
-            f"{name} uses attn_implementation={implementation!r}; logit capture supports "
-            f"{list(SUPPORTED_ATTENTION)}. Reload with attn_implementation='sdpa'."
-        )

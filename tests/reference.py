@@ -10,7 +10,7 @@ import torch
 from transformers import DynamicCache
 
 from rcattr._compat import register_attention
-from rcattr.capture import mask_allows
+from rcattr.attention import mask_allows
 
 
 @contextmanager

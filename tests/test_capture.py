@@ -193,13 +193,12 @@ def test_raw_logits_use_the_key_head_of_each_query_group():
 
 
 def test_restores_attention_after_an_error():
-    from rcattr import capture as capture_module
-
     model = tiny_model("llama")
+    before = registered_attention()
     with pytest.raises(RuntimeError, match="boom"), LogitCapture(model, LogitStore()):
         raise RuntimeError("boom")
     assert model.config._attn_implementation == "sdpa"
-    assert capture_module._ACTIVE == []
+    assert registered_attention() == before
 
 
 def test_unsupported_architecture_is_named():
@@ -211,8 +210,8 @@ def test_unsupported_architecture_is_named():
 
 def test_unsupported_attention_implementation_is_named():
     model = tiny_model("llama")
-    model.config._attn_implementation_internal = "flex_attention"
-    with pytest.raises(NotImplementedError, match="attn_implementation='flex_attention'.*'sdpa'"):
+    model.config._attn_implementation_internal = "flash_attention_2"
+    with pytest.raises(NotImplementedError, match="attn_implementation='flash_attention_2'.*'sdpa'"):
         LogitCapture(model, LogitStore())
 
 

@@ -227,7 +227,7 @@ def test_a_cache_used_by_another_model_is_refused() -> None:
     model, other = kv_model("llama"), kv_model("llama")
     ids, _ = prompt()
     cache = RCKVCache(model)
-    with pytest.raises(RuntimeError, match="other than the one it was created for"):
+    with pytest.raises(RuntimeError, match="other than the one this RCKVCache was created for"):
         other(ids, past_key_values=cache)  # the other model's attention is not routed through RCKVCache
     held = RCKVCache(other)  # now it is, for as long as one of its own caches is open  # noqa: F841
     with pytest.raises(RuntimeError, match="other than the one this RCKVCache was created for"):
@@ -571,6 +571,7 @@ def test_cropping_is_refused() -> None:
 
 
 def test_a_layer_on_random_tensors_keeps_what_its_policy_decides() -> None:
+    from rcattr.attention import AttentionCall
     from rcattr.capture import raw_logits
     from rcattr.kvcache import RCLayer, value_weighted
 
@@ -580,7 +581,9 @@ def test_a_layer_on_random_tensors_keeps_what_its_policy_decides() -> None:
     query = torch.randn(batch, heads, n, d)
     layer = RCLayer(0, EvictionPolicy(c=1.0, window=window, sinks=2, layer_budget="layer"))
     layer.update(keys, values)
-    layer.evict(query, None)
+    attention = torch.nn.Module()
+    attention.layer_idx = 0
+    layer.evict(AttentionCall(attention, query, keys, values, None, "sdpa"))  # plain causality
     visible = (torch.arange(n)[None, :] <= torch.arange(n - window, n)[:, None])[None]
     scores = value_weighted(
         window_rc_scores(raw_logits(query[:, :, -window:], keys), visible, kv_heads), values
@@ -623,3 +626,31 @@ def test_a_closed_cache_leaves_the_model_and_transformers_as_they_were() -> None
     del dropped  # a cache nobody holds gives the model back too, once collected
     gc.collect()
     assert model.config._attn_implementation == implementation and registered_attention() == before
+
+
+@torch.no_grad()
+def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
+    """A compressed prompt continued twice (as the KV benchmark does): the copy holds the same entries, goes
+    on exactly like the original, and each closes on its own."""
+    import copy
+
+    from rcattr._compat import registered_attention
+
+    gc.collect()
+    model = kv_model("llama")
+    before = registered_attention()
+    ids, mask = prompt(batch=2, pad=5)
+    chunk = torch.randint(3, 120, (2, 1))
+    cache = RCKVCache(model, window=4)
+    model(ids, attention_mask=mask, past_key_values=cache)
+    twin = copy.deepcopy(cache)
+    assert twin.compression_ratio == cache.compression_ratio > 0
+    longer = torch.cat([mask, torch.ones_like(chunk)], -1)
+    original = model(chunk, attention_mask=longer, past_key_values=cache).logits
+    cache.close()
+    copied = model(chunk, attention_mask=longer, past_key_values=twin).logits  # still open
+    torch.testing.assert_close(copied, original, rtol=0, atol=0)
+    twin.close()
+    assert model.config._attn_implementation == "sdpa" and registered_attention() == before
+    with pytest.raises(RuntimeError, match="closed"):
+        copy.deepcopy(twin)

@@ -56,7 +56,9 @@ def test_capture_equals_float64_eager(model_name, sentences, request):
         captured = model(ids, logits_to_keep=1, output_hidden_states=True).hidden_states[-1]
     assert (captured - plain).abs().max() <= 1e-6
 
-    reference_model = copy.deepcopy(model).double()
+    # the same float32 weights under eager attention: its q and k, multiplied in float64, are the exact
+    # logits (a float64 copy of the model would also measure how float32 rounding grows through 26 layers)
+    reference_model = copy.deepcopy(model)
     reference_model.set_attn_implementation("eager")
     with record_eager_qk(reference_model) as records:
         reference_model(ids, logits_to_keep=1)
@@ -68,7 +70,7 @@ def test_capture_equals_float64_eager(model_name, sentences, request):
         [(query, key)] = records[layer]
         expected = float64_logits(query, key)[:, :, rows]
         error = (logits.double() - expected).abs().max() / expected.abs().max()
-        assert error <= 1e-4, f"layer {layer}: relative error {error:.2e}"
+        assert error <= 1e-5, f"layer {layer}: relative error {error:.2e}"
         distance = step.query_positions[:, None] - step.key_positions[None, :]
         sees = distance >= 0
         if step.sliding_window is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 from types import TracebackType
@@ -10,8 +11,8 @@ import torch
 from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
-from rcattr._compat import WRAPPER_PREFIXES
-from rcattr.kvcache.attention import expect_attention, install, uninstall
+from rcattr.attention import attach, check_supported, detach, is_routed
+from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import Eviction, EvictionPolicy, LayerBudget, RCLayer, WindowScores
 from rcattr.kvcache.scoring import GroupReduce, Statistic
 
@@ -35,8 +36,9 @@ class RCKVCache(Cache):
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A decoder-only causal LM using sdpa or eager attention (Llama, Mistral, Qwen2, Qwen3, Gemma3,
-        Phi3, ...). Its attention is routed through a wrapper that is transparent for other caches.
+        A decoder-only causal LM using sdpa, eager, flex or flash attention (Llama, Mistral, Qwen2, Qwen3,
+        Gemma3, Phi3, ...). Its attention is routed through rcattr's attention layer
+        (:mod:`rcattr.attention`), which is transparent for other caches, until the cache is closed.
     c : float, optional
         Threshold multiplier, >= 0 (default 1.0): a token is evicted when ``score < c · mean score``.
         ``c = 0`` keeps everything; larger ``c`` evicts more. Not with ``ratio``.
@@ -115,7 +117,7 @@ class RCKVCache(Cache):
             raise ValueError(f"layer_budget must be 'layer' or 'model', got {layer_budget!r}")
         if score_dtype not in (torch.float32, torch.float64):
             raise ValueError(f"score_dtype must be torch.float32 or torch.float64, got {score_dtype}")
-        install(model)
+        check_supported(model)
         policy = EvictionPolicy(
             c=float(c),
             window=window,
@@ -144,10 +146,29 @@ class RCKVCache(Cache):
             )
         super().__init__(layers=layers)
         self.policy = policy
-        self._config = model.config
-        self._modules = frozenset(id(module) for module in model.modules())
+        self._model = weakref.ref(model)
         self._scored: dict[int, tuple[RCLayer, WindowScores]] = {}  # layer_budget="model": until the last
-        self._release = weakref.finalize(self, uninstall, model)  # on close(), or when the cache is collected
+        self._open(model)
+
+    def _open(self, model: PreTrainedModel) -> None:
+        """Add this cache's hook to ``model``'s attention until :meth:`close` (or garbage collection)."""
+        self._hook = CacheHook()
+        attach(model, self._hook)
+        self._release = weakref.finalize(self, detach, model, self._hook)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> RCKVCache:
+        """A copy that holds the same entries and is open on the same model (e.g. to continue one compressed
+        prompt twice); closing either leaves the other open."""
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in vars(self).items():
+            if name not in ("_hook", "_release"):
+                setattr(clone, name, copy.deepcopy(value, memo))
+        model = self._model()
+        if model is None or not self._release.alive:
+            raise RuntimeError("this RCKVCache is closed (or its model is gone); a copy could not be filled")
+        clone._open(model)
+        return clone
 
     def close(self) -> None:
         """Give the model its own attention back (once no other open RCKVCache of it remains); the cache
@@ -201,15 +222,17 @@ class RCKVCache(Cache):
         **kwargs: object,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the new keys and values of ``layer_idx`` and return what the attention reads."""
-        if WRAPPER_PREFIXES["kvcache"] not in self._config._attn_implementation:
+        model = self._model()
+        if model is None or not is_routed(model) or not self._release.alive:
             raise RuntimeError(
-                f"the model's attention implementation is now {self._config._attn_implementation!r}, which "
+                "the model's attention no longer goes through RCKVCache (the cache was closed, or "
+                "set_attn_implementation was called after it was created), so the model's attention "
                 "bypasses RCKVCache; create the cache after the last set_attn_implementation call"
             )
         keys, values = super().update(key_states, value_states, layer_idx, *args, **kwargs)
         layer = self.layers[layer_idx]
         if isinstance(layer, RCLayer):
-            expect_attention(layer, keys, self._modules)
+            self._hook.expect(layer, keys)
         return keys, values
 
     def activate_past_recording(self) -> None:

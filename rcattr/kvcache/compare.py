@@ -9,6 +9,7 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import Cache
 
+from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.prompting import ContextInput, render_prompt
 
@@ -79,7 +80,7 @@ def compare_generations(
     for past in (DynamicCache(config=model.config), cache):
         out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
             **inputs.to(model.device),
-            past_key_values=past,
+            **cache_argument(past),
             max_new_tokens=max_new_tokens,
             do_sample=False,
             pad_token_id=tokenizer.eos_token_id,

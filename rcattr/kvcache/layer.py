@@ -26,7 +26,8 @@ import torch
 from transformers.cache_utils import DynamicLayer
 
 from rcattr._compat import mask_query_length
-from rcattr.capture import mask_allows, raw_logits, visible_keys
+from rcattr.attention import AttentionCall
+from rcattr.capture import raw_logits
 from rcattr.kvcache.scoring import (
     GroupReduce,
     Statistic,
@@ -201,7 +202,7 @@ class RCLayer(DynamicLayer):
         return self.seen
 
     def get_mask_sizes(self, query: int | torch.Tensor) -> tuple[int, int]:  # type: ignore[override]
-        """The model builds its mask over every position seen; :meth:`slot_mask` picks the stored ones."""
+        """The model builds its mask over every position seen; :meth:`attend` picks the stored ones."""
         return self.seen + mask_query_length(query), 0
 
     @property
@@ -243,35 +244,27 @@ class RCLayer(DynamicLayer):
             return list(self.positions.long().unbind(1))
         return [self.positions[:, 0, segment].long() for segment in self.segments()]
 
-    def evict(self, query: torch.Tensor, attention_mask: torch.Tensor | None) -> None:
+    def evict(self, call: AttentionCall) -> None:
         """Score the chunk just stored against its last ``window`` queries and drop what each head does
-        not keep; entries of earlier chunks stay.
-
-        Parameters
-        ----------
-        query : torch.Tensor
-            ``[B, H, n, d]`` the chunk's queries (after RoPE and q-norm), as the attention got them.
-        attention_mask : torch.Tensor or None
-            The 4-D mask the attention got for the chunk (None: plain causality).
-        """
-        scored = self.score(query, attention_mask)
+        not keep; entries of earlier chunks stay. ``call`` is the chunk's attention call (its queries
+        ``[B, H, n, d]`` after RoPE and q-norm, and the model's mask)."""
+        scored = self.score(call)
         if self.decide_jointly is not None:
             self.decide_jointly(self, scored)
             return
         keep, threshold = self.policy.keep(scored.before, scored.protected, scored.window)
         self.apply(scored, keep, threshold)
 
-    def score(self, query: torch.Tensor, attention_mask: torch.Tensor | None) -> WindowScores:
+    def score(self, call: AttentionCall) -> WindowScores:
         """The policy's score of every key of the chunk before its window (see :meth:`evict`)."""
+        query = call.query
         keys, values = self._chunk(query.shape[-2])
         batch, kv_heads, n = keys.shape[:3]
         start = self.seen - n
         window = min(self.policy.window, n)
         device = query.device
         rows = torch.arange(n - window, n, device=device)
-        positions = torch.arange(self.seen, device=device)
-        visible = visible_keys(attention_mask, rows, rows + start, positions)[..., start:]
-        visible = visible.expand(batch, window, n)
+        visible = call.visible(rows, torch.arange(start, self.seen, device=device)).expand(batch, window, n)
         present = visible[:, -1]  # the last token attends to every real one
         if not bool(present[:, -1].all()):
             raise ValueError(
@@ -354,31 +347,32 @@ class RCLayer(DynamicLayer):
         self.head_slots = head_slots
         self.has_pads = bool((self.positions < 0).any())
 
-    def slot_mask(self, attention_mask: torch.Tensor | None, query_length: int) -> torch.Tensor | None:
-        """``[B, 1, q, slots]`` bool: which stored slot each new query attends to (packed layout).
-
-        The model's own mask over all positions seen (padding, causality) is read at each slot's
-        position; pads and evicted tokens are never visible. None when a single new token without
-        padding sees every slot, so the kernel needs no mask.
-        """
+    def attend(self, call: AttentionCall) -> torch.Tensor:
+        """``[B, q, H, d]`` the attention of ``call``'s queries over the packed slots, one kernel call per key
+        head on its query heads and its own slots, each slot visible where the model's mask allows at its
+        position (pads and evicted tokens never)."""
         assert self.positions is not None
+        query, q_len = call.query, call.query.shape[-2]
         positions = self.positions.long()  # [B, 1, S]
         batch, _, slots = positions.shape
-        if attention_mask is None and query_length == 1 and not self.has_pads:
-            return None
-        if attention_mask is None:
-            queries = torch.arange(self.seen - query_length, self.seen, device=positions.device)
-            visible = positions[:, :, None, :] <= queries[:, None]
-        else:
-            if attention_mask.dim() != 4 or attention_mask.shape[-1] != self.seen:
-                raise NotImplementedError(
-                    f"unexpected attention mask of shape {tuple(attention_mask.shape)} for {self.seen} "
-                    "positions; RCKVCache supports 4-D [batch, 1, queries, positions] masks"
-                )
-            allows = mask_allows(attention_mask)[:, 0].expand(batch, query_length, self.seen)
-            index = positions.clamp_min(0).expand(batch, query_length, slots)
-            visible = allows.gather(-1, index)[:, None]
-        return visible & (positions >= 0)[:, :, None, :]
+        visible: torch.Tensor | None = None
+        if call.attention_mask is not None or q_len > 1 or self.has_pads:
+            rows = torch.arange(q_len, device=query.device)
+            every = call.visible(rows, torch.arange(self.seen, device=query.device))  # [B or 1, q, seen]
+            index = positions.clamp_min(0).expand(batch, q_len, slots)
+            visible = every.expand(batch, q_len, self.seen).gather(-1, index)[:, None]
+            visible = visible & (positions >= 0)[:, :, None, :]  # [B, 1, q, S]
+        group = query.shape[1] // self.kv_heads
+        outputs = [
+            call.attend(
+                query[:, head * group : (head + 1) * group],
+                call.key[:, :, segment],
+                call.value[:, :, segment],
+                None if visible is None else visible[..., segment],
+            )
+            for head, segment in enumerate(self.segments())
+        ]
+        return torch.cat(outputs, dim=2)
 
     def nbytes(self) -> int:
         """Bytes this layer holds: keys, values and slot positions."""
