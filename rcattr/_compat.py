@@ -12,23 +12,16 @@ from collections.abc import Callable
 import torch
 import transformers
 from packaging.version import Version
-from transformers import AttentionInterface, LlamaForCausalLM, PreTrainedModel
+from transformers import AttentionInterface, PreTrainedModel
 from transformers.cache_utils import Cache
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 TRANSFORMERS_VERSION = Version(transformers.__version__)
 
-CACHE_ARGUMENT = (
-    "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
-)
-"""The name under which a model's forward takes its cache: ``cache`` in recent releases, which deprecate
-``past_key_values``, still the only name on the 5.2 line."""
-
 AttentionFunction = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 
 __all__ = [
-    "CACHE_ARGUMENT",
     "TRANSFORMERS_VERSION",
     "AttentionFunction",
     "attention_function",
@@ -61,9 +54,12 @@ def attention_function(name: str, module: torch.nn.Module) -> AttentionFunction:
     return ALL_ATTENTION_FUNCTIONS[name]  # type: ignore[no-any-return]
 
 
-def cache_argument(cache: Cache) -> dict[str, Cache]:
-    """``cache`` as the keyword argument of a model's forward: ``model(ids, **cache_argument(cache))``."""
-    return {CACHE_ARGUMENT: cache}
+def cache_argument(model: torch.nn.Module, cache: Cache) -> dict[str, Cache]:
+    """``cache`` as the keyword argument of ``model``'s forward and ``generate``:
+    ``model(ids, **cache_argument(model, cache))``. Recent releases name it ``cache`` and deprecate
+    ``past_key_values``, still the only name on the 5.2 line."""
+    parameters = inspect.signature(model.forward).parameters
+    return {"cache" if "cache" in parameters else "past_key_values": cache}
 
 
 def attention_implementation(model: PreTrainedModel) -> str:

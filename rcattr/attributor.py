@@ -519,11 +519,15 @@ class RCAttributor(SpanAttributor):
         start = layout.answer_start
         calibration = _calibration(scorers.values())
         cache = DynamicCache()  # the prompt once; a calibrating answer reads a copy of its cache
-        self.model(example.ids[:, :start], **cache_argument(cache), use_cache=True, logits_to_keep=1)
+        self.model(
+            example.ids[:, :start], **cache_argument(self.model, cache), use_cache=True, logits_to_keep=1
+        )
         priors = None if calibration is None else self._priors(copy.deepcopy(cache), start, calibration)
         reducer = _Reducer(layout, scorers, self.head_score, priors)
         with LogitCapture(self.model, reducer, query_positions=slice(start, None)):
-            self.model(example.ids[:, start:], **cache_argument(cache), use_cache=True, logits_to_keep=1)
+            self.model(
+                example.ids[:, start:], **cache_argument(self.model, cache), use_cache=True, logits_to_keep=1
+            )
         out = reducer.out
         return HeadSpanScores(
             example=example,
@@ -543,7 +547,7 @@ class RCAttributor(SpanAttributor):
         with LogitCapture(self.model, reducer, query_positions=slice(n_prompt, None)):
             self.model(
                 torch.tensor([ids], device=self.model.device),
-                **cache_argument(cache),
+                **cache_argument(self.model, cache),
                 use_cache=True,
                 logits_to_keep=1,
             )

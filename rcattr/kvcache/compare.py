@@ -80,7 +80,7 @@ def compare_generations(
     for past in (DynamicCache(config=model.config), cache):
         out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
             **inputs.to(model.device),
-            **cache_argument(past),
+            **cache_argument(model, past),
             max_new_tokens=max_new_tokens,
             do_sample=False,
             pad_token_id=tokenizer.eos_token_id,
