@@ -19,10 +19,6 @@ run resumes where it stopped; ``results.json``, ``results.md`` and the plots are
 every line on disk. ``--shard I/N`` and ``accelerate launch`` split the records among processes, each
 writing ``records.shard-I-of-N.jsonl``; the report merges them. kvpress pins transformers < 5.3: the
 presses run in ``.venv-kvpress`` (``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
-
-The pieces: the settings (``kv_config``), the caches (``kv_methods``) and the methods by name
-(``kv_registry``), the runner (``kv_runner``), the report (``kv_results``, ``kv_tables``, ``kv_plots``).
-This module is the command line.
 """
 
 from __future__ import annotations
@@ -32,7 +28,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rcattr.eval.datasets import DATA_HELP
-from rcattr.eval.kv_config import DEFAULT_MAX_NEW_TOKENS, METHODS, KVBenchmarkConfig, load_records
+from rcattr.eval.kv_config import (
+    DEFAULT_MAX_NEW_TOKENS,
+    INSTRUCTIONS,
+    METHODS,
+    PROTOCOL,
+    QUALITY,
+    RESUMABLE_CHANGES,
+    KVBenchmarkConfig,
+    load_records,
+)
 from rcattr.eval.kv_data import KV_DATASETS
 from rcattr.eval.kv_methods import RC_VARIANT_WORDS, import_kvpress
 from rcattr.eval.kv_registry import PressFamily, RCFamily, default_kv_methods
@@ -42,8 +47,15 @@ from rcattr.eval.run_store import run_sharded
 from rcattr.eval.runs import add_run_arguments, load_run_model, parse_methods
 from rcattr.eval.sharding import Processes
 
+# the module's docstring is the command's --help; the pieces: settings (kv_config), caches (kv_methods) and
+# methods by name (kv_registry), the runner (kv_runner), the report (kv_results, kv_tables, kv_plots)
 __all__ = [
+    "DEFAULT_MAX_NEW_TOKENS",
+    "INSTRUCTIONS",
     "METHODS",
+    "PROTOCOL",
+    "QUALITY",
+    "RESUMABLE_CHANGES",
     "KVBenchmark",
     "KVBenchmarkConfig",
     "PressFamily",
