@@ -1,18 +1,16 @@
-"""What the benchmark runners share: their common command-line arguments, the model's placement and
-resuming a run folder."""
+"""What the benchmark runners' command lines share: their common arguments and the model's placement (the
+run folder itself is :class:`rcattr.eval.run_store.RunStore`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
-from rcattr.eval.sharding import Processes, Shard, write_atomically
+from rcattr.eval.registry import check_methods
+from rcattr.eval.sharding import Processes, Shard
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, methods: Sequence[str]) -> None:
@@ -69,13 +67,6 @@ def load_run_model(
     return load_model(name, device_map=device_map)
 
 
-def check_methods(methods: Sequence[str], known: Sequence[str]) -> None:
-    """ValueError naming the unknown methods and the known ones."""
-    unknown = [name for name in methods if name not in known]
-    if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(known)}")
-
-
 def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
     """The names of a ``--methods`` value; unknown ones end the command with the list of known ones."""
     methods = tuple(name.strip() for name in text.split(",") if name.strip())
@@ -84,17 +75,3 @@ def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
     except ValueError as error:
         raise SystemExit(str(error)) from error
     return methods
-
-
-def claim_run_folder(out: Path, settings: dict[str, Any], resumable: Sequence[str]) -> None:
-    """Write ``settings`` to ``out/config.json``; refuse a folder whose run has other settings, but for the
-    keys in ``resumable`` (which a resumed run may change, e.g. adding methods)."""
-    path = out / "config.json"
-    if path.exists():
-        previous = json.loads(path.read_text())
-        changed = sorted(
-            key for key in settings if key not in resumable and previous.get(key) != settings[key]
-        )
-        if changed:
-            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)}); use a new --out")
-    write_atomically(path, json.dumps(settings, indent=2))  # the processes of a sharded run all claim it

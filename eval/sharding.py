@@ -3,19 +3,17 @@
 A runner's process runs the records ``i`` with ``i % N == I`` (``--shard I/N``, or its rank among the
 processes of ``accelerate launch`` / ``torchrun``, or both: ``--shard`` then splits the jobs and each
 job's processes split its shard) and appends its rows to files of its own (``NAME.shard-I-of-N.jsonl``).
-The report reads every file of the run folder and orders rows by the records' order, so it does not
-depend on how the work was split: a sharded run gives the same results as a single one.
+The report reads every file of the run folder (:class:`rcattr.eval.run_store.RunStore`) and orders rows by
+the records' order, so it does not depend on how the work was split: a sharded run gives the same results
+as a single one.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import torch
 
@@ -69,34 +67,6 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def read_rows(folder: Path, stem: str) -> Iterator[dict[str, Any]]:
-    """The rows of every shard's ``stem`` file in ``folder`` (the whole run's first, then by name)."""
-    paths = sorted(folder.glob(f"{stem}.shard-*-of-*.jsonl"))
-    whole = folder / f"{stem}.jsonl"
-    for path in ([whole] if whole.exists() else []) + paths:
-        for line in path.read_text().splitlines():
-            if line.strip():
-                yield json.loads(line)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` in one step, so a process reading it never sees half a file."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w") as sink:
-        sink.write(text)
-    os.replace(temporary, path)
-
-
-class ShardedRun(Protocol):
-    """A benchmark whose work splits by record: :meth:`compute` one shard, :meth:`report` from disk."""
-
-    def compute(self) -> None: ...
-
-    def missing(self) -> int: ...
-
-    def report(self) -> dict[str, Any]: ...
-
-
 @dataclass
 class Processes:
     """This process among a run's: its shard, its device, and the barrier before the merge."""
@@ -132,25 +102,3 @@ class Processes:
         """Return once every process got here."""
         if self._state is not None:
             self._state.wait_for_everyone()
-
-
-def run_sharded(run: ShardedRun, processes: Processes, report_only: bool = False) -> dict[str, Any] | None:
-    """Compute this process's shard; after every process has, the main one writes the report of a whole
-    run (a job given ``--shard`` leaves the merge to a run without it). Returns the results, or None.
-
-    ``report_only``: run nothing, and write the report of what is on disk now (every shard's rows; the
-    records every method has finished), e.g. to look at a run that other processes are still writing."""
-    if report_only:
-        return run.report() if processes.is_main else None
-    run.compute()
-    processes.wait()
-    if not processes.is_main:
-        return None
-    if processes.requested.whole:
-        return run.report()
-    missing = run.missing()
-    print(
-        f"shard {processes.requested} done; {missing} run(s) of the whole benchmark are not on disk yet. "
-        "Once every shard is done, the same command without --shard writes the report (and runs what is missing)."
-    )
-    return None

@@ -9,8 +9,13 @@ import pytest
 import torch
 
 from rcattr.base import AttributionInput, Example, SpanAttributor
-from rcattr.eval import attribution
-from rcattr.eval.attribution import AttributionBenchmark, BenchmarkConfig, main, register_method
+from rcattr.eval.attribution import (
+    AttributionBenchmark,
+    BenchmarkConfig,
+    SpanAttributorMethod,
+    default_methods,
+    main,
+)
 from rcattr.eval.recipes import ablation
 from rcattr.models import load_model
 from rcattr.result import RCAttributionResult
@@ -113,20 +118,33 @@ class FirstSource(SpanAttributor):
         return example.result(scores[0], scores, self.name, inp)
 
 
-def test_a_registered_method_runs_through_the_same_protocol(saved_llama, quotesum_data, monkeypatch) -> None:
-    monkeypatch.setattr(attribution, "METHOD_BUILDERS", dict(attribution.METHOD_BUILDERS))
-    register_method("first_source", lambda model, tokenizer, config: FirstSource(model, tokenizer))
-    with pytest.raises(ValueError, match="built-in"):
-        register_method("rc", lambda model, tokenizer, config: FirstSource(model, tokenizer))
+def test_a_registered_method_runs_through_the_same_protocol(saved_llama, quotesum_data) -> None:
+    methods = default_methods()
+    methods.add(
+        SpanAttributorMethod("first_source", lambda model, tokenizer, config: FirstSource(model, tokenizer))
+    )
+    for taken in ("rc", "sweep", "first_source", "faithfulness", "peak_memory"):
+        with pytest.raises(ValueError, match="built-in or reserved"):
+            methods.add(
+                SpanAttributorMethod(taken, lambda model, tokenizer, config: FirstSource(model, tokenizer))
+            )
+    assert "first_source" not in default_methods()  # each registry is its own: no module state changed
     model, tokenizer = load_model(str(saved_llama))
     config = BenchmarkConfig("quotesum", methods=("first_source", "bm25"))
-    results = AttributionBenchmark(config, model, tokenizer, quotesum_data / "own").run()
+    results = AttributionBenchmark(config, model, tokenizer, quotesum_data / "own", methods=methods).run()
     assert results["methods"]["first_source"]["accuracy"] == 0.5
     assert results["methods"]["first_source"]["n_spans"] == 6
     assert "| first_source | 50.0% [" in (quotesum_data / "own" / "results.md").read_text()
+    assert len((quotesum_data / "own" / "records" / "first_source.jsonl").read_text().splitlines()) == 3
+    with pytest.raises(ValueError, match="unknown method"):  # the default registry has no first_source
+        AttributionBenchmark(config, model, tokenizer, quotesum_data / "own")
     with pytest.raises(ValueError, match="unknown method"):
         AttributionBenchmark(
-            BenchmarkConfig("quotesum", methods=("mine",)), model, tokenizer, quotesum_data / "x"
+            BenchmarkConfig("quotesum", methods=("mine",)),
+            model,
+            tokenizer,
+            quotesum_data / "x",
+            methods=methods,
         )
 
 

@@ -6,16 +6,20 @@ import inspect
 import json
 import math
 import sys
+from dataclasses import dataclass
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from rcattr.eval.kv import KVBenchmarkConfig, main
-from rcattr.eval.kv_methods import PRESSES, PressMethod, import_kvpress, rc_options
+from rcattr.eval.kv import KVBenchmark, KVBenchmarkConfig, default_kv_methods, main
+from rcattr.eval.kv_methods import PRESSES, KVMethod, PressMethod, RCMethod, import_kvpress, rc_options
 from rcattr.eval.kv_protocol import greedy_answer, split_prompt
-from rcattr.eval.kv_report import markdown_table, summarise
+from rcattr.eval.kv_registry import KVFamily
+from rcattr.eval.kv_results import summarise
+from rcattr.eval.kv_tables import markdown_table
 from rcattr.kvcache import RCKVCache
+from rcattr.models import load_model
 from tests.helpers import COMMON, char_tokenizer, data_folder, save_tiny, without_timings
 
 PARAGRAPHS = [
@@ -213,6 +217,34 @@ def test_the_default_variant_is_rckvcaches_defaults() -> None:
         "sinks": 0,
         "layer_budget": "layer",
     }
+
+
+@dataclass(frozen=True)
+class NarrowWindow(KVFamily):
+    """RCKVCache with the paper's recipe and a window of 4 tokens, at every c of the config."""
+
+    name: str = "rc_w4"
+
+    def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
+        return [RCMethod(c, 4) for c in config.c]
+
+
+def test_a_registered_method_runs_through_the_same_protocol(saved_model, data) -> None:
+    methods = default_kv_methods()
+    methods.add(NarrowWindow())
+    with pytest.raises(ValueError, match="built-in or reserved"):
+        methods.add(NarrowWindow("full"))
+    assert "rc_w4" not in default_kv_methods()  # each registry is its own: no module state changed
+    model, tokenizer = load_model(str(saved_model))
+    config = KVBenchmarkConfig("squad", methods=("rc_w4",), c=(0.5, 1.0), max_new_tokens=4)
+    results = KVBenchmark(config, model, tokenizer, data / "own", methods=methods).run()
+    assert list(results["methods"]) == ["full", "rc/c=0.5/w=4", "rc/c=1/w=4"]
+    assert results["methods"]["rc/c=1/w=4"]["n_records"] == 2 and "| rc | c = 1, w = 4 |" in markdown_table(
+        results
+    )
+    with pytest.raises(ValueError, match="unknown method"):  # the default registry has no rc_w4
+        KVBenchmark(config, model, tokenizer, data / "x")
+    assert not (data / "x").exists()
 
 
 def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatch) -> None:

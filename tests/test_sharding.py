@@ -17,8 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rcattr.eval.attribution import main
+from rcattr.eval.run_store import read_rows
 from rcattr.eval.runs import load_run_model
-from rcattr.eval.sharding import Processes, Shard, read_rows
+from rcattr.eval.sharding import Processes, Shard
 from tests.helpers import without_timings
 
 ARGUMENTS = ["--dataset", "quotesum", "--methods", "rc,sweep,attention,bm25,random"]

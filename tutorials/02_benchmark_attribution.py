@@ -35,7 +35,12 @@ import torch
 
 from rcattr import load_model
 from rcattr.base import SpanAttributor
-from rcattr.eval.attribution import AttributionBenchmark, BenchmarkConfig, register_method
+from rcattr.eval.attribution import (
+    AttributionBenchmark,
+    BenchmarkConfig,
+    SpanAttributorMethod,
+    default_methods,
+)
 from rcattr.eval.datasets import load_attribution
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "02_benchmark_attribution"
@@ -129,8 +134,11 @@ print(pd.Series(curve).rename("accuracy").round(3).to_string())
 # attributed.
 #
 # Here is a method that needs no model at all: the share of each output unit's words found in
-# each context span. Registered under a name, it runs through the benchmark's protocol, files
-# and report like any built-in method.
+# each context span. The runner runs the methods of a registry it is given (by default
+# `default_methods()`, the built-in ones): added to a registry of our own as a
+# `SpanAttributorMethod` (a name, and how to build the attributor from the model, the tokenizer and
+# the run's config), it runs through the benchmark's protocol, files and report like any built-in
+# method.
 
 # %%
 WORD = re.compile(r"\w+")
@@ -153,7 +161,12 @@ class WordOverlapAttributor(SpanAttributor):
         return example.result(seq_attr, token_attr, self.name, inp)
 
 
-register_method("word_overlap", lambda model, tokenizer, config: WordOverlapAttributor(model, tokenizer))
+methods = default_methods()
+methods.add(
+    SpanAttributorMethod(
+        "word_overlap", lambda model, tokenizer, config: WordOverlapAttributor(model, tokenizer)
+    )
+)
 
 # %% [markdown]
 # Run it in the same folder: the records of the methods already there are on disk, so only the
@@ -161,7 +174,7 @@ register_method("word_overlap", lambda model, tokenizer, config: WordOverlapAttr
 
 # %%
 config = BenchmarkConfig("quotesum", methods=("rc", "sweep", "bm25", "random", "word_overlap"), limit=RECORDS)
-results = AttributionBenchmark(config, model, tokenizer, OUT / "run").run()
+results = AttributionBenchmark(config, model, tokenizer, OUT / "run", methods=methods).run()
 for name in ("rc", "paper · all heads", "bm25", "word_overlap", "random"):
     row = results["methods"][name]
     print(f"{name:28s} {row['accuracy']:6.1%} of {row['n_spans']} spans")
