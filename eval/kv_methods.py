@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
+from rcattr._compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.kvcache import RCKVCache, cache_nbytes
 
 # name -> how to build the kvpress press at a compression ratio (the press classes' default settings): every
@@ -111,12 +112,12 @@ def import_kvpress() -> Any:
 @contextmanager
 def eager_attention(model: PreTrainedModel) -> Iterator[None]:
     """Run ``model`` with eager attention inside the block, and with its own implementation again after."""
-    previous = model.config._attn_implementation
-    model.set_attn_implementation("eager")
+    previous = attention_implementation(model)
+    set_attention_implementation(model, "eager")
     try:
         yield
     finally:
-        model.set_attn_implementation(previous)
+        set_attention_implementation(model, previous)
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class FullCache(KVMethod):
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
         cache = DynamicCache()
-        model.model(input_ids=context_ids, past_key_values=cache)
+        model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache
 
 
@@ -200,7 +201,7 @@ class RCMethod(KVMethod):
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
         cache = RCKVCache(model, c=self.c, window=self.window, **rc_options(self.variant))
-        model.model(input_ids=context_ids, past_key_values=cache)
+        model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache
 
     def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
@@ -239,7 +240,7 @@ class PressMethod(KVMethod):
                 setattr(module, "masked_key_indices", None)  # noqa: B010
         attention = eager_attention(model) if self.name in EAGER_PRESSES else nullcontext()
         with attention, press(model):
-            model.model(input_ids=context_ids, past_key_values=cache)
+            model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache
 
     def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:

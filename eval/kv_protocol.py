@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from transformers import Cache, PreTrainedModel
 
+from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.eval.kv_metrics import LastLayerHeadOutputs
 
@@ -85,7 +86,9 @@ def _forward(
     for step in steps:
         position_ids = _positions(start, step.shape[1])
         logits.append(
-            model(step, past_key_values=cache, position_ids=position_ids, logits_to_keep=keep).logits[0]
+            model(
+                step, **cache_argument(model, cache), position_ids=position_ids, logits_to_keep=keep
+            ).logits[0]
         )
         start += step.shape[1]
     return torch.cat(logits)[-keep:]
