@@ -1,7 +1,7 @@
 """Capture raw (pre-softmax) attention logits during an ordinary forward or ``generate``.
 
 Inside :class:`LogitCapture` the model's attention goes through rcattr's attention layer
-(:mod:`rcattr.attention`): the model's own kernel (sdpa, eager, flex or flash attention) still computes
+(:mod:`rcattr.attention`): the model's own kernel (sdpa, eager or flex attention) still computes
 every output, and for the chosen query rows the raw logits
 f(i, j) = <q_j, k_i> (after RoPE and any q/k norm, unscaled, unmasked, GQA-expanded) are computed
 beside it and handed to a reducer, one layer at a time. Nothing of size |s| x |s| per head is kept
@@ -75,7 +75,7 @@ class LogitCapture:
     ----------
     model : transformers.PreTrainedModel
         A decoder-only causal LM whose attention goes through transformers' ``AttentionInterface``
-        (Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3, ...), with sdpa, eager, flex or flash attention.
+        (Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3, ...), with sdpa, eager or flex attention.
     reducer : callable
         ``reducer(logits, step)``; ``logits`` is ``[batch, heads, rows, keys]`` in ``dtype``, ``step`` a
         :class:`CaptureStep`. Called once per layer and forward call that has selected rows.

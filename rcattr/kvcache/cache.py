@@ -36,7 +36,7 @@ class RCKVCache(Cache):
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A decoder-only causal LM using sdpa, eager, flex or flash attention (Llama, Mistral, Qwen2, Qwen3,
+        A decoder-only causal LM using sdpa, eager or flex attention (Llama, Mistral, Qwen2, Qwen3,
         Gemma3, Phi3, ...). Its attention is routed through rcattr's attention layer
         (:mod:`rcattr.attention`), which is transparent for other caches, until the cache is closed.
     c : float, optional
