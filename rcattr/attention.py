@@ -95,7 +95,7 @@ class AttentionCall:
         self.attention_mask = attention_mask
         self.implementation = implementation
         self.args, self.kwargs = args, kwargs or {}
-        self._positions = positions or _Positions()
+        self._positions = positions if positions is not None else _Positions()
         self._start: int | None = None
 
     @property
@@ -200,9 +200,7 @@ def mask_allows(attention_mask: torch.Tensor) -> torch.Tensor:
     masks (0 attends, the dtype's minimum blocks) thresholded."""
     if attention_mask.dtype == torch.bool:
         return attention_mask
-    if attention_mask.is_floating_point():
-        return attention_mask > torch.finfo(attention_mask.dtype).min / 2
-    return attention_mask != 0
+    return attention_mask > torch.finfo(attention_mask.dtype).min / 2
 
 
 def _dense_mask(mask: Any, rows: torch.Tensor) -> torch.Tensor:
@@ -367,19 +365,13 @@ def _wrapper(implementation: str) -> AttentionFunction:
         **kwargs: Any,
     ) -> AttentionOutput:
         route = _BY_MODULE.get(id(module))
+        if route is None:  # a model that shares the implementation's name but is not routed (e.g. a copy)
+            kernel = attention_function(implementation, module)
+            return kernel(module, query, key, value, attention_mask, *args, **kwargs)  # type: ignore[no-any-return]
         call = AttentionCall(
-            module,
-            query,
-            key,
-            value,
-            attention_mask,
-            implementation,
-            args,
-            kwargs,
-            route.positions if route is not None else None,
+            module, query, key, value, attention_mask, implementation, args, kwargs, route.positions
         )
-        hooks = list(reversed(route.hooks)) if route is not None else []
-        return _through(hooks, call)
+        return _through(list(reversed(route.hooks)), call)
 
     return attention
 
