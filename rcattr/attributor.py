@@ -24,15 +24,18 @@ from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.attention import check_supported
 from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec, normalise
-from rcattr.capture import CaptureStep, LogitCapture
+from rcattr.capture import CaptureStep, LogitCapture, raw_logits
 from rcattr.heads import (
     HEAD_SCORES,
     HEAD_WEIGHTINGS,
     HeadCount,
     HeadScore,
     HeadWeighting,
+    LayerRC,
+    LayerSuperiority,
     fixed_heads,
     layer_rc,
+    layer_superiority,
     top_heads,
     weighted_heads,
 )
@@ -65,6 +68,9 @@ class HeadSpanScores:
         E[Z'] = E[max(Y - X, 0)] (the groundedness ratio's two terms).
     unit_head_scores : dict of str to Tensor, shape [L, H, U]
         The three head scores of each output unit alone (its rows against Y(g, g)).
+    scored : Tensor of bool, shape [L, H], or None
+        The heads whose span scores and row statistics were computed (the others hold 0), when not all
+        of them were: :meth:`RCAttributor.attribute` scores the heads it selects only.
     """
 
     example: Example
@@ -75,6 +81,19 @@ class HeadSpanScores:
     context_rc: torch.Tensor
     self_rc: torch.Tensor
     unit_head_scores: dict[str, torch.Tensor]
+    scored: torch.Tensor | None = None
+
+    def _check_scored(self, *heads: torch.Tensor | None) -> None:
+        if self.scored is None:
+            return
+        for table in heads:
+            if table is None:
+                continue
+            pairs = table.reshape(-1, 2).cpu()
+            if not bool(self.scored[pairs[:, 0], pairs[:, 1]].all()):
+                raise ValueError(
+                    "these head span scores were computed for other heads than the ones asked for"
+                )
 
     def combine(
         self,
@@ -101,6 +120,7 @@ class HeadSpanScores:
             evidence; both are normalised over spans first.
         """
         selection = heads if isinstance(heads, HeadSelection) else HeadSelection(self.head_scores, heads, "")
+        self._check_scored(selection.heads, selection.unit_heads)
         device = self.head_scores.device
         layers, index = selection.heads.to(device).unbind(1)
         weights = _weights(selection.weights, len(layers), device)
@@ -134,6 +154,7 @@ class HeadSpanScores:
 
     def groundedness(self, heads: torch.Tensor) -> torch.Tensor:
         """``[A]`` share of each answer token's contextualization that comes from the context."""
+        self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         context = self.context_rc[layers, index].sum(0)
         return context / (context + self.self_rc[layers, index].sum(0)).clamp_min(1e-30)
@@ -187,24 +208,52 @@ class _Layout:
 
 @dataclass
 class _Reduction:
-    """Per-layer reductions, filled by :class:`_Reducer` during the forward."""
+    """Per-layer reductions, filled by :class:`_Reducer`: head scores of every head, and span scores
+    and row statistics of the heads scored (``scored``: layer -> the ``[h]`` head indices, in the order
+    of the first dim of that layer's span and row tables)."""
 
     head_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # kind -> layer -> [H]
-    answer_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [H, n_spans]
-    unit_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [U, H, n_spans]
-    context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z] per answer row
-    self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [H, A]: E[Z'] per answer row, same Y
     unit_head_scores: dict[str, dict[int, torch.Tensor]] = field(
         default_factory=dict
     )  # kind -> layer -> [H, U]
+    answer_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [h, n_spans]
+    unit_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [h, U, n_spans]
+    context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: E[Z] per answer row
+    self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: E[Z'] per answer row, same Y
+    scored: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [h] head indices
 
     @staticmethod
     def stack(table: Mapping[int, torch.Tensor]) -> torch.Tensor:
         return torch.stack([table[layer] for layer in sorted(table)])
 
+    def spread(self, table: Mapping[int, torch.Tensor], n_heads: int) -> torch.Tensor:
+        """``[L, H, ...]`` from per-layer ``[h, ...]`` tables of the scored heads; 0 for the others."""
+        layers = sorted(self.head_scores[next(iter(self.head_scores))])
+        first = next(iter(table.values()))
+        out = first.new_zeros((len(layers), n_heads, *first.shape[1:]))
+        for row, layer in enumerate(layers):
+            if layer in table:
+                out[row, self.scored[layer]] = table[layer]
+        return out
+
+    def scored_mask(self, n_heads: int) -> torch.Tensor:
+        """``[L, H]`` bool: the heads whose span scores and row statistics were computed."""
+        layers = sorted(self.head_scores[next(iter(self.head_scores))])
+        mask = torch.zeros(len(layers), n_heads, dtype=torch.bool)
+        for row, layer in enumerate(layers):
+            if layer in self.scored:
+                mask[row, self.scored[layer].cpu()] = True
+        return mask
+
 
 class _Reducer:
-    """Reduces one layer's answer-row logits ``[1, H, A, S]`` as soon as the layer has run."""
+    """Reduces one layer's answer-row logits ``[1, H, A, S]`` as soon as the layer has run.
+
+    Every head's head scores are computed in the forward. The span scores and the per-row statistics,
+    which cost the most, are computed then for every head (``defer=False``), or only after the pass
+    for the heads a selection uses (``defer=True``, :meth:`score_heads`), from the layer's queries and
+    keys, kept meanwhile: nothing of size ``[H, A, S]`` outlives its layer either way.
+    """
 
     def __init__(
         self,
@@ -212,11 +261,15 @@ class _Reducer:
         scorers: Mapping[str, SpanScorer],
         head_score: HeadScore,
         priors: Mapping[int, torch.Tensor] | None = None,
+        *,
+        defer: bool = False,
     ) -> None:
         self.layout = layout
         self.scorers = scorers
         self.head_score = head_score
         self.priors = priors or {}
+        self.defer = defer
+        self.steps: dict[int, CaptureStep] = {}
         self.out = _Reduction(
             answer_scores={name: {} for name in scorers}, unit_scores={name: {} for name in scorers}
         )
@@ -226,45 +279,94 @@ class _Reducer:
         self.answer_and_units = torch.cat([whole, layout.membership])  # [1 + U, A]
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
-        layout, layer = self.layout, step.layer_idx
         logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
-        cross = logits.index_select(-1, layout.context_keys)  # [H, A, C]
-        cross_visible = visible.index_select(-1, layout.context_keys)
-        own = logits.index_select(-1, self.answer_keys)  # [H, A, A]
-        own_visible = visible.index_select(-1, self.answer_keys)
-        statistics = layer_rc(cross, cross_visible, own, own_visible, self.head_score)
+        cross, cross_visible, own, own_visible = self._samples(logits, visible)
+        statistics: LayerRC | LayerSuperiority
+        if self.defer and self.head_score == "superiority":
+            statistics = layer_superiority(cross, cross_visible, own, own_visible)
+        else:
+            statistics = layer_rc(cross, cross_visible, own, own_visible, self.head_score)
         for kind, score in statistics.every_score.items():
-            self.out.head_scores.setdefault(kind, {})[layer] = score
-        for kind, score in statistics.per_unit(layout.membership).items():
-            self.out.unit_head_scores.setdefault(kind, {})[layer] = score.T
+            self.out.head_scores.setdefault(kind, {})[step.layer_idx] = score
+        for kind, score in statistics.per_unit(self.layout.membership).items():
+            self.out.unit_head_scores.setdefault(kind, {})[step.layer_idx] = score.T
+        if self.defer:
+            self.steps[step.layer_idx] = step
+            return
+        assert isinstance(statistics, LayerRC)
+        heads = torch.arange(logits.shape[0], device=logits.device)
+        self._score(step, heads, logits, visible, statistics)
+
+    def score_heads(self, heads: torch.Tensor) -> None:
+        """Span scores and row statistics of the ``[k, 2]`` (layer, head) pairs, after a deferred pass."""
+        for layer in sorted(set(heads[:, 0].tolist())):
+            step = self.steps[layer]
+            assert step.query is not None and step.key is not None
+            index = heads[heads[:, 0] == layer, 1].unique().to(step.query.device)
+            group = step.query.shape[1] // step.key.shape[1]
+            dtype = torch.promote_types(step.query.dtype, torch.float32)
+            logits = raw_logits(step.query[:, index], step.key[:, index // group], dtype=dtype)[0]
+            visible = step.visible[0]
+            statistics = layer_rc(*self._samples(logits, visible), self.head_score)
+            self._score(step, index, logits, visible, statistics)
+
+    def _samples(
+        self, logits: torch.Tensor, visible: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """X(p_ctx, g) ``[H, A, C]``, its ``[A, C]`` visibility, Y(g, g) ``[H, A, A]`` and its visibility."""
+        keys, answer = self.layout.context_keys, self.answer_keys
+        return (
+            logits.index_select(-1, keys),
+            visible.index_select(-1, keys),
+            logits.index_select(-1, answer),
+            visible.index_select(-1, answer),
+        )
+
+    def _score(
+        self,
+        step: CaptureStep,
+        heads: torch.Tensor,
+        logits: torch.Tensor,
+        visible: torch.Tensor,
+        statistics: LayerRC,
+    ) -> None:
+        """Span scores and row statistics of ``heads`` ``[h]``, from their logits ``[h, A, S]``."""
+        layout, layer = self.layout, step.layer_idx
+        self.out.scored[layer] = heads
         self.out.context_rc[layer] = statistics.context_rc
         self.out.self_rc[layer] = statistics.self_rc
+        prior = self.priors.get(layer)
+        prior = None if prior is None else prior[heads]
         per_unit = layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer
         if per_unit:
             rows = layout.unit_rows
-            unit_logits = logits[:, rows].transpose(0, 1)  # [U, H, R, S]
+            unit_logits = logits[:, rows].transpose(0, 1)  # [U, h, R, S]
             unit_visible = visible[rows] & layout.unit_mask[..., None]
         for name, scorer in self.scorers.items():
             if not scorer.pools_rows:  # every answer row once, weighted per unit
-                block = self._block(logits[None], visible[None], step, self.answer_and_units)
-                scores = scorer.score(block)  # [1 + U, H, n_spans]
+                block = self._block(logits[None], visible[None], step, prior, self.answer_and_units)
+                scores = scorer.score(block)  # [1 + U, h, n_spans]
                 self.out.answer_scores[name][layer] = scores[0]
-                self.out.unit_scores[name][layer] = scores[1:]
+                self.out.unit_scores[name][layer] = scores[1:].transpose(0, 1)
                 continue
-            answer = scorer.score(self._block(logits[None], visible[None], step))[0]
+            answer = scorer.score(self._block(logits[None], visible[None], step, prior))[0]
             self.out.answer_scores[name][layer] = answer
-            self.out.unit_scores[name][layer] = (
-                scorer.score(self._block(unit_logits, unit_visible, step)) if per_unit else answer[None]
+            units = (
+                scorer.score(self._block(unit_logits, unit_visible, step, prior))
+                if per_unit
+                else answer[None]
             )
+            self.out.unit_scores[name][layer] = units.transpose(0, 1)
 
     def _block(
         self,
         logits: torch.Tensor,
         visible: torch.Tensor,
         step: CaptureStep,
+        prior: torch.Tensor | None,
         unit_rows: torch.Tensor | None = None,
     ) -> SpanBlock:
-        """The scorer's view of ``[U, H, R, S]`` unit logits and their ``[U, R, S]`` visibility."""
+        """The scorer's view of ``[U, h, R, S]`` unit logits and their ``[U, R, S]`` visibility."""
         return SpanBlock(
             logits=logits,
             visible=visible,
@@ -275,7 +377,23 @@ class _Reducer:
             softcap=step.softcap,
             unit_rows=unit_rows,
             row_sentence=None if unit_rows is None else self.layout.row_sentence,
-            prior=self.priors.get(step.layer_idx),
+            prior=prior,
+        )
+
+    def result(self, example: Example, head_score: HeadScore, n_heads: int) -> HeadSpanScores:
+        """The pass's :class:`HeadSpanScores` (0 for the heads that were not scored)."""
+        out = self.out
+        scored = out.scored_mask(n_heads)
+        return HeadSpanScores(
+            example=example,
+            head_scores=_Reduction.stack(out.head_scores[head_score]),
+            every_head_score={kind: _Reduction.stack(table) for kind, table in out.head_scores.items()},
+            answer={name: out.spread(table, n_heads) for name, table in out.answer_scores.items()},
+            units={name: out.spread(table, n_heads) for name, table in out.unit_scores.items()},
+            context_rc=out.spread(out.context_rc, n_heads),
+            self_rc=out.spread(out.self_rc, n_heads),
+            unit_head_scores={kind: _Reduction.stack(table) for kind, table in out.unit_head_scores.items()},
+            scored=None if bool(scored.all()) else scored,
         )
 
 
@@ -429,8 +547,16 @@ class RCAttributor(SpanAttributor):
         return scorers
 
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        scores = self._forward(example, self._scorers())
-        seq_attr, token_attr, selection = self.combine(scores)
+        reducer = self._forward(example, self._scorers(), defer=True)
+        head_scores = reducer.out.head_scores[self.head_score]
+        unit_scores = reducer.out.unit_head_scores[self.head_score]
+        selection = self.select(_Reduction.stack(head_scores), _Reduction.stack(unit_scores))
+        used = selection.heads if selection.unit_heads is None else selection.unit_heads.reshape(-1, 2)
+        reducer.score_heads(torch.cat([selection.heads, used]))
+        scores = reducer.result(example, self.head_score, self.n_heads)
+        seq_attr, token_attr = scores.combine(
+            selection, self.scorer_name, votes=self.votes, rc_mix=self.rc_mix
+        )
         if not bool((seq_attr > 0).any()):
             warnings.warn(
                 "no selected head sees the context from the answer (sliding windows shorter than the "
@@ -459,16 +585,21 @@ class RCAttributor(SpanAttributor):
     ) -> HeadSpanScores:
         """Every head's scores and span scores from one forward, for any selection afterwards.
 
-        ``span_scorers`` (default: this attributor's) are all computed in the same pass, keyed by
+        ``span_scorers`` (default: this attributor's, with ``"rc"`` for its ``rc_mix``) are all computed
+        in the same pass, keyed by
         their names (or by the keys of a mapping, to compute one scorer with several settings); the
         top-k/bottom-k sweep of the benchmark is :meth:`HeadSpanScores.combine` over many head sets,
         and :meth:`combine` gives any attributor's result from them.
         """
         example = self.prepare(inp, target, granularity, output_granularity, gen_args)
-        if isinstance(span_scorers, Mapping):
-            return self._forward(example, dict(span_scorers))
-        scorers = [self.scorer] if span_scorers is None else [make_span_scorer(s) for s in span_scorers]
-        return self._forward(example, {_scorer_name(scorer): scorer for scorer in scorers})
+        if span_scorers is None:
+            scorers = self._scorers()
+        elif isinstance(span_scorers, Mapping):
+            scorers = dict(span_scorers)
+        else:
+            listed = [make_span_scorer(s) for s in span_scorers]
+            scorers = {_scorer_name(scorer): scorer for scorer in listed}
+        return self._forward(example, scorers).result(example, self.head_score, self.n_heads)
 
     @torch.no_grad()
     def head_scores(
@@ -476,7 +607,8 @@ class RCAttributor(SpanAttributor):
     ) -> torch.Tensor:
         """``[layers, heads]`` scores of every head for this example (``head_score`` kind)."""
         example = self.prepare(inp, target, "chunk", "answer", gen_args)
-        return self._forward(example, {}).head_scores
+        reducer = self._forward(example, {}, defer=True)
+        return _Reduction.stack(reducer.out.head_scores[self.head_score])
 
     def combine(
         self, scores: HeadSpanScores, scorer: str | None = None
@@ -514,31 +646,27 @@ class RCAttributor(SpanAttributor):
             unit_weights[unit, : len(heads)] = weights.cpu()
         return dataclasses.replace(selection, unit_heads=unit_heads, unit_weights=unit_weights)
 
-    def _forward(self, example: Example, scorers: Mapping[str, SpanScorer]) -> HeadSpanScores:
+    def _forward(
+        self, example: Example, scorers: Mapping[str, SpanScorer], *, defer: bool = False
+    ) -> _Reducer:
+        """Run the prompt, then capture the answer's rows; the reducer holds what they gave."""
         layout = _Layout.of(example)
         start = layout.answer_start
         calibration = _calibration(scorers.values())
-        cache = DynamicCache()  # the prompt once; a calibrating answer reads a copy of its cache
-        self.model(
-            example.ids[:, :start], **cache_argument(self.model, cache), use_cache=True, logits_to_keep=1
-        )
+        # the prompt once (a generated answer's cache already holds it); a calibrating answer reads a copy
+        cache = example.prompt_cache_for()
+        if cache is None:
+            cache = DynamicCache()
+            self.model(
+                example.ids[:, :start], **cache_argument(self.model, cache), use_cache=True, logits_to_keep=1
+            )
         priors = None if calibration is None else self._priors(copy.deepcopy(cache), start, calibration)
-        reducer = _Reducer(layout, scorers, self.head_score, priors)
+        reducer = _Reducer(layout, scorers, self.head_score, priors, defer=defer)
         with LogitCapture(self.model, reducer, query_positions=slice(start, None)):
             self.model(
                 example.ids[:, start:], **cache_argument(self.model, cache), use_cache=True, logits_to_keep=1
             )
-        out = reducer.out
-        return HeadSpanScores(
-            example=example,
-            head_scores=_Reduction.stack(out.head_scores[self.head_score]),
-            every_head_score={kind: _Reduction.stack(table) for kind, table in out.head_scores.items()},
-            answer={name: _Reduction.stack(table) for name, table in out.answer_scores.items()},
-            units={name: _Reduction.stack(table).transpose(1, 2) for name, table in out.unit_scores.items()},
-            context_rc=_Reduction.stack(out.context_rc),
-            self_rc=_Reduction.stack(out.self_rc),
-            unit_head_scores={kind: _Reduction.stack(table) for kind, table in out.unit_head_scores.items()},
-        )
+        return reducer
 
     def _priors(self, cache: DynamicCache, n_prompt: int, calibration: str) -> dict[int, torch.Tensor]:
         """Per layer, ``[H, n_prompt]`` attention of the content-free answer to every prompt key."""

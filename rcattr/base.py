@@ -19,8 +19,9 @@ from typing import Any, ClassVar, TypeAlias
 import numpy as np
 import torch
 from captum.attr import TextTemplateInput, TextTokenInput
-from transformers import PreTrainedModel
+from transformers import DynamicCache, PreTrainedModel
 
+from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, render_prompt
@@ -63,6 +64,10 @@ class Example:
     answer_sentences : list of range
         Answer-token indices of each sentence of the answer (where an attention scorer's
         continuation stops).
+    prompt_cache : transformers.DynamicCache or None
+        When the answer was generated here: the generation's KV cache, whose first ``answer_start``
+        positions are the prompt's. A method that runs the prompt may continue from it instead
+        (:meth:`prompt_cache_for`), so that explaining a generated answer does not run the prompt twice.
     """
 
     prompt: Prompt
@@ -75,10 +80,21 @@ class Example:
     unit_ranges: list[range]
     answer_tokens: list[TextSpan]
     answer_sentences: list[range]
+    prompt_cache: DynamicCache | None = None
 
     @property
     def n_answer(self) -> int:
         return self.ids.shape[1] - self.answer_start
+
+    def prompt_cache_for(self) -> DynamicCache | None:
+        """The generation's cache cut back to the prompt, ready for the answer's forward; None if there is none."""
+        cache = self.prompt_cache
+        if cache is None:
+            return None
+        extra = cache.get_seq_length() - self.answer_start
+        if extra:
+            cache.crop(-extra)  # a negative length removes that many tokens in every transformers release
+        return cache
 
     def result(
         self, seq_attr: torch.Tensor, token_attr: torch.Tensor, method: str, inp: Any = None, **extra: Any
@@ -178,7 +194,7 @@ class SpanAttributor(ABC):
                 f"the prompt ({len(prompt_ids)} tokens) leaves no room for an answer in the model's window of "
                 f"{window} positions; shorten the context"
             )
-        answer = self._answer(prompt_ids, target, gen_args, window)
+        answer, cache = self._answer(prompt_ids, target, gen_args, window)
         encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
         answer_ids = list(encoded["input_ids"])
         answer_offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
@@ -200,6 +216,7 @@ class SpanAttributor(ABC):
             unit_ranges=list(token_ranges(output_spans, answer_offsets, [0])),
             answer_tokens=token_spans(answer_offsets, 0, len(answer), answer),
             answer_sentences=list(token_ranges(sentence_spans(answer), answer_offsets, [0])),
+            prompt_cache=cache,
         )
 
     def _tokenize_prompt(self, prompt: Prompt) -> tuple[list[int], np.ndarray]:
@@ -217,10 +234,15 @@ class SpanAttributor(ABC):
         target: str | None,
         gen_args: Mapping[str, Any] | None,
         window: int | None,
-    ) -> str:
+    ) -> tuple[str, DynamicCache | None]:
+        """The answer, and the cache of its generation when it was generated with one sequence."""
+        cache = None
         if target is None:
             ids = torch.tensor([prompt_ids], device=self.model.device)
             options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
+            if options.get("num_beams", 1) == 1 and not {"past_key_values", "cache"} & set(options):
+                cache = DynamicCache()
+                options.update(cache_argument(self.model, cache))
             room = None if window is None else window - len(prompt_ids)
             if room is not None and options.get("max_new_tokens", 0) > room:
                 warnings.warn(
@@ -243,7 +265,7 @@ class SpanAttributor(ABC):
             raise TypeError(f"target must be the answer string or None, got {type(target).__name__}")
         if not target.strip():
             raise ValueError("target is empty; give the answer to explain, or None to generate it")
-        return target
+        return target, cache
 
 
 def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Tensor:

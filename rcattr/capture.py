@@ -10,6 +10,7 @@ unless the reducer keeps it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,11 @@ class CaptureStep:
         The softmax scale the layer applies to the logits (``1/sqrt(head_dim)`` for most models).
     softcap : float or None
         The layer's attention-logit soft-capping, if any (Gemma 2).
+    query : torch.Tensor or None
+        ``[B, H, R, d]`` the captured rows' queries (after RoPE and any norm) the logits come from.
+    key : torch.Tensor or None
+        ``[B, H_kv, K, d]`` the keys they come from: ``raw_logits(query, key)`` recomputes the logits,
+        e.g. of a few heads after the pass, without keeping every head's.
     """
 
     layer_idx: int
@@ -62,6 +68,8 @@ class CaptureStep:
     sliding_window: int | None
     scaling: float
     softcap: float | None = None
+    query: torch.Tensor | None = None
+    key: torch.Tensor | None = None
 
 
 Reducer = Callable[[torch.Tensor, CaptureStep], None]
@@ -141,6 +149,7 @@ class LogitCapture:
         local_rows = self._rows.select(positions)
         if local_rows.numel() == 0:
             return
+        query = call.query[:, :, local_rows]
         step = CaptureStep(
             layer_idx=layer_idx,
             query_positions=positions[local_rows],
@@ -149,10 +158,11 @@ class LogitCapture:
             sliding_window=call.sliding_window,
             scaling=call.scaling,
             softcap=call.softcap,
+            query=query,
+            key=call.key,
         )
-        query = call.query
         dtype = self.dtype or torch.promote_types(query.dtype, torch.float32)
-        self.reducer(raw_logits(query[:, :, local_rows], call.key, dtype=dtype), step)
+        self.reducer(raw_logits(query, call.key, dtype=dtype), step)
 
 
 def raw_logits(query: torch.Tensor, key: torch.Tensor, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -189,7 +199,8 @@ class LogitStore:
         self.steps: dict[int, list[tuple[torch.Tensor, CaptureStep]]] = defaultdict(list)
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
-        self.steps[step.layer_idx].append((logits, step))
+        # the logits are kept; the queries and keys are not (during generate, every step's keys)
+        self.steps[step.layer_idx].append((logits, dataclasses.replace(step, query=None, key=None)))
 
     def layer(self, layer_idx: int, fill: float = float("nan")) -> tuple[torch.Tensor, torch.Tensor]:
         """Dense logits of one layer over all its captured rows.

@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats import phi_and_rank
+from rcattr.stats import count_below, phi_and_rank
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadWeighting = Literal["equal", "margin"]
@@ -61,14 +61,71 @@ class LayerRC:
         A unit's score pools the pairs of its own rows (X = X(p_ctx, unit)) against the answer's
         Y(g, g), so the per-unit and whole-answer scores are on one scale.
         """
-        rows = membership.to(self.row_below.dtype)  # [U, A]
-        pairs = (rows @ self.row_pairs).clamp_min(1)[:, None]  # [U, 1]
+        rows, pairs = _unit_rows(membership, self.row_pairs, self.row_below.dtype)
         rc = rows @ (self.context_rc * self.row_pairs).T / pairs  # [U, H]
         return {
             "superiority": rows @ self.row_below.T / pairs,
             "rc_std": rc / self.y_std.clamp_min(torch.finfo(rc.dtype).tiny),
             "rc": rc,
         }
+
+
+@dataclass(frozen=True)
+class LayerSuperiority:
+    """One layer's P(X > Y) per head and per answer row: the default head score, from counts alone.
+
+    Attributes
+    ----------
+    head_scores : Tensor of float64, shape [H]
+    row_below : Tensor of float64, shape [H, A]
+        As :attr:`LayerRC.row_below`.
+    row_pairs : Tensor of float64, shape [A]
+        As :attr:`LayerRC.row_pairs`.
+    """
+
+    head_scores: torch.Tensor
+    row_below: torch.Tensor
+    row_pairs: torch.Tensor
+
+    @property
+    def every_score(self) -> dict[str, torch.Tensor]:
+        return {"superiority": self.head_scores}
+
+    def per_unit(self, membership: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each output unit's P(X > Y), ``[U, H]``, as :meth:`LayerRC.per_unit`."""
+        rows, pairs = _unit_rows(membership, self.row_pairs, self.row_below.dtype)
+        return {"superiority": rows @ self.row_below.T / pairs}
+
+
+def _unit_rows(
+    membership: torch.Tensor, row_pairs: torch.Tensor, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[U, A]`` row weights of each unit and its ``[U, 1]`` number of (row, context) pairs."""
+    rows = membership.to(dtype)
+    return rows, (rows @ row_pairs.to(dtype)).clamp_min(1)[:, None]
+
+
+def layer_superiority(
+    cross: torch.Tensor,
+    cross_visible: torch.Tensor,
+    self_logits: torch.Tensor,
+    self_visible: torch.Tensor,
+) -> LayerSuperiority:
+    """P(X > Y) of every head of one layer, as :func:`layer_rc` gives it, from counts alone.
+
+    The ranks of the cross logits in the sorted Y(g, g) are exact integers
+    (:func:`rcattr.stats.count_below`) and are summed as integers, in the logits' own dtype: no
+    partial sums and no float64 copy of ``[H, A, C]``. Arguments as :func:`layer_rc`'s.
+    """
+    y = self_logits[:, self_visible].sort(-1).values  # [H, |Y|]: the answer's self sample
+    below = count_below(cross.flatten(1), y).view(cross.shape)  # [H, A, C]
+    if not bool(cross_visible.all()):
+        below = below.masked_fill_(~cross_visible, 0)
+    exact = torch.int32 if cross.shape[-1] * y.shape[-1] < 2**31 else torch.int64  # no row sum overflows
+    row_below = below.sum(-1, dtype=exact).to(torch.float64) / y.shape[-1]  # [H, A]
+    row_pairs = cross_visible.sum(-1).to(torch.float64)  # [A]
+    total = row_pairs.sum().clamp_min(1)
+    return LayerSuperiority(row_below.sum(1) / total, row_below, row_pairs)
 
 
 def layer_rc(

@@ -78,17 +78,20 @@ class RCBoundScorer(SpanScorer):
     name: ClassVar[str] = "rc_bound"
 
     def score(self, block: SpanBlock) -> torch.Tensor:
-        index, in_span = block.spans.padded  # [S, W]
         cross, visible = block.cross  # [U, H, R, C], [U, 1, R, C]
         y, y_mask = block.self_sample
-        x = cross[..., index].transpose(2, 3).flatten(3)  # [U, H, S, R * W]
-        x_mask = (visible[..., index] & in_span).transpose(2, 3).flatten(3)  # [U, 1, S, R * W]
-        empty = ~x_mask.any(-1, keepdim=True)  # spans the unit cannot see (sliding window)
-        x_mask = x_mask | (empty & (torch.arange(x_mask.shape[-1], device=x.device) == 0))
-        _, upper = overlap_bounds(
-            x, y[:, :, None], x_mask=x_mask, y_mask=y_mask[:, :, None], dtype=self.dtype
-        )
-        return upper.masked_fill(empty[..., 0], 0.0)
+        out = torch.zeros((*cross.shape[:2], block.spans.n_spans), dtype=self.dtype, device=cross.device)
+        # spans of similar length together: padding each to the longest of all costs |spans| x longest
+        for spans, index, in_span in block.spans.by_width():  # [s], [s, W], [s, W]
+            x = cross[..., index].transpose(2, 3).flatten(3)  # [U, H, s, R * W]
+            x_mask = (visible[..., index] & in_span).transpose(2, 3).flatten(3)  # [U, 1, s, R * W]
+            empty = ~x_mask.any(-1, keepdim=True)  # spans the unit cannot see (sliding window)
+            x_mask = x_mask | (empty & (torch.arange(x_mask.shape[-1], device=x.device) == 0))
+            _, upper = overlap_bounds(
+                x, y[:, :, None], x_mask=x_mask, y_mask=y_mask[:, :, None], dtype=self.dtype
+            )
+            out[..., spans] = upper.masked_fill(empty[..., 0], 0.0)
+        return out
 
 
 SpanReduce = Literal["sum", "mean", "top"]

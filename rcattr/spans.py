@@ -65,6 +65,22 @@ class SpanIndex:
         mask[self.span[order], slot] = True
         return index, mask
 
+    def by_width(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """The spans in groups whose lengths lie within a factor of two, each padded to its own longest.
+
+        Returns ``(spans [s], index [s, W], mask [s, W])`` per group, as :attr:`padded` for those spans:
+        a few long spans no longer pad every short one, so the padding is at most the spans' own size.
+        """
+        index, mask = self.padded
+        sizes = mask.sum(-1)
+        width_class = torch.log2(sizes.clamp_min(1).double()).ceil().long()
+        groups = []
+        for value in width_class.unique().tolist():
+            spans = (width_class == value).nonzero().flatten()
+            width = int(sizes[spans].max())
+            groups.append((spans, index[spans, :width], mask[spans, :width]))
+        return groups
+
 
 def continuation_weights(
     unit_rows: torch.Tensor, decay: float, row_sentence: torch.Tensor | None = None

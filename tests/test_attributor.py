@@ -414,3 +414,72 @@ def test_paper_preset_and_the_default_recipe(llama) -> None:
 def test_bad_recipe_options_are_named(llama, options, message) -> None:
     with pytest.raises(ValueError, match=message):
         RCAttributor(llama, char_tokenizer(), **options)
+
+
+RECIPES = [
+    {},
+    {"per_unit_heads": True, "top_k": 3},
+    {"span_scorer": AttentionScorer(calibration="N/A"), "rc_mix": 0.3},
+    {"span_scorer": "rc", "head_score": "rc_std", "votes": "mass"},
+    {"span_scorer": "rc_bound", "head_weighting": "margin"},
+    {"bottom": True, "top_k": 2},
+    {"heads": [(1, 0), (0, 3)]},
+]
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+@pytest.mark.parametrize("options", RECIPES, ids=lambda options: ",".join(options) or "default")
+def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str, options: dict) -> None:
+    """attribute() scores the selected heads after the pass; every head's scores give the same result."""
+    attributor = RCAttributor(tiny_model(arch), char_tokenizer(), **options)
+    result = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
+    every = attributor.head_span_scores(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
+    assert every.scored is None
+    seq_attr, token_attr, selection = attributor.combine(every)
+    assert result.head_selection.heads.tolist() == selection.heads.tolist()
+    torch.testing.assert_close(result.seq_attr, seq_attr.float())
+    torch.testing.assert_close(result.token_attr, token_attr.float())
+    torch.testing.assert_close(result.groundedness, every.groundedness(selection.heads).float())
+
+
+def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
+    from rcattr.attributor import _Reducer
+
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=2)
+    example = attributor.prepare(INPUT, ANSWER)
+    reducer = attributor._forward(example, {"attention": attributor.scorer}, defer=True)
+    assert isinstance(reducer, _Reducer)
+    reducer.score_heads(torch.tensor([[0, 1]]))
+    scores = reducer.result(example, "superiority", attributor.n_heads)
+    assert scores.scored is not None and scores.scored.sum() == 1
+    scores.combine(torch.tensor([[0, 1]]), "attention")
+    with pytest.raises(ValueError, match="computed for other heads"):
+        scores.combine(torch.tensor([[0, 1], [1, 1]]), "attention")
+    with pytest.raises(ValueError, match="computed for other heads"):
+        scores.groundedness(torch.tensor([[1, 0]]))
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.filterwarnings("ignore:no selected head sees the context")
+def test_a_generated_answer_is_explained_from_its_generation_cache_without_running_the_prompt_twice(
+    arch: str,
+) -> None:
+    model = tiny_model(arch)
+    attributor = RCAttributor(model, char_tokenizer(), top_k=3)
+    prompt_tokens = len(attributor.prepare(INPUT, ANSWER).ids[0]) - len(ANSWER)
+    processed: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda _module, args, kwargs: processed.append((args[0] if args else kwargs["input_ids"]).shape[1]),
+        with_kwargs=True,
+    )
+    try:
+        generated = attributor.attribute(INPUT, gen_args={"max_new_tokens": 8, "min_new_tokens": 8})
+    finally:
+        hook.remove()
+    answer_tokens = len(generated.answer_tokens)
+    # generate: the prompt once, then one token per step; then the answer's own rows
+    assert processed == [prompt_tokens] + [1] * 7 + [answer_tokens]
+    given = attributor.attribute(INPUT, generated.answer)
+    torch.testing.assert_close(generated.seq_attr, given.seq_attr, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(generated.token_attr, given.token_attr, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(generated.groundedness, given.groundedness, atol=1e-4, rtol=1e-4)

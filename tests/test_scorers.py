@@ -21,7 +21,7 @@ CONTEXT_KEYS = torch.tensor([1, 2, 3])
 ANSWER_KEYS = torch.tensor([4, 5, 6, 7])
 
 
-def _block(window: int | None = None) -> SpanBlock:
+def _block(window: int | None = None, spans: list[list[int]] = SPAN_TOKENS) -> SpanBlock:
     torch.manual_seed(0)
     rows = torch.tensor([[0, 1], [2, 3]])  # answer rows of each unit
     positions = ANSWER_KEYS[rows]  # [U, R] query positions
@@ -30,17 +30,19 @@ def _block(window: int | None = None) -> SpanBlock:
     if window is not None:
         visible &= keys > positions[..., None] - window
     logits = torch.randn(2, 3, 2, 8, dtype=torch.float64) * 4
-    return SpanBlock(logits, visible, CONTEXT_KEYS, ANSWER_KEYS, SpanIndex.from_ranges(SPAN_TOKENS), 0.5)
+    return SpanBlock(logits, visible, CONTEXT_KEYS, ANSWER_KEYS, SpanIndex.from_ranges(spans), 0.5)
 
 
-def _samples(block: SpanBlock, unit: int, head: int, span: int) -> tuple[list[float], list[float]]:
+def _samples(
+    block: SpanBlock, unit: int, head: int, span: int, spans: list[list[int]] = SPAN_TOKENS
+) -> tuple[list[float], list[float]]:
     x, y = [], []
     for row in range(block.logits.shape[2]):
         for key in range(block.logits.shape[3]):
             if not block.visible[unit, row, key]:
                 continue
             value = float(block.logits[unit, head, row, key])
-            if key in [int(CONTEXT_KEYS[t]) for t in SPAN_TOKENS[span]]:
+            if key in [int(CONTEXT_KEYS[t]) for t in spans[span]]:
                 x.append(value)
             if key in ANSWER_KEYS.tolist():
                 y.append(value)
@@ -60,13 +62,14 @@ def test_rc_scorer_is_the_block_expectation(window: int | None) -> None:
 
 
 @pytest.mark.parametrize("window", [None, 4])
-def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None) -> None:
-    block = _block(window)
+@pytest.mark.parametrize("spans", [SPAN_TOKENS, [[2], [0, 1, 2], [1], [0, 1], [0, 2]]])
+def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None, spans: list[list[int]]) -> None:
+    block = _block(window, spans)
     scores = RCBoundScorer().score(block)
     for unit in range(2):
         for head in range(3):
-            for span in range(2):
-                x, y = _samples(block, unit, head, span)
+            for span in range(len(spans)):
+                x, y = _samples(block, unit, head, span, spans)
                 if not x:
                     assert scores[unit, head, span] == 0
                     continue
@@ -75,6 +78,18 @@ def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None) ->
                 )
                 assert scores[unit, head, span].item() == pytest.approx(upper.item(), rel=1e-12)
     assert bool((scores >= RCScorer().score(block) - 1e-12).all())
+
+
+def test_spans_grouped_by_width_are_each_padded_to_their_own_longest() -> None:
+    spans = SpanIndex.from_ranges([[5], [0, 1, 2, 3, 4], [1, 2], [6, 7, 8], [9], [0, 1, 2, 3, 4, 5, 6, 7, 8]])
+    index, mask = spans.padded
+    seen = []
+    for members, group_index, group_mask in spans.by_width():
+        sizes = group_mask.sum(-1)
+        assert int(sizes.max()) == group_mask.shape[1] and int(sizes.max()) <= 2 * int(sizes.min())
+        assert torch.equal(group_index[group_mask], index[members][mask[members]])
+        seen += members.tolist()
+    assert sorted(seen) == list(range(6)) and len(spans.by_width()) == 5  # widths 1, 2, 3-4, 5-8, 9-16
 
 
 def test_attention_scorer_is_the_mean_softmax_mass() -> None:

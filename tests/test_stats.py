@@ -11,7 +11,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.stats import expected_rc, overlap_bounds, phi, phi_and_rank, probability_of_superiority
+from rcattr.stats import (
+    count_below,
+    expected_rc,
+    overlap_bounds,
+    phi,
+    phi_and_rank,
+    probability_of_superiority,
+)
 
 # --------------------------------------------------------------------------------------------
 # brute-force references (numpy, float64)
@@ -393,3 +400,51 @@ def test_phi_and_rank_equal_phi_and_superiority() -> None:
     per_x, below = phi_and_rank(x, y, y_mask=mask)
     torch.testing.assert_close(per_x, phi(x, y, y_mask=mask))
     torch.testing.assert_close(below.mean(-1), probability_of_superiority(x, y, y_mask=mask))
+
+
+# --------------------------------------------------------------------------------------------
+# the grid-accelerated exact rank
+# --------------------------------------------------------------------------------------------
+
+_values = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False, width=32),
+    st.integers(-5, 5).map(float),  # ties between x and y, and within y
+    st.sampled_from([0.0, -0.0, 1e-30, -1e-30, 3e38, -3e38]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda groups: st.tuples(
+            st.lists(st.lists(_values, min_size=1, max_size=40), min_size=groups, max_size=groups),
+            st.lists(st.lists(_values, min_size=1, max_size=25), min_size=groups, max_size=groups),
+            st.lists(st.integers(0, 24), min_size=groups, max_size=groups),
+        )
+    ),
+    st.sampled_from([torch.float32, torch.float64]),
+    st.booleans(),
+)
+def test_count_below_equals_searchsorted(
+    samples: tuple[list[list[float]], list[list[float]], list[int]], dtype: torch.dtype, right: bool
+) -> None:
+    """Exactly torch.searchsorted's ranks, ties, +inf pads, constant rows and extreme values included."""
+    xs, ys, pads = samples
+    nx, ny = max(map(len, xs)), max(len(y) + pad for y, pad in zip(ys, pads, strict=True))
+    x = torch.tensor([row + [row[0]] * (nx - len(row)) for row in xs], dtype=dtype)
+    y = torch.tensor([sorted(row) + [math.inf] * (ny - len(row)) for row in ys], dtype=dtype)
+    y = y.sort(-1).values  # float64 -> float32 rounding keeps the order, but sort anyway
+    torch.testing.assert_close(count_below(x, y, right=right), torch.searchsorted(y, x, right=right).int())
+
+
+def test_count_below_on_attention_like_logits_scans_or_searches_shared_cells() -> None:
+    """Many x against a few thousand y (the attributor's shape): ranks equal searchsorted's exactly."""
+    generator = torch.Generator().manual_seed(0)
+    y = (torch.randn(3, 2000, generator=generator) * 8).sort(-1).values
+    y[:, 1000:1040] = y[:, 1000:1001]  # a run of equal values: a cell too full to scan
+    x = torch.randn(3, 50_000, generator=generator) * 12
+    x[:, :10] = y[:, 1000:1001]  # x equal to the run
+    for right in (False, True):
+        assert torch.equal(count_below(x, y, right=right).long(), torch.searchsorted(y, x, right=right))
+    with pytest.raises(ValueError, match="share a dtype"):
+        count_below(x.double(), y)
