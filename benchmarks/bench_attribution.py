@@ -36,9 +36,18 @@ the cost is measured here). The prompt is the default model's chat template (``r
    ``--ablation-budget`` seconds (default 480), the context is halved until they would not, and the
    output says so.
 
+3. A generated answer (``generate:default``): ``attribute(ContextInput(context, question), target=None,
+   gen_args=...)`` against a plain ``model.generate`` of the prompt, both forced to ``--answer`` new tokens
+   (greedy), interleaved in one subprocess. The attributor generates with its own cache and continues
+   from it, so the prompt is not run a second time.
+4. ContextCite-style cost: ContextCite fits a surrogate on 64 ablated contexts, each one forward over
+   prompt + answer with the answer's log-probabilities (``model(ids, logits_to_keep=answer + 1)``). That
+   forward is timed in the forward subprocess (interleaved with the plain one) and the 64 ablations are
+   reported as 64 times it (an estimate, labelled so), against the default ``attribute()``.
+
 The machine is noisy: compare the ratios, measured in the same run, not the absolute times.
 
-    python benchmarks/bench_attribution.py --contexts 500 2000 4000 --answer 100 --repeats 3 --json bench_attribution.json
+    python benchmarks/bench_attribution.py --contexts 500 2000 4000 8000 --answer 100 --repeats 3 --json bench_attribution.json
 
 Quick smoke run (one size, one attributor, one repeat, still with the captum ablation at 500 tokens):
 
@@ -183,8 +192,37 @@ def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: 
     }
     baseline = _peak_rss_mib()
     if variant == "forward":
-        seconds = _timed(lambda: model(ids, logits_to_keep=1), repeats)
-        info["forward_seconds"] = seconds
+        n_answer = len(ids_list) - n_prompt
+        paired = _paired(
+            {
+                "forward": lambda: model(ids, logits_to_keep=1),
+                # what each of ContextCite's ablations runs: the answer's log-probabilities
+                "scoring": lambda: model(ids, logits_to_keep=n_answer + 1),
+            },
+            repeats,
+        )
+        seconds = info["forward_seconds"] = paired["forward"]
+        info["scoring_forward_seconds"] = paired["scoring"]
+    elif variant.startswith("generate:"):
+        attributor = build_attributor(variant.split(":", 1)[1], model, tokenizer)
+        n_answer = len(ids_list) - n_prompt
+        gen_args = {"max_new_tokens": n_answer, "min_new_tokens": n_answer, "do_sample": False}
+        prompt = torch.tensor([ids_list[:n_prompt]])
+        inp = ContextInput(context, question)
+        paired = _paired(
+            {
+                "generate": lambda: model.generate(  # type: ignore[operator]
+                    prompt,
+                    attention_mask=torch.ones_like(prompt),
+                    pad_token_id=tokenizer.eos_token_id,
+                    **gen_args,
+                ),
+                "attribute": lambda: attributor.attribute(inp, granularity="sentence", gen_args=gen_args),
+            },
+            repeats,
+        )
+        seconds, info["generate_seconds"] = paired["attribute"], paired["generate"]
+        info["forward_seconds"] = info["generate_seconds"]  # the reference of this variant's ratio
     else:
         attributor = build_attributor(variant.split(":", 1)[1], model, tokenizer)
         inp = ContextInput(context, question)
@@ -334,8 +372,8 @@ def main() -> None:
         "--contexts",
         type=int,
         nargs="+",
-        default=[500, 2000, 4000],
-        help="context tokens (default 500 2000 4000)",
+        default=[500, 2000, 4000, 8000],
+        help="context tokens (default 500 2000 4000 8000)",
     )
     parser.add_argument("--answer", type=int, default=100, help="answer tokens (default 100)")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per variant (default 3)")
@@ -364,6 +402,11 @@ def main() -> None:
     parser.add_argument(
         "--no-ablation", action="store_true", help="skip the captum FeatureAblation comparison"
     )
+    parser.add_argument(
+        "--no-generate",
+        action="store_true",
+        help="skip the generated-answer comparison (attribute(target=None) against a plain generate)",
+    )
     parser.add_argument("--json", type=Path, help="also write all numbers to this JSON file")
     parser.add_argument("--variant", help=argparse.SUPPRESS)  # child process
     args = parser.parse_args()
@@ -377,6 +420,8 @@ def main() -> None:
 
     names = [n for a in args.attributors for n in (recipe_names() if a == "ablation" else [a])]
     variants = ["forward", *(f"attribute:{name}" for name in dict.fromkeys(names))]
+    if not args.no_generate:
+        variants.append("generate:default")
     runs = [(size, variant) for size in args.contexts for variant in variants]
     results: dict[int, dict[str, dict[str, Any]]] = {size: {} for size in args.contexts}
     for size, variant in tqdm(runs, desc="context size x variant", unit="run"):
@@ -390,7 +435,8 @@ def main() -> None:
     print(
         f"\nDefault model (SmolLM2-135M-Instruct, CPU), {args.answer}-token given answer, "
         f"granularity='sentence', medians of {args.repeats}. 'x forward' (time) = attribute() / plain forward "
-        "`model(ids, logits_to_keep=1)` over the same tokens, the two interleaved in the same subprocess; "
+        "`model(ids, logits_to_keep=1)` over the same tokens, the two interleaved in the same subprocess "
+        "(for generate:default, attribute(target=None) / a plain generate of as many tokens, interleaved); "
         "peak MiB = ru_maxrss above the loaded model, each variant in its own subprocess, "
         "'x forward' (memory) = / the forward-only subprocess's peak\n"
     )
@@ -408,6 +454,22 @@ def main() -> None:
                 f"| {result['seconds'] / result['forward_seconds']:.2f} "
                 f"| {result['peak_mib']:.1f} | {result['peak_mib'] / max(plain['peak_mib'], 1e-9):.2f} |"
             )
+    print(
+        "\nContextCite-style cost (64 ablations, each one forward over prompt + answer with the answer's "
+        "log-probabilities; estimated as 64 x that forward, timed in the forward subprocess) against the "
+        "default attribute():\n"
+    )
+    print("| context tok | one scoring forward s | 64 ablations s (est.) | x attribute() |")
+    print("|---:|---:|---:|---:|")
+    for size in args.contexts:
+        plain, default = results[size]["forward"], results[size].get("attribute:default")
+        if default is None:
+            continue
+        estimate = 64 * plain["scoring_forward_seconds"]
+        print(
+            f"| {plain['context_tokens']} | {plain['scoring_forward_seconds']:.3f} | {estimate:.1f} "
+            f"| {estimate / default['seconds']:.1f} |"
+        )
     if ablation is not None:
         print(
             f"\ncaptum LLMAttribution(FeatureAblation) vs RCAttributor (attention) on the same example "

@@ -251,17 +251,17 @@ def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False)
         return grid.clamp_(-1, cells).add_(1).to(index).add_(offset)
 
     y_cell = torch.where(valid, cell(ys), offset + (cells + 2))  # [G, ny], non-decreasing
-    occupancy = torch.bincount(y_cell.flatten(), minlength=groups * stride).view(groups, stride)
-    start = occupancy.cumsum(-1).sub_(occupancy).flatten()  # y of the group in earlier cells
-    occupancy = occupancy.flatten()
-    # one lookup: the count, or -(count + 1) where the cell holds some y and a search is needed
-    table = torch.where(occupancy > 0, -1 - start, start).to(index)
+    occupancy = torch.bincount(y_cell.flatten(), minlength=groups * stride).to(index)
+    # one lookup per x: the number of y in earlier cells, bit-inverted (negative) where the cell holds
+    # some y and a search among them is needed
+    table = occupancy.view(groups, stride).cumsum(-1, dtype=index).flatten().sub_(occupancy)
+    table.bitwise_xor_(occupancy.clamp_max(1).neg_())
     x_cell = cell(xs).flatten()
     count = table.index_select(0, x_cell)
     shared = (count < 0).nonzero().flatten()
     if shared.numel():
-        before = -1 - count.index_select(0, shared)  # y in the earlier cells
-        in_cell = occupancy.index_select(0, x_cell.index_select(0, shared)).to(index)
+        before = count.index_select(0, shared).bitwise_not_()  # y in the earlier cells
+        in_cell = occupancy.index_select(0, x_cell.index_select(0, shared))
         group = torch.div(shared, nx, rounding_mode="floor").to(index)
         count.index_copy_(
             0, shared, before + _rank_in_cell(xs.flatten()[shared], ys, group * ny + before, in_cell, right)
