@@ -184,7 +184,7 @@ def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: 
     model, tokenizer, context, question, answer = _setup(context_tokens, answer_tokens)
     ids_list, n_prompt = _prompt_ids(tokenizer, context, question, answer)
     ids = torch.tensor([ids_list])
-    info = {
+    info: dict[str, Any] = {
         "context_tokens": len(tokenizer(context, add_special_tokens=False)["input_ids"]),
         "answer_tokens": len(ids_list) - n_prompt,
         "total_tokens": len(ids_list),
