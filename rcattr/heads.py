@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats import count_below, phi_and_rank
+from rcattr.stats import count_below, phi_and_rank, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadWeighting = Literal["equal", "margin"]
@@ -117,7 +117,7 @@ def layer_superiority(
     (:func:`rcattr.stats.count_below`) and are summed as integers, in the logits' own dtype: no
     partial sums and no float64 copy of ``[H, A, C]``. Arguments as :func:`layer_rc`'s.
     """
-    y = self_logits[:, self_visible].sort(-1).values  # [H, |Y|]: the answer's self sample
+    y = sort_values(self_logits[:, self_visible])  # [H, |Y|]: the answer's self sample
     below = count_below(cross.flatten(1), y).view(cross.shape)  # [H, A, C]
     if not bool(cross_visible.all()):
         below = below.masked_fill_(~cross_visible, 0)
