@@ -1,11 +1,14 @@
 """RCAttributor: attribute an answer to its context from one forward pass (RCStat §5, docs/design.md §2).
 
 One teacher-forced forward over prompt ⊕ answer runs with :class:`~rcattr.capture.LogitCapture` on
-the answer rows. Each layer's raw logits are reduced as soon as they are computed to (1) a score
-per head, (2) per-head span scores for the whole answer and for each output unit, and (3) per
-answer token the context-versus-self contextualization behind ``groundedness``; nothing of size
-``|s| x |s|`` is kept. The top-k heads are then chosen from the head scores, their span scores
-summed and normalised over spans (paper Eq. 7).
+the answer rows (a generated answer continues from its generation's cache, so the prompt runs once).
+Each layer's raw logits are reduced as soon as they are computed to a score per head; nothing of size
+``|s| x |s|`` is kept. The top-k heads are then chosen from the head scores, and only for them are the
+logits recomputed from the queries and keys the pass kept, to give (1) per-head span scores for the
+whole answer and for each output unit and (2) per answer token the context-versus-self
+contextualization behind ``groundedness``. Their span scores are summed and normalised over spans
+(paper Eq. 7). :meth:`RCAttributor.head_span_scores` computes (1) and (2) for every head instead, for
+benchmarks that compare many head selections on one pass.
 """
 
 from __future__ import annotations
