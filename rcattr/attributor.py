@@ -554,8 +554,10 @@ class RCAttributor(SpanAttributor):
         head_scores = reducer.out.head_scores[self.head_score]
         unit_scores = reducer.out.unit_head_scores[self.head_score]
         selection = self.select(_Reduction.stack(head_scores), _Reduction.stack(unit_scores))
-        used = selection.heads if selection.unit_heads is None else selection.unit_heads.reshape(-1, 2)
-        reducer.score_heads(torch.cat([selection.heads, used]))
+        used = selection.heads
+        if selection.unit_heads is not None:
+            used = torch.cat([used, selection.unit_heads.reshape(-1, 2)])
+        reducer.score_heads(used)
         scores = reducer.result(example, self.head_score, self.n_heads)
         seq_attr, token_attr = scores.combine(
             selection, self.scorer_name, votes=self.votes, rc_mix=self.rc_mix
