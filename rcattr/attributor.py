@@ -277,6 +277,8 @@ class _Reducer:
             answer_scores={name: {} for name in scorers}, unit_scores={name: {} for name in scorers}
         )
         start = layout.answer_start
+        self.context_columns = _as_slice(layout.context_keys)
+        self.answer_columns = slice(start, start + layout.n_answer)
         self.answer_keys = torch.arange(start, start + layout.n_answer, device=layout.context_keys.device)
         whole = torch.ones(1, layout.n_answer, dtype=torch.bool, device=layout.membership.device)
         self.answer_and_units = torch.cat([whole, layout.membership])  # [1 + U, A]
@@ -316,13 +318,14 @@ class _Reducer:
     def _samples(
         self, logits: torch.Tensor, visible: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """X(p_ctx, g) ``[H, A, C]``, its ``[A, C]`` visibility, Y(g, g) ``[H, A, A]`` and its visibility."""
-        keys, answer = self.layout.context_keys, self.answer_keys
+        """X(p_ctx, g) ``[H, A, C]``, its ``[A, C]`` visibility, Y(g, g) ``[H, A, A]`` and its visibility:
+        views of ``logits`` where the context is one run of tokens."""
+        context, answer = self.context_columns, self.answer_columns
         return (
-            logits.index_select(-1, keys),
-            visible.index_select(-1, keys),
-            logits.index_select(-1, answer),
-            visible.index_select(-1, answer),
+            _columns(logits, context),
+            _columns(visible, context),
+            logits[..., answer],
+            visible[..., answer],
         )
 
     def _score(
@@ -685,6 +688,18 @@ class RCAttributor(SpanAttributor):
                 logits_to_keep=1,
             )
         return reducer.priors
+
+
+def _as_slice(positions: torch.Tensor) -> slice | torch.Tensor:
+    """The sorted distinct ``positions`` as a slice when they are one run, else themselves."""
+    if positions.numel() and int(positions[-1]) - int(positions[0]) + 1 == positions.numel():
+        return slice(int(positions[0]), int(positions[-1]) + 1)
+    return positions
+
+
+def _columns(t: torch.Tensor, columns: slice | torch.Tensor) -> torch.Tensor:
+    """``t``'s last-dimension entries ``columns``: a view for a slice, a copy for an index."""
+    return t[..., columns] if isinstance(columns, slice) else t.index_select(-1, columns)
 
 
 def _calibration(scorers: Iterable[SpanScorer]) -> str | None:

@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats import count_below, phi_and_rank, sort_values
+from rcattr.stats import count_below_row_sums, phi_and_rank, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadWeighting = Literal["equal", "margin"]
@@ -113,16 +113,12 @@ def layer_superiority(
 ) -> LayerSuperiority:
     """P(X > Y) of every head of one layer, as :func:`layer_rc` gives it, from counts alone.
 
-    The ranks of the cross logits in the sorted Y(g, g) are exact integers
-    (:func:`rcattr.stats.count_below`) and are summed as integers, in the logits' own dtype: no
-    partial sums and no float64 copy of ``[H, A, C]``. Arguments as :func:`layer_rc`'s.
+    The ranks of the cross logits in the sorted Y(g, g) are exact integers, summed per row as they are
+    found (:func:`rcattr.stats.count_below_row_sums`): no partial sums, no copy of ``[H, A, C]``, and
+    ``cross`` may be a strided view of wider logits. Arguments as :func:`layer_rc`'s.
     """
     y = sort_values(self_logits[:, self_visible])  # [H, |Y|]: the answer's self sample
-    below = count_below(cross.flatten(1), y).view(cross.shape)  # [H, A, C]
-    if not bool(cross_visible.all()):
-        below = below.masked_fill_(~cross_visible, 0)
-    exact = torch.int32 if cross.shape[-1] * y.shape[-1] < 2**31 else torch.int64  # no row sum overflows
-    row_below = below.sum(-1, dtype=exact).to(torch.float64) / y.shape[-1]  # [H, A]
+    row_below = count_below_row_sums(cross, y, cross_visible).to(torch.float64) / y.shape[-1]  # [H, A]
     row_pairs = cross_visible.sum(-1).to(torch.float64)  # [A]
     total = row_pairs.sum().clamp_min(1)
     return LayerSuperiority(row_below.sum(1) / total, row_below, row_pairs)

@@ -42,13 +42,17 @@ Cost
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from rcattr import _grid
+
 __all__ = [
     "count_below",
+    "count_below_row_sums",
     "expected_rc",
     "overlap_bounds",
     "phi",
@@ -204,22 +208,32 @@ def _masked_mean(v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 # exact ranks through a grid
 # --------------------------------------------------------------------------------------------
 
-_MAX_CELLS = 1 << 22  # cell indices stay exact integers in float32
-_SCAN_CELLS = 16  # cells up to this many y are scanned, larger ones searched
 GRID_CELLS_PER_Y = 16
 """Grid cells per element of ``Y`` in :func:`count_below`: on attention logits about 5 % of the
-``x`` then share a cell with some ``y`` and need a binary search (measured on SmolLM2's)."""
+``x`` then share a cell with some ``y`` and are compared with that cell's ``y`` (measured on SmolLM2's)."""
+
+
+def _on_grid(*tensors: torch.Tensor) -> bool:
+    """Whether the compiled CPU kernels of :mod:`rcattr._grid` take these tensors."""
+    return all(t.device.type == "cpu" and t.dtype in _ALLOWED_DTYPES and not t.requires_grad for t in tensors)
+
+
+def _rows(t: torch.Tensor) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _n_finite(y_sorted: torch.Tensor) -> np.ndarray:
+    return _rows(torch.isfinite(y_sorted).sum(-1))
 
 
 def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False) -> torch.Tensor:
     """``#{y < x}`` (``#{y <= x}`` with ``right=True``) for every ``x``: ``torch.searchsorted``, exactly.
 
-    A uniform grid of cells over the range of each row of ``y_sorted`` holds, per cell, how many
-    ``y`` lie in earlier cells. The cell of a value is computed by one monotone sequence of
-    floating-point operations, the same for ``x`` and ``y``, so every ``y`` in an earlier (later)
-    cell than ``x`` is below (above) it whatever the rounding: an ``x`` alone in its cell is
-    answered by one lookup, and a binary search runs among the few ``y`` of its cell otherwise.
-    The cost is a few passes over ``x`` instead of ``log2(ny)`` dependent lookups per ``x``.
+    On CPU a compiled kernel (:mod:`rcattr._grid`) lays a uniform grid over the range of each row of
+    ``y_sorted`` and keeps, per cell, how many ``y`` lie in earlier cells: an ``x`` alone in its cell is
+    answered by one lookup, and the others are compared with the few ``y`` of their cell. It is one
+    pass over ``x``, about ten times ``torch.searchsorted`` on attention logits. Other devices and
+    dtypes use ``torch.searchsorted``.
 
     Parameters
     ----------
@@ -238,73 +252,53 @@ def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False)
         raise ValueError(
             f"x {tuple(x.shape)} and y_sorted {tuple(y_sorted.shape)} must have the same batch dimensions"
         )
-    batch, nx, ny = x.shape[:-1], x.shape[-1], y_sorted.shape[-1]
-    ys = y_sorted.reshape(-1, ny)
-    xs = x.reshape(-1, nx)
-    groups = ys.shape[0]
-    if groups == 0 or nx == 0 or ny == 0:
-        return torch.zeros(x.shape, dtype=torch.long, device=x.device)
-    cells = max(1, min(GRID_CELLS_PER_Y * ny, nx, _MAX_CELLS))
-    stride = cells + 3  # cell 0: below the range; 1..cells + 1: the grid; cells + 2: the +inf pads
-    index = torch.int32 if groups * stride < 2**31 and groups * ny < 2**31 else torch.long
-    valid = torch.isfinite(ys)
-    n_valid = valid.sum(-1, keepdim=True)  # [G, 1]
-    low = ys[:, :1]
-    high = torch.gather(ys, -1, (n_valid - 1).clamp_min(0))
-    scale = cells / (high - low)
-    # a row with one distinct value (or none) gets scale 0: every value falls in cell 1
-    scale = torch.where(torch.isfinite(scale), scale, torch.zeros_like(scale))
-    low = torch.where(n_valid > 0, low, torch.zeros_like(low))
-    flat_scale = bool((scale == 0).any())
-    offset = (torch.arange(groups, device=x.device)[:, None] * stride).to(index)
-
-    def cell(values: torch.Tensor) -> torch.Tensor:
-        """Cell ``group * stride + 1 + clamp(floor((v - low) * scale), -1, cells)``, monotone in ``v``."""
-        grid = torch.sub(values, low).mul_(scale)
-        if flat_scale:
-            grid.nan_to_num_(0.0)  # inf * 0 where v - low overflows
-        # truncation is the floor: the values are >= 0 after adding 1
-        return grid.clamp_(-1, cells).add_(1).to(index).add_(offset)
-
-    y_cell = torch.where(valid, cell(ys), offset + (cells + 2))  # [G, ny], non-decreasing
-    occupancy = torch.bincount(y_cell.flatten(), minlength=groups * stride).to(index)
-    # one lookup per x: the number of y in earlier cells, bit-inverted (negative) where the cell holds
-    # some y and a search among them is needed
-    table = occupancy.view(groups, stride).cumsum(-1, dtype=index).flatten().sub_(occupancy)
-    table.bitwise_xor_(occupancy.clamp_max(1).neg_())
-    x_cell = cell(xs).flatten()
-    count = table.index_select(0, x_cell)
-    shared = (count < 0).nonzero().flatten()
-    if shared.numel():
-        before = count.index_select(0, shared).bitwise_not_()  # y in the earlier cells
-        in_cell = occupancy.index_select(0, x_cell.index_select(0, shared))
-        group = torch.div(shared, nx, rounding_mode="floor").to(index)
-        count.index_copy_(
-            0, shared, before + _rank_in_cell(xs.flatten()[shared], ys, group * ny + before, in_cell, right)
-        )
-    return count.view(*batch, nx)
+    small = y_sorted.shape[-1] < 2**31
+    if not _on_grid(x, y_sorted):
+        return torch.searchsorted(y_sorted.contiguous(), x.contiguous(), right=right, out_int32=small)
+    groups = math.prod(x.shape[:-1])
+    xs = x.reshape(groups, x.shape[-1])
+    ys = y_sorted.reshape(groups, y_sorted.shape[-1]).contiguous()
+    out = torch.empty(xs.shape, dtype=torch.int32 if small else torch.long)
+    if out.numel():
+        if ys.shape[-1] == 0:
+            out.zero_()
+        else:
+            _grid.count_below_rows(_rows(xs), _rows(ys), _n_finite(ys), right, GRID_CELLS_PER_Y, out.numpy())
+    return out.view(x.shape)
 
 
-def _rank_in_cell(
-    values: torch.Tensor, ys: torch.Tensor, first: torch.Tensor, size: torch.Tensor, right: bool
+def count_below_row_sums(
+    x: torch.Tensor, y_sorted: torch.Tensor, visible: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Rank of each value among the ``size`` sorted y from flat index ``first`` of ``ys``: a scan when
-    the cells are small (compares, no dependent lookups), a binary search when some are not."""
-    flat = ys.flatten()
-    widest = int(size.max())
-    if widest <= _SCAN_CELLS:
-        slots = torch.arange(widest, device=values.device, dtype=first.dtype)
-        pivots = flat[(first[:, None] + slots).clamp_max_(flat.numel() - 1)]  # [n, widest]
-        above = pivots.le(values[:, None]) if right else pivots.lt(values[:, None])
-        return (above & (slots < size[:, None])).sum(-1, dtype=first.dtype)
-    low, high = first.long(), first.long() + size
-    for _ in range(widest.bit_length()):
-        middle = (low + high) // 2
-        pivot = flat[middle.clamp_max(flat.numel() - 1)]
-        go_up = (pivot <= values if right else pivot < values) & (low < high)
-        low = torch.where(go_up, middle + 1, low)
-        high = torch.where(go_up, high, middle)
-    return (low - first).to(first.dtype)
+    """``sum_c #{y < x[g, r, c]}`` over the visible ``c`` of every row: :func:`count_below` summed, without
+    storing the ranks.
+
+    Parameters
+    ----------
+    x : Tensor, shape [G, R, C]
+        Finite values in the dtype of ``y_sorted``; any strides (e.g. a slice of wider logits).
+    y_sorted : Tensor, shape [G, ny]
+        As :func:`count_below`'s.
+    visible : Tensor of bool, shape [R, C], optional
+        The entries of each ``[R, C]`` slice that count; all by default.
+
+    Returns
+    -------
+    Tensor of int64, shape [G, R]
+    """
+    if visible is None:
+        visible = torch.ones(x.shape[1:], dtype=torch.bool, device=x.device)
+    if not _on_grid(x, y_sorted) or y_sorted.shape[-1] == 0:
+        below = count_below(x.flatten(1), y_sorted.contiguous()).view(x.shape)
+        return below.masked_fill_(~visible, 0).sum(-1, dtype=torch.long)
+    out = torch.zeros(x.shape[:2], dtype=torch.long)
+    if not out.numel():
+        return out
+    ys = y_sorted.contiguous()
+    _grid.count_below_row_sums(
+        _rows(x), _rows(ys), _n_finite(ys), _rows(visible.expand(x.shape[1:])), GRID_CELLS_PER_Y, out.numpy()
+    )
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from rcattr.stats import (
     count_below,
+    count_below_row_sums,
     expected_rc,
     overlap_bounds,
     phi,
@@ -448,3 +450,45 @@ def test_count_below_on_attention_like_logits_scans_or_searches_shared_cells() -
         assert torch.equal(count_below(x, y, right=right).long(), torch.searchsorted(y, x, right=right))
     with pytest.raises(ValueError, match="share a dtype"):
         count_below(x.double(), y)
+
+
+def test_count_below_without_finite_y_or_x() -> None:
+    """A row of pads only ranks every x at 0; empty inputs give empty counts."""
+    y = torch.tensor([[1.0, math.inf], [math.inf, math.inf]])
+    x = torch.tensor([[0.0, 2.0, 1.0], [0.0, 5.0, -5.0]])
+    assert count_below(x, y, right=True).tolist() == [[0, 1, 1], [0, 0, 0]]
+    assert count_below(torch.empty(2, 0), y).shape == (2, 0)
+    assert count_below(x, torch.empty(2, 0)).tolist() == [[0] * 3] * 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(1, 30),
+    st.integers(0, 3),
+    st.lists(_values, min_size=1, max_size=30),
+    st.sampled_from([torch.float32, torch.float64]),
+    st.randoms(use_true_random=False),
+)
+def test_count_below_row_sums_equals_brute_force(
+    groups: int, rows: int, columns: int, extra: int, y_values: list[float], dtype: torch.dtype, rng: Any
+) -> None:
+    """The per-row sums of the visible ranks, on a strided slice of wider logits, equal brute force."""
+    pool = [*y_values, *(rng.uniform(-10, 10) for _ in range(5))]
+    wide = torch.tensor(
+        [[[rng.choice(pool) for _ in range(columns + extra)] for _ in range(rows)] for _ in range(groups)],
+        dtype=dtype,
+    )
+    x = wide[..., extra:]  # not contiguous when extra > 0
+    y = (
+        torch.tensor([[rng.choice(pool) for _ in y_values] for _ in range(groups)], dtype=dtype)
+        .sort(-1)
+        .values
+    )
+    visible = torch.tensor([[rng.random() < 0.7 for _ in range(columns)] for _ in range(rows)])
+    brute = ((y[:, None, None, :] < x[..., None]) & visible[None, ..., None]).sum((-1, -2))
+    assert torch.equal(count_below_row_sums(x, y, visible), brute)
+    assert torch.equal(count_below_row_sums(x, y), (y[:, None, None, :] < x[..., None]).sum((-1, -2)))
+    # the torch path (other devices, autograd) gives the same sums
+    assert torch.equal(count_below_row_sums(x.requires_grad_(True), y, visible), brute)
