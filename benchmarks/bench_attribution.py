@@ -12,10 +12,10 @@ the cost is measured here). The prompt is the default model's chat template (``r
    ``attributor.attribute(ContextInput(context, question), target=answer, granularity="sentence")``
    divided by the median time of one plain forward ``model(ids, logits_to_keep=1)`` over the same
    prompt + answer tokens (the attributor's own ids: the rendered prompt tokenized without special
-   tokens, then the answer, concatenated; checked to be exactly the ids of the attributor's prompt
-   prefill followed by its answer forward over the prompt's cache). A calibrating attributor runs one
-   more forward in between, over the content-free answer's few tokens on a copy of the prompt's cache;
-   ``forwards_per_call`` counts them all. Both are medians of ``--repeats`` calls,
+   tokens, then the answer, concatenated; checked to be exactly the ids of the attributor's one forward).
+   A calibrating attributor runs the prompt, then the content-free answer's few tokens on a copy of the
+   prompt's cache, then the answer over the prompt's cache (the prompt's and the answer's ids are
+   checked to make up the same ids); ``forwards_per_call`` counts them all. Both are medians of ``--repeats`` calls,
    interleaved (forward, attribute, forward, attribute, ...) in the same subprocess so that the ratio
    sees the same machine load. Each variant (a forward-only one, and one per attributor) runs in its own
    subprocess so that peak resident memory (ru_maxrss) can be compared: the figure reported is the peak
@@ -243,8 +243,8 @@ def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: 
 
         paired = _paired({"forward": lambda: model(ids, logits_to_keep=1), "attribute": attribute}, repeats)
         seconds, info["forward_seconds"] = paired["attribute"], paired["forward"]
-        # the plain forward must time the same ids: the prompt prefill, then the answer
-        if any(call[0] + call[-1] != ids_list for call in calls):
+        # the plain forward must time the same ids: one forward, or the prompt prefill then the answer
+        if any((call[0] if len(call) == 1 else call[0] + call[-1]) != ids_list for call in calls):
             raise RuntimeError(
                 "the attributor's forwards ran on other ids than the benchmark's plain forward"
             )

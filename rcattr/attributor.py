@@ -277,7 +277,12 @@ class _Reducer:
             answer_scores={name: {} for name in scorers}, unit_scores={name: {} for name in scorers}
         )
         start = layout.answer_start
-        self.context_columns = _as_slice(layout.context_keys)
+        # the run of columns from the first context key to the last, and which of them are context keys
+        keys = layout.context_keys
+        first, end = (int(keys[0]), int(keys[-1]) + 1) if keys.numel() else (0, 0)
+        self.context_cover = slice(first, end)
+        self.in_context = torch.zeros(end - first, dtype=torch.bool, device=keys.device)
+        self.in_context[keys - first] = True
         self.answer_columns = slice(start, start + layout.n_answer)
         self.answer_keys = torch.arange(start, start + layout.n_answer, device=layout.context_keys.device)
         whole = torch.ones(1, layout.n_answer, dtype=torch.bool, device=layout.membership.device)
@@ -285,12 +290,17 @@ class _Reducer:
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
         logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
-        cross, cross_visible, own, own_visible = self._samples(logits, visible)
         statistics: LayerRC | LayerSuperiority
         if self.defer and self.head_score == "superiority":
-            statistics = layer_superiority(cross, cross_visible, own, own_visible)
+            # per-row counts only: the context's covering columns as a view, the keys between its
+            # documents (e.g. newlines) masked, instead of a copy of the context's columns
+            cover, answer = self.context_cover, self.answer_columns
+            cross_visible = visible[:, cover] & self.in_context
+            statistics = layer_superiority(
+                logits[..., cover], cross_visible, logits[..., answer], visible[:, answer]
+            )
         else:
-            statistics = layer_rc(cross, cross_visible, own, own_visible, self.head_score)
+            statistics = layer_rc(*self._samples(logits, visible), self.head_score)
         for kind, score in statistics.every_score.items():
             self.out.head_scores.setdefault(kind, {})[step.layer_idx] = score
         for kind, score in statistics.per_unit(self.layout.membership).items():
@@ -318,14 +328,13 @@ class _Reducer:
     def _samples(
         self, logits: torch.Tensor, visible: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """X(p_ctx, g) ``[H, A, C]``, its ``[A, C]`` visibility, Y(g, g) ``[H, A, A]`` and its visibility:
-        views of ``logits`` where the context is one run of tokens."""
-        context, answer = self.context_columns, self.answer_columns
+        """X(p_ctx, g) ``[H, A, C]``, its ``[A, C]`` visibility, Y(g, g) ``[H, A, A]`` and its visibility."""
+        keys, answer = self.layout.context_keys, self.answer_columns
         return (
-            _columns(logits, context),
-            _columns(visible, context),
+            logits.index_select(-1, keys),
+            visible.index_select(-1, keys),
             logits[..., answer],
-            visible[..., answer],
+            visible[:, answer],
         )
 
     def _score(
@@ -657,12 +666,20 @@ class RCAttributor(SpanAttributor):
     def _forward(
         self, example: Example, scorers: Mapping[str, SpanScorer], *, defer: bool = False
     ) -> _Reducer:
-        """Run the prompt, then capture the answer's rows; the reducer holds what they gave."""
+        """Capture the answer's rows of a pass over prompt ⊕ answer; the reducer holds what they gave.
+
+        One forward when nothing else needs the prompt's cache; otherwise the answer continues from
+        it: a generated answer's cache already holds the prompt, and a calibrating answer reads a copy.
+        """
         layout = _Layout.of(example)
         start = layout.answer_start
         calibration = _calibration(scorers.values())
-        # the prompt once (a generated answer's cache already holds it); a calibrating answer reads a copy
         cache = example.prompt_cache_for()
+        if cache is None and calibration is None:
+            reducer = _Reducer(layout, scorers, self.head_score, defer=defer)
+            with LogitCapture(self.model, reducer, query_positions=slice(start, None)):
+                self.model(example.ids, use_cache=False, logits_to_keep=1)
+            return reducer
         if cache is None:
             cache = DynamicCache()
             self.model(
@@ -688,18 +705,6 @@ class RCAttributor(SpanAttributor):
                 logits_to_keep=1,
             )
         return reducer.priors
-
-
-def _as_slice(positions: torch.Tensor) -> slice | torch.Tensor:
-    """The sorted distinct ``positions`` as a slice when they are one run, else themselves."""
-    if positions.numel() and int(positions[-1]) - int(positions[0]) + 1 == positions.numel():
-        return slice(int(positions[0]), int(positions[-1]) + 1)
-    return positions
-
-
-def _columns(t: torch.Tensor, columns: slice | torch.Tensor) -> torch.Tensor:
-    """``t``'s last-dimension entries ``columns``: a view for a slice, a copy for an index."""
-    return t[..., columns] if isinstance(columns, slice) else t.index_select(-1, columns)
 
 
 def _calibration(scorers: Iterable[SpanScorer]) -> str | None:

@@ -145,9 +145,14 @@ def test_generated_and_given_answers_give_identical_results(llama) -> None:
     generated = attributor.attribute(INPUT, gen_args={"max_new_tokens": 12, "min_new_tokens": 12})
     given = attributor.attribute(INPUT, generated.answer)
     assert generated.answer
-    assert torch.equal(generated.seq_attr, given.seq_attr)
-    assert torch.equal(generated.token_attr, given.token_attr)
-    assert torch.equal(generated.groundedness, given.groundedness)
+    # a given answer runs in one forward over prompt + answer, a generated one continues its generation
+    # cache: the same logits up to float32 rounding
+    for got, expected in [
+        (generated.seq_attr, given.seq_attr),
+        (generated.token_attr, given.token_attr),
+        (generated.groundedness, given.groundedness),
+    ]:
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
 
 
 def test_captum_inputs(llama) -> None:
