@@ -483,7 +483,6 @@ class RCAttributor(SpanAttributor):
     """
 
     name = "rc"
-    records_generation = True
 
     def __init__(
         self,
@@ -669,21 +668,12 @@ class RCAttributor(SpanAttributor):
     ) -> _Reducer:
         """Capture the answer's rows of a pass over prompt ⊕ answer; the reducer holds what they gave.
 
-        A generated answer's rows were recorded while decoding: they are reduced against the
-        generation's cache, with no forward over the answer. Otherwise one forward over prompt ⊕ answer
-        when nothing else needs the prompt's cache, or the answer continues from it: a generated answer
-        whose tokens are not the generated ones continues the generation's cache, and a calibrating
-        answer reads a copy of it.
+        One forward when nothing else needs the prompt's cache; otherwise the answer continues from
+        it: a generated answer's cache already holds the prompt, and a calibrating answer reads a copy.
         """
         layout = _Layout.of(example)
         start = layout.answer_start
         calibration = _calibration(scorers.values())
-        steps = example.answer_steps(self.model) if calibration is None else None
-        if steps is not None:
-            reducer = _Reducer(layout, scorers, self.head_score, defer=defer)
-            for step in steps:
-                reducer(step.logits(), step)
-            return reducer
         cache = example.prompt_cache_for()
         if cache is None and calibration is None:
             reducer = _Reducer(layout, scorers, self.head_score, defer=defer)

@@ -10,7 +10,6 @@ tokens and return the same :class:`~rcattr.result.RCAttributionResult`.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,6 @@ from transformers import DynamicCache, PreTrainedModel
 
 from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
-from rcattr.capture import CaptureStep, QueryRecorder
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, render_prompt
 from rcattr.result import RCAttributionResult
@@ -41,42 +39,6 @@ AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput 
 SpanSpec: TypeAlias = str | Sequence[tuple[int, int]]
 
 DEFAULT_GEN_ARGS: dict[str, Any] = {"max_new_tokens": 128, "do_sample": False}
-
-
-@dataclass(frozen=True)
-class Generation:
-    """What ``generate`` left when an answer was generated with one sequence.
-
-    Attributes
-    ----------
-    cache : transformers.DynamicCache
-        Its KV cache: the prompt's positions, then every generated token but the last.
-    ids : list of int
-        The generated token ids (an end-of-text token included).
-    recorder : QueryRecorder or None
-        The generated rows' queries, when the method asked for them
-        (:attr:`SpanAttributor.records_generation`).
-    """
-
-    cache: DynamicCache
-    ids: list[int]
-    recorder: QueryRecorder | None = None
-
-
-def _cut(cache: DynamicCache, length: int) -> DynamicCache:
-    """``cache`` cropped to its first ``length`` positions."""
-    extra = cache.get_seq_length() - length
-    if extra > 0:
-        cache.crop(-extra)  # a negative length removes that many tokens in every transformers release
-    return cache
-
-
-def _layer_keys(cache: DynamicCache, layer: int) -> torch.Tensor:
-    """``[B, H_kv, K, d]`` keys one layer of ``cache`` holds."""
-    keys = getattr(cache.layers[layer], "keys", None)
-    if not isinstance(keys, torch.Tensor):
-        raise TypeError(f"layer {layer} of the generation's cache holds no key tensor")
-    return keys
 
 
 @dataclass(frozen=True)
@@ -102,11 +64,10 @@ class Example:
     answer_sentences : list of range
         Answer-token indices of each sentence of the answer (where an attention scorer's
         continuation stops).
-    generation : Generation or None
-        When the answer was generated here with one sequence: what the generation left. A method that
-        runs the prompt may continue from its cache instead (:meth:`prompt_cache_for`), or read the
-        answer's rows recorded while decoding (:meth:`answer_steps`), so that explaining a generated
-        answer does not run the prompt twice.
+    prompt_cache : transformers.DynamicCache or None
+        When the answer was generated here: the generation's KV cache, whose first ``answer_start``
+        positions are the prompt's. A method that runs the prompt may continue from it instead
+        (:meth:`prompt_cache_for`), so that explaining a generated answer does not run the prompt twice.
     """
 
     prompt: Prompt
@@ -119,7 +80,7 @@ class Example:
     unit_ranges: list[range]
     answer_tokens: list[TextSpan]
     answer_sentences: list[range]
-    generation: Generation | None = None
+    prompt_cache: DynamicCache | None = None
 
     @property
     def n_answer(self) -> int:
@@ -127,33 +88,13 @@ class Example:
 
     def prompt_cache_for(self) -> DynamicCache | None:
         """The generation's cache cut back to the prompt, ready for the answer's forward; None if there is none."""
-        if self.generation is None:
+        cache = self.prompt_cache
+        if cache is None:
             return None
-        return _cut(self.generation.cache, self.answer_start)
-
-    def answer_steps(self, model: PreTrainedModel) -> list[CaptureStep] | None:
-        """Every layer's answer rows (queries, visibility) with the keys of prompt ⊕ answer, from the
-        generation, as one forward's :class:`~rcattr.capture.CaptureStep` per layer would give them.
-
-        None when nothing was recorded, or when the answer's tokens are not the generated ones (the
-        decoded text re-tokenizes differently, e.g. after stripping a leading space). The generation
-        fed back every generated token but the last: when the answer ends with it (no end-of-text was
-        generated after it), that one token is run now, on the cache.
-        """
-        generation = self.generation
-        answer = self.ids[0, self.answer_start :].tolist()
-        if generation is None or generation.recorder is None or generation.ids[: len(answer)] != answer:
-            return None
-        cache, end = generation.cache, self.ids.shape[1]
-        held = cache.get_seq_length()
-        if held < end:
-            with generation.recorder:
-                model(self.ids[:, held:end], **cache_argument(model, cache), use_cache=True, logits_to_keep=1)
-        cache = _cut(cache, end)
-        return [
-            generation.recorder.rows(layer, len(answer), _layer_keys(cache, layer))
-            for layer in sorted(generation.recorder.steps)
-        ]
+        extra = cache.get_seq_length() - self.answer_start
+        if extra:
+            cache.crop(-extra)  # a negative length removes that many tokens in every transformers release
+        return cache
 
     def result(
         self, seq_attr: torch.Tensor, token_attr: torch.Tensor, method: str, inp: Any = None, **extra: Any
@@ -181,8 +122,6 @@ class SpanAttributor(ABC):
     """
 
     name: ClassVar[str]
-    records_generation: ClassVar[bool] = False
-    """Whether a generated answer's rows are recorded while decoding (:meth:`Example.answer_steps`)."""
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
         if not getattr(tokenizer, "is_fast", False):
@@ -255,7 +194,7 @@ class SpanAttributor(ABC):
                 f"the prompt ({len(prompt_ids)} tokens) leaves no room for an answer in the model's window of "
                 f"{window} positions; shorten the context"
             )
-        answer, generation = self._answer(prompt_ids, target, gen_args, window)
+        answer, cache = self._answer(prompt_ids, target, gen_args, window)
         encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
         answer_ids = list(encoded["input_ids"])
         answer_offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
@@ -277,7 +216,7 @@ class SpanAttributor(ABC):
             unit_ranges=list(token_ranges(output_spans, answer_offsets, [0])),
             answer_tokens=token_spans(answer_offsets, 0, len(answer), answer),
             answer_sentences=list(token_ranges(sentence_spans(answer), answer_offsets, [0])),
-            generation=generation,
+            prompt_cache=cache,
         )
 
     def _tokenize_prompt(self, prompt: Prompt) -> tuple[list[int], np.ndarray]:
@@ -295,18 +234,15 @@ class SpanAttributor(ABC):
         target: str | None,
         gen_args: Mapping[str, Any] | None,
         window: int | None,
-    ) -> tuple[str, Generation | None]:
-        """The answer, and what its generation left when it was generated with one sequence."""
-        generation = None
+    ) -> tuple[str, DynamicCache | None]:
+        """The answer, and the cache of its generation when it was generated with one sequence."""
+        cache = None
         if target is None:
             ids = torch.tensor([prompt_ids], device=self.model.device)
             options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
-            recorder = None
             if options.get("num_beams", 1) == 1 and not {"past_key_values", "cache"} & set(options):
-                generation = Generation(DynamicCache(), [])
-                options.update(cache_argument(self.model, generation.cache))
-                if self.records_generation:
-                    recorder = QueryRecorder(self.model, query_positions=slice(len(prompt_ids), None))
+                cache = DynamicCache()
+                options.update(cache_argument(self.model, cache))
             room = None if window is None else window - len(prompt_ids)
             if room is not None and options.get("max_new_tokens", 0) > room:
                 warnings.warn(
@@ -315,15 +251,9 @@ class SpanAttributor(ABC):
                     stacklevel=4,
                 )
                 options["max_new_tokens"] = room
-            with recorder or contextlib.nullcontext():
-                generated = self.model.generate(  # type: ignore[operator]  # transformers types generate's decorator badly
-                    ids,
-                    attention_mask=torch.ones_like(ids),
-                    pad_token_id=self.tokenizer.eos_token_id,
-                    **options,
-                )
-            if generation is not None:
-                generation = Generation(generation.cache, generated[0, ids.shape[1] :].tolist(), recorder)
+            generated = self.model.generate(  # type: ignore[operator]  # transformers types generate's decorator badly
+                ids, attention_mask=torch.ones_like(ids), pad_token_id=self.tokenizer.eos_token_id, **options
+            )
             target = str(
                 self.tokenizer.decode(generated[0, ids.shape[1] :], skip_special_tokens=True)
             ).strip()
@@ -335,7 +265,7 @@ class SpanAttributor(ABC):
             raise TypeError(f"target must be the answer string or None, got {type(target).__name__}")
         if not target.strip():
             raise ValueError("target is empty; give the answer to explain, or None to generate it")
-        return target, generation
+        return target, cache
 
 
 def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Tensor:

@@ -15,10 +15,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TypeVar
 
 import torch
-import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from rcattr.attention import AttentionCall, AttentionOutput, attach, check_supported, detach
@@ -27,7 +25,6 @@ __all__ = [
     "CaptureStep",
     "LogitCapture",
     "LogitStore",
-    "QueryRecorder",
     "Reducer",
     "raw_logits",
 ]
@@ -74,83 +71,12 @@ class CaptureStep:
     query: torch.Tensor | None = None
     key: torch.Tensor | None = None
 
-    def logits(self, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """``[B, H, R, K]`` raw logits of the step's query rows and keys, in ``dtype`` (by default the
-        query's, promoted to at least float32)."""
-        if self.query is None or self.key is None:
-            raise ValueError(f"layer {self.layer_idx}'s step holds no query or key to compute logits from")
-        return raw_logits(
-            self.query, self.key, dtype=dtype or torch.promote_types(self.query.dtype, torch.float32)
-        )
-
 
 Reducer = Callable[[torch.Tensor, CaptureStep], None]
 """Called as ``reducer(logits, step)`` with ``logits`` of shape ``[B, H, R, K]``."""
 
 
-_Hook = TypeVar("_Hook", bound="_RowHook")
-
-
-class _RowHook:
-    """The attention hook behind :class:`LogitCapture` and :class:`QueryRecorder`: builds a
-    :class:`CaptureStep` of the chosen query rows of every layer call and hands it to ``_deliver``."""
-
-    def __init__(
-        self,
-        model: PreTrainedModel,
-        query_positions: QueryRows = None,
-        *,
-        layers: Sequence[int] | None = None,
-    ) -> None:
-        check_supported(model)
-        self.model = model
-        self.layers = None if layers is None else frozenset(int(i) for i in layers)
-        self._rows = _RowSelector(query_positions)
-
-    def __enter__(self: _Hook) -> _Hook:
-        attach(self.model, self)
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        detach(self.model, self)
-
-    def __call__(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
-        """The attention hook: hand the chosen rows of ``call`` on, then run the kernel."""
-        self._observe(call)
-        return proceed()
-
-    def _observe(self, call: AttentionCall) -> None:
-        layer_idx = call.layer_idx
-        positions = call.query_positions  # read even for layers not captured: it tracks where passes end
-        if self.layers is not None and layer_idx not in self.layers:
-            return
-        local_rows = self._rows.select(positions)
-        if local_rows.numel() == 0:
-            return
-        self._deliver(
-            CaptureStep(
-                layer_idx=layer_idx,
-                query_positions=positions[local_rows],
-                key_positions=call.key_positions,
-                visible=call.visible(local_rows),
-                sliding_window=call.sliding_window,
-                scaling=call.scaling,
-                softcap=call.softcap,
-                query=call.query[:, :, local_rows],
-                key=call.key,
-            )
-        )
-
-    def _deliver(self, step: CaptureStep) -> None:
-        raise NotImplementedError
-
-
-class LogitCapture(_RowHook):
+class LogitCapture:
     """Context manager that delivers raw attention logits of chosen query rows to a reducer.
 
     Parameters
@@ -191,57 +117,52 @@ class LogitCapture(_RowHook):
         layers: Sequence[int] | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(model, query_positions, layers=layers)
+        check_supported(model)
+        self.model = model
         self.reducer = reducer
         self.dtype = dtype
+        self.layers = None if layers is None else frozenset(int(i) for i in layers)
+        self._rows = _RowSelector(query_positions)
 
-    def _deliver(self, step: CaptureStep) -> None:
-        self.reducer(step.logits(self.dtype), step)
+    def __enter__(self) -> LogitCapture:
+        attach(self.model, self)
+        return self
 
-
-class QueryRecorder(_RowHook):
-    """Keeps the chosen rows' queries and visibility, call after call, without their logits or keys.
-
-    Made for ``generate``: each decoding step brings one row, and the keys end up in the cache, so
-    nothing of the size of the keys is copied per step. :meth:`rows` joins a layer's rows with keys
-    given afterwards (the cache's), as one :class:`CaptureStep`.
-
-    Examples
-    --------
-    >>> recorder = QueryRecorder(model, query_positions=slice(prompt_len, None))
-    >>> with recorder:
-    ...     model.generate(input_ids, past_key_values=cache, max_new_tokens=20)
-    >>> step = recorder.rows(0, n_rows=19, key=cache.layers[0].keys)
-    """
-
-    def __init__(
+    def __exit__(
         self,
-        model: PreTrainedModel,
-        query_positions: QueryRows = None,
-        *,
-        layers: Sequence[int] | None = None,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
-        super().__init__(model, query_positions, layers=layers)
-        self.steps: dict[int, list[CaptureStep]] = defaultdict(list)
+        detach(self.model, self)
 
-    def _deliver(self, step: CaptureStep) -> None:
-        self.steps[step.layer_idx].append(dataclasses.replace(step, key=None))
+    def __call__(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
+        """The attention hook: hand the chosen rows' logits of ``call`` to the reducer, then run the kernel."""
+        self._observe(call)
+        return proceed()
 
-    def rows(self, layer_idx: int, n_rows: int, key: torch.Tensor) -> CaptureStep:
-        """The first ``n_rows`` recorded rows of a layer against ``key`` ``[B, H_kv, K, d]``, whose key
-        ``i`` is position ``i`` (a cache that holds every position)."""
-        steps = self.steps[layer_idx]
-        width = key.shape[-2]
-        visible = [step.visible[..., :width] for step in steps]
-        query = torch.cat([step.query for step in steps if step.query is not None], dim=2)
-        return dataclasses.replace(
-            steps[-1],
-            query_positions=torch.cat([step.query_positions for step in steps])[:n_rows],
-            key_positions=torch.arange(width, device=key.device),
-            visible=torch.cat([F.pad(v, (0, width - v.shape[-1])) for v in visible], dim=1)[:, :n_rows],
-            query=query[:, :, :n_rows],
-            key=key,
+    def _observe(self, call: AttentionCall) -> None:
+        layer_idx = call.layer_idx
+        positions = call.query_positions  # read even for layers not captured: it tracks where passes end
+        if self.layers is not None and layer_idx not in self.layers:
+            return
+        local_rows = self._rows.select(positions)
+        if local_rows.numel() == 0:
+            return
+        query = call.query[:, :, local_rows]
+        step = CaptureStep(
+            layer_idx=layer_idx,
+            query_positions=positions[local_rows],
+            key_positions=call.key_positions,
+            visible=call.visible(local_rows),
+            sliding_window=call.sliding_window,
+            scaling=call.scaling,
+            softcap=call.softcap,
+            query=query,
+            key=call.key,
         )
+        dtype = self.dtype or torch.promote_types(query.dtype, torch.float32)
+        self.reducer(raw_logits(query, call.key, dtype=dtype), step)
 
 
 def raw_logits(query: torch.Tensor, key: torch.Tensor, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
