@@ -44,7 +44,7 @@ def test_generated_and_given_answers_agree_on_the_real_model(smollm2) -> None:
     attributor = RCAttributor(*smollm2)
     generated = attributor.attribute(example_input(), gen_args={"max_new_tokens": 24})
     given = attributor.attribute(example_input(), generated.answer)
-    # the generated answer's rows were computed while decoding, the given one's in one forward: the
+    # the generated answer continues its generation's cache, the given one runs in one forward: the
     # same heads, and the same scores up to float32 rounding
     assert torch.equal(generated.head_selection.heads, given.head_selection.heads)
     torch.testing.assert_close(generated.seq_attr, given.seq_attr, atol=1e-4, rtol=1e-4)
