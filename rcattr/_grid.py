@@ -63,7 +63,7 @@ def _rank(
 
 
 @numba.njit(cache=True)
-def grid_cells(n_valid: int, n_x: int, cells_per_y: int) -> int:
+def _grid_cells(n_valid: int, n_x: int, cells_per_y: int) -> int:
     return max(1, min(cells_per_y * n_valid, n_x, 1 << 22))
 
 
@@ -73,7 +73,7 @@ def _grids(ys: np.ndarray, n_valid: np.ndarray, n_x: int, cells_per_y: int) -> t
     groups = ys.shape[0]
     cells = np.empty(groups, np.int64)
     for g in range(groups):
-        cells[g] = grid_cells(n_valid[g], n_x, cells_per_y)
+        cells[g] = _grid_cells(n_valid[g], n_x, cells_per_y)
     start = np.empty((groups, cells.max() + 2), np.int64)
     low = np.zeros(groups)
     scale = np.zeros(groups)

@@ -140,7 +140,7 @@ def test_batched_units_equal_units_scored_alone(llama, scorer: str) -> None:
     torch.testing.assert_close(second.token_attr[0], sentences.token_attr[1])
 
 
-def test_generated_and_given_answers_give_identical_results(llama) -> None:
+def test_generated_and_given_answers_agree(llama) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
     generated = attributor.attribute(INPUT, gen_args={"max_new_tokens": 12, "min_new_tokens": 12})
     given = attributor.attribute(INPUT, generated.answer)
