@@ -439,11 +439,11 @@ def test_count_below_equals_searchsorted(
     torch.testing.assert_close(count_below(x, y, right=right), torch.searchsorted(y, x, right=right).int())
 
 
-def test_count_below_on_attention_like_logits_scans_or_searches_shared_cells() -> None:
+def test_count_below_on_attention_like_logits_searches_crowded_cells() -> None:
     """Many x against a few thousand y (the attributor's shape): ranks equal searchsorted's exactly."""
     generator = torch.Generator().manual_seed(0)
     y = (torch.randn(3, 2000, generator=generator) * 8).sort(-1).values
-    y[:, 1000:1040] = y[:, 1000:1001]  # a run of equal values: a cell too full to scan
+    y[:, 1000:1040] = y[:, 1000:1001]  # a run of equal values: a crowded cell, binary-searched
     x = torch.randn(3, 50_000, generator=generator) * 12
     x[:, :10] = y[:, 1000:1001]  # x equal to the run
     for right in (False, True):
