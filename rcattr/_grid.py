@@ -55,6 +55,28 @@ def _slot_rank(
     return start[c] + np.int32(first[c] < value) + np.int32(second[c] < value)
 
 
+@numba.njit(cache=True, inline="always")
+def _rank(
+    value: float,
+    y: np.ndarray,
+    n_valid: int,
+    start: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    low: float,
+    scale: float,
+    top: float,
+    right: bool,
+) -> int:
+    """The rank of one x, with branches: the slots, or a binary search in a crowded cell or gridless row."""
+    if scale == 0:
+        return _below(value, y, 0, n_valid, right)
+    c = _cell(value, low, scale, top)
+    if second[c] != second[c]:
+        return _below(value, y, start[c], start[c + 1], right)
+    return _slot_rank(value, start, first, second, c, right)
+
+
 @numba.njit(cache=True)
 def _build_grid(
     y: np.ndarray, n_valid: int, cells: int, start: np.ndarray, first: np.ndarray, second: np.ndarray
@@ -158,21 +180,72 @@ def count_below_row_sums(
     ``xs`` ``[G, R, C]`` (any strides), ``ys`` ``[G, M]`` sorted rows in ``xs``' dtype, ``visible``
     ``[R, C]`` bool, ``out`` ``[G, R]`` int64: the ranks are summed as they are found, never stored.
     """
+    _row_sums(xs, ys, n_valid, visible, cells_per_y, out, np.empty((0, 0)), np.empty((0, 0)), False)
+
+
+@numba.njit(cache=True, parallel=True)
+def rank_and_phi_row_sums(
+    xs: np.ndarray,
+    ys: np.ndarray,
+    n_valid: np.ndarray,
+    visible: np.ndarray,
+    cells_per_y: int,
+    below: np.ndarray,
+    phi: np.ndarray,
+    x_sums: np.ndarray,
+) -> None:
+    """As :func:`count_below_row_sums` into ``below``, with ``phi[g, r]``, the sum of
+    ``mean_y max(x - y, 0)``, and ``x_sums[g, r]``, that of ``x``, over the same visible x (float64).
+
+    ``phi`` comes from the prefix sums of ``y - m``, ``m`` a middle y of the row, in float64: a shared
+    offset of the logits does not cancel. Each x is ranked by the scalar :func:`_rank`.
+    """
+    _row_sums(xs, ys, n_valid, visible, cells_per_y, below, phi, x_sums, True)
+
+
+@numba.njit(cache=True, inline="always")
+def _row_sums(
+    xs: np.ndarray,
+    ys: np.ndarray,
+    n_valid: np.ndarray,
+    visible: np.ndarray,
+    cells_per_y: int,
+    below: np.ndarray,
+    phi: np.ndarray,
+    x_sums: np.ndarray,
+    with_phi: bool,
+) -> None:
     groups, rows, n = xs.shape
     start, first, second, low, scale, cells = _grids(ys, n_valid, rows * n, cells_per_y)
+    middle = np.zeros(groups)
+    prefix = np.zeros((groups, ys.shape[1] + 1))
+    for g in range(groups if with_phi else 0):
+        if n_valid[g] > 0:
+            middle[g] = ys[g, (n_valid[g] - 1) // 2]
+            for j in range(n_valid[g]):
+                prefix[g, j + 1] = prefix[g, j] + (np.float64(ys[g, j]) - middle[g])
     for item in numba.prange(groups * rows):
         g, r = item // rows, item % rows
-        x, seen, y = xs[g, r], visible[r], ys[g]
+        x, seen, y, count = xs[g, r], visible[r], ys[g], n_valid[g]
         grid, ones, twos = start[g], first[g], second[g]
         row_low, row_scale, top = low[g], scale[g], ys.dtype.type(cells[g])
         total = 0
+        if with_phi or row_scale == 0:
+            shift, sums = middle[g], prefix[g]
+            phi_total, x_total = 0.0, 0.0
+            for i in range(n):
+                if seen[i]:
+                    rank = _rank(x[i], y, count, grid, ones, twos, row_low, row_scale, top, False)
+                    total += rank
+                    phi_total += max((np.float64(x[i]) - shift) * rank - sums[rank], 0.0)
+                    x_total += np.float64(x[i])
+            below[g, r] = total
+            if with_phi:
+                phi[g, r] = phi_total / max(count, 1)
+                x_sums[g, r] = x_total
+            continue
         for block in range(0, n, _BLOCK):
             end = min(n, block + _BLOCK)
-            if row_scale == 0:
-                for i in range(block, end):
-                    if seen[i]:
-                        total += _below(x[i], y, 0, n_valid[g], False)
-                continue
             crowded = 0
             for i in range(block, end):
                 c = _cell(x[i], row_low, row_scale, top)
@@ -185,4 +258,4 @@ def count_below_row_sums(
                         total += _below(x[i], y, grid[c], grid[c + 1], False) - _slot_rank(
                             x[i], grid, ones, twos, c, False
                         )
-        out[g, r] = total
+        below[g, r] = total

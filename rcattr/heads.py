@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats import count_below_row_sums, phi_and_rank, sort_values
+from rcattr.stats import count_below_row_sums, rank_and_phi_row_sums, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadWeighting = Literal["equal", "margin"]
@@ -133,8 +133,9 @@ def layer_rc(
 ) -> LayerRC:
     """Score every head of one layer, and each answer row's context and self contextualization.
 
-    One sort of Y(g, g) and one searchsorted of every cross logit give all of it: the head score
-    is a mean over all visible (row, context) pairs, the row statistics are means over each row.
+    One sort of Y(g, g) and one pass over the cross logits (:func:`rcattr.stats.rank_and_phi_row_sums`)
+    give all of it: the head score is a mean over all visible (row, context) pairs, the row statistics
+    are means over each row.
 
     Parameters
     ----------
@@ -151,20 +152,17 @@ def layer_rc(
     """
     if kind not in HEAD_SCORES:
         raise ValueError(f"unknown head score {kind!r}; choose one of {list(HEAD_SCORES)}")
-    heads, rows = cross.shape[:2]
-    y, y_mask = self_logits.flatten(1), self_visible.flatten()[None]
-    per_x, below = phi_and_rank(cross.flatten(1), y, y_mask=y_mask)
-    per_x, below = per_x.view(cross.shape), below.view(cross.shape)
-    weights = cross_visible.to(per_x.dtype)  # [A, C]
-    n_row = weights.sum(-1)  # [A]
-    context_rc = (per_x * weights).sum(-1) / n_row.clamp_min(1)  # [H, A]
-    valid_y = y.to(per_x.dtype)[:, y_mask[0]]  # [H, |Y|]
-    mean_x = (cross.to(per_x.dtype) * weights).sum(-1) / n_row.clamp_min(1)
+    y = sort_values(self_logits[:, self_visible])  # [H, |Y|]: the answer's self sample
+    sums = rank_and_phi_row_sums(cross, y, cross_visible)  # [H, A] each
+    n_row = cross_visible.sum(-1).to(torch.float64)  # [A]
+    context_rc = sums.phi / n_row.clamp_min(1)  # [H, A]
+    mean_x = sums.x / n_row.clamp_min(1)
+    valid_y = y.to(torch.float64)
     self_rc = (context_rc - mean_x + valid_y.mean(1, keepdim=True)).clamp_min(0)  # E[Z] - E[Z'] = E[X] - E[Y]
     self_rc = self_rc * (n_row > 0)
     total = n_row.sum().clamp_min(1)
-    rc = (per_x * weights).sum((1, 2)) / total
-    row_below = (below * weights).sum(-1)  # [H, A]
+    rc = sums.phi.sum(1) / total
+    row_below = sums.below.to(torch.float64) / y.shape[-1]  # [H, A]
     y_std = valid_y.std(dim=1, correction=0)
     scores = {
         "superiority": row_below.sum(1) / total,

@@ -303,6 +303,63 @@ def count_below_row_sums(
     return out
 
 
+class RowSums(NamedTuple):
+    """Sums over the visible ``x`` of each row of ``[G, R, C]`` logits against its group's sorted ``y``."""
+
+    below: torch.Tensor  # [G, R] int64: sum of #{y < x}
+    phi: torch.Tensor  # [G, R] float64: sum of phi_Y(x) = mean_y max(x - y, 0)
+    x: torch.Tensor  # [G, R] float64: sum of x
+
+
+def rank_and_phi_row_sums(
+    x: torch.Tensor, y_sorted: torch.Tensor, visible: torch.Tensor | None = None
+) -> RowSums:
+    """:func:`count_below_row_sums` with the sums of :func:`phi` and of ``x`` over the same entries.
+
+    The row means of ``phi`` are the per-row ``E[Z]``, and with those of ``x`` the per-row ``E[Z']``
+    (``E[Z] - E[Z'] = E[X] - E[Y]``), without storing any per-``x`` value.
+
+    Parameters
+    ----------
+    x : Tensor, shape [G, R, C]
+        Finite values in the dtype of ``y_sorted``; any strides.
+    y_sorted : Tensor, shape [G, ny]
+        As :func:`count_below`'s, with at least one finite value per row.
+    visible : Tensor of bool, shape [R, C], optional
+        The entries of each ``[R, C]`` slice that count; all by default.
+
+    Returns
+    -------
+    RowSums
+        ``below`` (int64), ``phi`` and ``x`` (float64), each of shape [G, R].
+    """
+    if visible is None:
+        visible = torch.ones(x.shape[1:], dtype=torch.bool, device=x.device)
+    if not _on_grid(x, y_sorted):
+        ys = y_sorted.to(torch.float64)
+        values = x.to(torch.float64)
+        s = _rank_stats(values.flatten(1), ys, torch.isfinite(ys), reverse=False, need_sums=True)
+        weights = visible.to(torch.float64)
+        below = (s.n_beyond.view(x.shape) * weights).sum(-1).round().long()
+        return RowSums(
+            below, (_phi_from_stats(s, False).view(x.shape) * weights).sum(-1), (values * weights).sum(-1)
+        )
+    sums = RowSums(
+        *(torch.zeros(x.shape[:2], dtype=dtype) for dtype in (torch.long, torch.float64, torch.float64))
+    )
+    if sums.below.numel():
+        ys = y_sorted.contiguous()
+        _grid.rank_and_phi_row_sums(
+            _rows(x),
+            _rows(ys),
+            _n_finite(ys),
+            _rows(visible.expand(x.shape[1:])),
+            GRID_CELLS_PER_Y,
+            *(t.numpy() for t in sums),
+        )
+    return sums
+
+
 # --------------------------------------------------------------------------------------------
 # the shared sort / prefix-sum kernel
 # --------------------------------------------------------------------------------------------
@@ -438,35 +495,6 @@ def phi(
     """
     p = _prepare(x, y, None, y_mask, dtype)
     return _phi_from_stats(_rank_stats(p.x, p.y, p.y_mask, reverse=reverse, need_sums=True), reverse)
-
-
-def phi_and_rank(
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    y_mask: torch.Tensor | None = None,
-    dtype: torch.dtype = torch.float64,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`phi` and the fraction ``#{y < x} / ny`` of each ``x``, from one sort + searchsorted.
-
-    The fraction's mean over ``x`` is :func:`probability_of_superiority`, ``phi``'s is
-    :func:`expected_rc`; computing both at once halves the cost when both are needed.
-
-    Parameters
-    ----------
-    x : Tensor, shape [..., nx]
-    y : Tensor, shape [..., ny]
-    y_mask : Tensor of bool, shape broadcastable to ``y``, optional
-    dtype : torch.dtype, default torch.float64
-
-    Returns
-    -------
-    (phi, below) : tuple of Tensor, each of shape [*batch, nx]
-    """
-    p = _prepare(x, y, None, y_mask, dtype)
-    s = _rank_stats(p.x, p.y, p.y_mask, reverse=False, need_sums=True)
-    below = s.n_beyond / s.n_y
-    return _phi_from_stats(s, reverse=False), below
 
 
 def expected_rc(
