@@ -34,8 +34,8 @@ the input's floating dtype (bf16 and fp16 inputs are cast first).
 Cost
     Fully vectorised (sorts, cumulative sums, gathers). Every ``x`` is located in the sorted ``Y``
     by :func:`count_below`, a compiled pass (:mod:`rcattr._grid`): a uniform grid over ``Y``'s range
-    answers most ``x`` with one table lookup, and only the ``x`` that share a grid cell with some ``y``
-    are compared with them; the result is exactly ``torch.searchsorted``'s. Besides the inputs, peak
+    answers an ``x`` with one table lookup and two comparisons, in vector code, and the rare ``x`` whose
+    cell holds more than two ``y`` by a binary search; the result is exactly ``torch.searchsorted``'s. Besides the inputs, peak
     memory is a handful of ``[*batch, nx]`` tensors of ``dtype``: about 35 bytes per element of ``x`` for
     :func:`expected_rc` and 60 for :func:`overlap_bounds` in float64.
 """
