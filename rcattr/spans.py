@@ -171,8 +171,16 @@ class SpanBlock:
 
     def attention(self) -> torch.Tensor:
         """Post-softmax attention ``[U, H, R, K]`` exactly as the model computes it (0 on padding rows)."""
-        scores = self.logits * self.scaling
-        if self.softcap is not None:
-            scores = torch.tanh(scores / self.softcap) * self.softcap
-        scores = scores.masked_fill(~self.visible[:, None], float("-inf"))
-        return torch.softmax(scores, dim=-1).nan_to_num_(0.0)
+        return attention_probabilities(self.logits, self.visible, self.scaling, self.softcap)
+
+
+def attention_probabilities(
+    logits: torch.Tensor, visible: torch.Tensor, scaling: float, softcap: float | None = None
+) -> torch.Tensor:
+    """The model's post-softmax attention ``[B, H, R, K]`` from raw logits ``[B, H, R, K]`` and their
+    ``[B, R, K]`` visibility (0 on rows that see nothing)."""
+    scores = logits * scaling
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    scores = scores.masked_fill(~visible[:, None], float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num_(0.0)
