@@ -14,6 +14,9 @@ Signals, one per answer (higher: more reliant on the context):
   the context over the answer itself), a data-free threshold on the score every head gets in the pass;
 - ``rc_superiority``: the mean P(X > Y) over all heads; ``rc_selected``: over the RC-selected heads;
 - ``rc_groundedness``: the answer tokens' mean groundedness on the RC-selected heads;
+- ``rc_peak``: per head and answer token, P(max X > Y): the rank of the token's highest context logit
+  among the answer's self logits Y(g, g), averaged over all heads and tokens; ``rc_peak_selected``: over
+  the RC-selected heads;
 - ``logprob`` and ``neg_entropy``: the answer tokens' mean log-probability and minus their mean entropy;
 - ``lookback``: the lookback ratio (Chuang et al. 2024, unsupervised): per head and answer token, mean
   attention on a context token over (that + mean attention on an answer token it sees), averaged over
@@ -46,12 +49,15 @@ from rcattr.eval.datasets import data_dir
 from rcattr.eval.run_store import RunStore, record_id
 from rcattr.prompting import ContextInput
 from rcattr.spans import attention_probabilities
+from rcattr.stats import count_below, sort_values
 
 SIGNALS = (
     "rc_context_heads",
     "rc_superiority",
     "rc_selected",
     "rc_groundedness",
+    "rc_peak",
+    "rc_peak_selected",
     "logprob",
     "neg_entropy",
     "lookback",
@@ -121,21 +127,50 @@ class LookbackReducer:
         self.ratios[step.layer_idx] = (on_context / (on_context + on_answer).clamp_min(1e-30)).float()
 
 
+class PeakSuperiorityReducer:
+    """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row: ``#{y < max_c x_c} / |Y|`` with x the
+    row's visible context logits and Y the answer's self logits Y(g, g) (0 for a row that sees no context)."""
+
+    def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
+        self.context_keys = context_keys
+        self.answer_start = answer_start
+        self.scores: dict[int, torch.Tensor] = {}
+
+    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
+        logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
+        answer = slice(self.answer_start, self.answer_start + logits.shape[-2])
+        y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
+        cross = logits[..., self.context_keys].masked_fill(~visible[:, self.context_keys], float("-inf"))
+        peak = cross.amax(-1).contiguous()  # [H, A]
+        self.scores[step.layer_idx] = count_below(peak, y).double() / y.shape[-1]
+
+
+def _stack(table: dict[int, torch.Tensor]) -> torch.Tensor:
+    return torch.stack([table[layer] for layer in sorted(table)])  # [L, H, A]
+
+
 def baseline_signals(model: PreTrainedModel, example: Example, rc_heads: torch.Tensor) -> dict[str, float]:
-    """The answer's mean log-probability, minus its mean entropy, and its lookback ratios (all heads, and
-    the ``[k, 2]`` RC-selected ones), from one forward over ``example.ids``."""
+    """The answer's mean log-probability, minus its mean entropy, its lookback ratios and its peak
+    superiority (all heads, and the ``[k, 2]`` RC-selected ones), from one forward over ``example.ids``."""
     start, ids = example.answer_start, example.ids
     context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
-    reducer = LookbackReducer(context_keys, start)
+    lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)
+
+    def reducer(logits: torch.Tensor, step: CaptureStep) -> None:
+        lookback(logits, step)
+        peak(logits, step)
+
     n_answer = ids.shape[1] - start
     with torch.no_grad(), LogitCapture(model, reducer, query_positions=slice(start, None)):
         logits = model(ids, use_cache=False, logits_to_keep=n_answer + 1).logits[0, :-1].float()
     log_probs = torch.log_softmax(logits, -1)  # [A, V]: row t predicts answer token t
     token_log_probs = log_probs.gather(-1, ids[0, start:, None])[:, 0]
     entropy = -(log_probs.exp() * log_probs).sum(-1)
-    ratios = torch.stack([reducer.ratios[layer] for layer in sorted(reducer.ratios)])  # [L, H, A]
+    ratios, peaks = _stack(lookback.ratios), _stack(peak.scores)  # [L, H, A]
     layers, heads = rc_heads.unbind(1)
     return {
+        "rc_peak": float(peaks.mean()),
+        "rc_peak_selected": float(peaks[layers, heads].mean()),
         "logprob": float(token_log_probs.mean()),
         "neg_entropy": float(-entropy.mean()),
         "lookback": float(ratios.mean()),

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from rcattr.attributor import RCAttributor
-from rcattr.capture import LogitCapture
+from rcattr.capture import LogitCapture, LogitStore
 from rcattr.eval import groundedness
 from rcattr.eval.groundedness import (
     SIGNALS,
     LookbackReducer,
+    PeakSuperiorityReducer,
     answer_signals,
     auroc_table,
     relevance_pairs,
@@ -118,3 +119,26 @@ def test_answer_signals_are_finite_and_bounded():
     ):
         assert 0.0 <= row[name] <= 1.0, name
     assert row["logprob"] <= 0.0 and row["neg_entropy"] <= 0.0
+
+
+@torch.no_grad()
+def test_peak_superiority_equals_brute_force():
+    model = tiny_model("mistral")  # a sliding window hides far context from late rows
+    ids = torch.randint(3, 128, (1, 14))
+    context_keys, start = torch.tensor([2, 3, 4, 6, 7]), 9
+    reducer, store = PeakSuperiorityReducer(context_keys, start), LogitStore()
+
+    def both(logits, step):
+        reducer(logits, step)
+        store(logits, step)
+
+    with LogitCapture(model, both, query_positions=slice(start, None)):
+        model(ids)
+    for layer, [(logits, step)] in store.steps.items():
+        visible = step.visible[0]
+        for head in range(logits.shape[1]):
+            y = [float(logits[0, head, r, k]) for r in range(5) for k in range(start, 14) if visible[r, k]]
+            for row in range(5):
+                seen = [float(logits[0, head, row, k]) for k in context_keys.tolist() if visible[row, k]]
+                expected = sum(v < max(seen) for v in y) / len(y) if seen else 0.0
+                assert reducer.scores[layer][head, row].item() == pytest.approx(expected)
