@@ -199,35 +199,50 @@ def answer_signals(
 
 
 def auroc_table(
-    rows: Sequence[dict[str, Any]], n_boot: int = 2000, seed: int = 0
+    rows: Sequence[dict[str, Any]], reference: str = "lookback", n_boot: int = 2000, seed: int = 0
 ) -> dict[str, dict[str, float]]:
-    """Per signal, AUROC of own (positive) against other, with a 95% bootstrap interval over questions."""
+    """Per signal, the AUROC of own (positive) against other, with a 95% bootstrap interval over questions
+    (a resample keeps a question's two answers together), and its paired difference to ``reference``."""
     by_id: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
         by_id.setdefault(row["id"], {})[row["condition"]] = row
     complete = [pair for pair in by_id.values() if set(pair) == set(CONDITIONS)]
     labels = np.array([1] * len(complete) + [0] * len(complete))
     draws = np.random.default_rng(seed).integers(0, len(complete), size=(n_boot, len(complete)))
-    table: dict[str, dict[str, float]] = {}
-    for signal in SIGNALS:
+
+    def aurocs(signal: str) -> tuple[float, np.ndarray]:
         own = np.array([pair["own"][signal] for pair in complete])
         other = np.array([pair["other"][signal] for pair in complete])
         resampled = [roc_auc_score(labels, np.concatenate([own[d], other[d]])) for d in draws]
+        return float(roc_auc_score(labels, np.concatenate([own, other]))), np.array(resampled)
+
+    base, base_draws = aurocs(reference)
+    table: dict[str, dict[str, float]] = {}
+    for signal in SIGNALS:
+        value, resampled = (base, base_draws) if signal == reference else aurocs(signal)
         low, high = np.percentile(resampled, [2.5, 97.5])
+        diff_low, diff_high = np.percentile(resampled - base_draws, [2.5, 97.5])
         table[signal] = {
-            "auroc": float(roc_auc_score(labels, np.concatenate([own, other]))),
+            "auroc": value,
             "low": float(low),
             "high": float(high),
+            f"minus_{reference}": value - base,
+            "difference_low": float(diff_low),
+            "difference_high": float(diff_high),
             "questions": len(complete),
         }
     return table
 
 
-def markdown(table: dict[str, dict[str, float]]) -> str:
+def markdown(table: dict[str, dict[str, float]], reference: str = "lookback") -> str:
     lines = [
-        "| signal | AUROC | 95% interval |",
-        "|---|---:|---|",
-        *(f"| {name} | {v['auroc']:.3f} | [{v['low']:.3f}, {v['high']:.3f}] |" for name, v in table.items()),
+        f"| signal | AUROC | 95% interval | minus {reference} (paired 95% interval) |",
+        "|---|---:|---|---|",
+        *(
+            f"| {name} | {v['auroc']:.3f} | [{v['low']:.3f}, {v['high']:.3f}] | "
+            f"{v[f'minus_{reference}']:+.3f} [{v['difference_low']:+.3f}, {v['difference_high']:+.3f}] |"
+            for name, v in table.items()
+        ),
     ]
     n = next(iter(table.values()))["questions"] if table else 0
     return (

@@ -580,12 +580,16 @@ class RCAttributor(SpanAttributor):
                 "distance?); every span scores 0",
                 stacklevel=3,
             )
+        groundedness = scores.groundedness(selection.heads).float().cpu()
         return example.result(
             seq_attr,
             token_attr,
             self.result_label,
             inp,
-            groundedness=scores.groundedness(selection.heads).float().cpu(),
+            groundedness=groundedness,
+            unit_context_reliance=torch.stack(
+                [groundedness[list(rows)].mean() for rows in example.unit_ranges]
+            ),
             head_selection=selection,
         )
 

@@ -313,6 +313,11 @@ def report(result: RCAttributionResult, top: int) -> str:
             where = f"[doc {source.source + 1}] " if several else ""
             text = source.text if len(source.text) <= 90 else source.text[:87] + "..."
             lines.append(f"  {rank}. {score:6.1%}  {where}{text}")
+    if result.context_reliance is not None:
+        lines += [
+            "",
+            f"Context reliance: {result.context_reliance:.2f} (mean groundedness of the answer's tokens)",
+        ]
     groundedness = [] if result.groundedness is None else result.groundedness.tolist()
     weak = [
         (token.text, value)

@@ -73,6 +73,9 @@ class RCAttributionResult(LLMAttributionResult):
         X = the token's logits to the context and Y = Y(g, g), the answer's self-contextualization
         (one reference for every token, so early tokens are not judged on a tiny sample). In [0, 1]:
         low values mark answer tokens whose contextualization comes from the answer, not the context.
+    unit_context_reliance : Tensor, shape [n_outputs], or None
+        RC methods only: each output unit's mean ``groundedness`` over its tokens (see
+        :attr:`context_reliance`).
     head_selection : HeadSelection or None
         RC methods only: all head scores and the selected heads.
     span_scorer : str
@@ -94,6 +97,7 @@ class RCAttributionResult(LLMAttributionResult):
         answer_tokens: Sequence[TextSpan],
         span_scorer: str,
         groundedness: torch.Tensor | None = None,
+        unit_context_reliance: torch.Tensor | None = None,
         head_selection: HeadSelection | None = None,
         inp: Any = None,
     ) -> None:
@@ -110,8 +114,17 @@ class RCAttributionResult(LLMAttributionResult):
         self.answer = answer
         self.answer_tokens = list(answer_tokens)
         self.groundedness = groundedness
+        self.unit_context_reliance = unit_context_reliance
         self.head_selection = head_selection
         self.span_scorer = span_scorer
+
+    @property
+    def context_reliance(self) -> float | None:
+        """How much the whole answer relies on the context: the mean ``groundedness`` of its tokens, in
+        [0, 1] (None for baselines). On SQuAD v2 it tells an answer over the question's own paragraph from
+        one over another article's with AUROC 0.85 on the default model (``python -m rcattr.eval.groundedness``,
+        docs/benchmarks.md); a relative signal, not a truth test."""
+        return None if self.groundedness is None else float(self.groundedness.double().mean())
 
     def scores(self, output: int | None = None) -> torch.Tensor:
         """``[n_spans]`` scores for the whole answer, or for output unit ``output``."""
@@ -141,7 +154,8 @@ class RCAttributionResult(LLMAttributionResult):
     def to_dataframe(self, output: int | None = None) -> pd.DataFrame:
         """Context spans sorted by score (ContextCite's table): ``document`` numbers documents from 1 as
         people read them (``Document [1]``), ``source`` is the 0-based index into ``chunks``, ``start`` and
-        ``end`` are character offsets into that chunk."""
+        ``end`` are character offsets into that chunk. ``attrs["context_reliance"]`` holds the answer's (or
+        the output unit's) :attr:`context_reliance`."""
         import pandas as pd
 
         columns = ["score", "document", "source", "start", "end", "text"]
@@ -149,7 +163,12 @@ class RCAttributionResult(LLMAttributionResult):
             (score, span.source + 1, span.source, span.start, span.end, span.text)
             for span, score in self.top(None, output)
         ]
-        return pd.DataFrame(rows, columns=columns)
+        frame = pd.DataFrame(rows, columns=columns)
+        if output is None or self.unit_context_reliance is None:
+            frame.attrs["context_reliance"] = self.context_reliance
+        else:
+            frame.attrs["context_reliance"] = float(self.unit_context_reliance[output])
+        return frame
 
     @property
     def seq_attr_dict(self) -> dict[str, float]:
@@ -206,8 +225,8 @@ class RCAttributionResult(LLMAttributionResult):
         """Everything in the result as plain JSON-serialisable values (``json.dumps(result.to_dict())``).
 
         Spans are ``{"text", "start", "end"}`` dicts (context spans add ``source``, 0-based, and
-        ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; ``groundedness``
-        and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights"}``) are None for baselines.
+        ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; ``groundedness``,
+        ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights"}``) are None for baselines.
         The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
         """
         assert self.token_attr is not None  # always set by __init__
@@ -225,6 +244,10 @@ class RCAttributionResult(LLMAttributionResult):
             "token_attr": self.token_attr.tolist(),
             "answer_tokens": [{"text": s.text, "start": s.start, "end": s.end} for s in self.answer_tokens],
             "groundedness": None if self.groundedness is None else self.groundedness.tolist(),
+            "context_reliance": self.context_reliance,
+            "unit_context_reliance": None
+            if self.unit_context_reliance is None
+            else self.unit_context_reliance.tolist(),
             "heads": None
             if selection is None
             else {

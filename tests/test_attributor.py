@@ -126,6 +126,22 @@ def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
     assert result.groundedness.shape == (len(ANSWER),)
     assert bool(((result.groundedness >= 0) & (result.groundedness <= 1)).all())
     assert result.head_selection.heads.shape == (4, 2)
+    assert result.context_reliance == pytest.approx(result.groundedness.double().mean().item())
+
+
+def test_unit_context_reliance_is_the_mean_groundedness_of_each_units_tokens(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
+    result = attributor.attribute(
+        INPUT, "It sat. Dogs bark.", granularity="sentence", output_granularity="sentence"
+    )
+    assert result.groundedness is not None and result.unit_context_reliance is not None
+    assert len(result.unit_context_reliance) == len(result.output_spans) == 2
+    for unit, span in enumerate(result.output_spans):
+        inside = [i for i, token in enumerate(result.answer_tokens) if span.start <= token.start < span.end]
+        assert inside, span
+        assert result.unit_context_reliance[unit].item() == pytest.approx(
+            result.groundedness[inside].mean().item()
+        )
 
 
 @pytest.mark.parametrize("scorer", ["rc", "rc_bound", "attention"])

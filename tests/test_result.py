@@ -51,6 +51,7 @@ def _result(head_selection: HeadSelection | None = None, groundedness: bool = Fa
         answer=ANSWER,
         answer_tokens=tokens,
         groundedness=torch.tensor([0.9, 0.2]) if groundedness else None,
+        unit_context_reliance=torch.tensor([0.9, 0.2]) if groundedness else None,
         head_selection=head_selection,
         span_scorer="rc_expectation",
     )
@@ -99,9 +100,20 @@ def test_to_dict_round_trips_through_json() -> None:
     assert [TextSpan(s["start"], s["end"], s["text"]) for s in data["output_spans"]] == OUTPUTS
     assert torch.tensor(data["token_attr"]).equal(result.token_attr)  # floats survive JSON exactly
     assert data["groundedness"] == pytest.approx([0.9, 0.2])
+    assert data["context_reliance"] == pytest.approx(0.55) and data["unit_context_reliance"] == pytest.approx(
+        [0.9, 0.2]
+    )
     assert data["heads"] == {"kind": "rc_std", "selected": [[1, 2], [0, 0]], "weights": [0.5, 1.0]}
     baseline = json.loads(json.dumps(_result().to_dict()))
     assert baseline["groundedness"] is None and baseline["heads"] is None
+    assert baseline["context_reliance"] is None and baseline["unit_context_reliance"] is None
+
+
+def test_dataframe_carries_the_context_reliance() -> None:
+    result = _result(groundedness=True)
+    assert result.to_dataframe().attrs["context_reliance"] == pytest.approx(0.55)
+    assert result.to_dataframe(output=1).attrs["context_reliance"] == pytest.approx(0.2)
+    assert _result().to_dataframe(output=1).attrs["context_reliance"] is None
 
 
 def test_notebook_html_is_escaped() -> None:
