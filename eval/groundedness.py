@@ -30,7 +30,6 @@ run resumes where it stopped; ``OUT/results.json`` and ``results.md`` are rewrit
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from transformers import PreTrainedModel
 from rcattr.attributor import RCAttributor
 from rcattr.base import Example
 from rcattr.capture import CaptureStep, LogitCapture
-from rcattr.eval.datasets import data_dir
+from rcattr.eval import kv_data
 from rcattr.eval.run_store import RunStore, record_id
 from rcattr.prompting import ContextInput
 from rcattr.spans import attention_probabilities
@@ -64,7 +63,6 @@ SIGNALS = (
     "lookback_rc",
     "random",
 )
-RC_SIGNALS = tuple(name for name in SIGNALS if name.startswith("rc_"))
 CONDITIONS = ("own", "other")  # the positive class is "own"
 
 
@@ -81,12 +79,11 @@ class RelevancePair:
 def relevance_pairs(limit: int | None = None, seed: int = 0) -> list[RelevancePair]:
     """The first ``limit`` answerable SQuAD v2 dev questions, each paired with a paragraph drawn (seeded)
     from another article."""
-    articles = [
-        [paragraph["context"] for paragraph in article["paragraphs"]] for article in _squad_articles()
-    ]
+    squad = kv_data.squad_articles()
+    articles = [[paragraph["context"] for paragraph in article["paragraphs"]] for article in squad]
     rng = random.Random(seed)
     pairs: list[RelevancePair] = []
-    for index, article in enumerate(_squad_articles()):
+    for index, article in enumerate(squad):
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 if qa["is_impossible"]:
@@ -98,10 +95,6 @@ def relevance_pairs(limit: int | None = None, seed: int = 0) -> list[RelevancePa
                 if len(pairs) == limit:
                     return pairs
     return pairs
-
-
-def _squad_articles() -> list[dict[str, Any]]:
-    return json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
 
 
 class LookbackReducer:
@@ -277,9 +270,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     attributor = RCAttributor(model, tokenizer)
     gen_args = {"max_new_tokens": args.max_new_tokens, "do_sample": False}
     store = RunStore(args.out, rows="records")
-    store.claim(
-        {"model": args.model, "max_new_tokens": args.max_new_tokens, "seed": args.seed}, resumable=("limit",)
-    )
+    store.claim({"model": args.model, "max_new_tokens": args.max_new_tokens, "seed": args.seed})
     pairs = relevance_pairs(args.limit, args.seed)
     keys = [f"{pair.id}:{condition}" for pair in pairs for condition in CONDITIONS]
     todo = set(store.todo("signals", keys, key=record_id))

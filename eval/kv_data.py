@@ -34,10 +34,14 @@ class KVRecord:
     answers: tuple[str, ...]
 
 
+def squad_articles() -> list[dict[str, Any]]:
+    """The articles of SQuAD v2 dev, in file order, each with its ``paragraphs``."""
+    return json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
+
+
 def squad_paragraphs() -> list[dict[str, Any]]:
     """Every paragraph of SQuAD v2 dev (``context`` and its ``qas``), in file order."""
-    articles = json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
-    return [paragraph for article in articles for paragraph in article["paragraphs"]]
+    return [paragraph for article in squad_articles() for paragraph in article["paragraphs"]]
 
 
 def load_squad(limit: int | None = None) -> list[KVRecord]:

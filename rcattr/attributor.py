@@ -26,7 +26,7 @@ from transformers import DynamicCache, PreTrainedModel
 from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.attention import check_supported
-from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec, normalise
+from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec, normalise, unit_sum
 from rcattr.capture import CaptureStep, LogitCapture, raw_logits
 from rcattr.heads import (
     HEAD_SCORES,
@@ -587,9 +587,8 @@ class RCAttributor(SpanAttributor):
             self.result_label,
             inp,
             groundedness=groundedness,
-            unit_context_reliance=torch.stack(
-                [groundedness[list(rows)].mean() for rows in example.unit_ranges]
-            ),
+            unit_context_reliance=unit_sum(groundedness, example.unit_ranges)
+            / torch.tensor([len(rows) for rows in example.unit_ranges]),
             head_selection=selection,
         )
 

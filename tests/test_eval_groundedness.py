@@ -10,7 +10,7 @@ import torch
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.eval import groundedness
+from rcattr.eval import kv_data
 from rcattr.eval.groundedness import (
     SIGNALS,
     LookbackReducer,
@@ -38,7 +38,7 @@ ARTICLES = [
 
 
 def test_relevance_pairs_take_answerable_questions_and_another_articles_paragraph(monkeypatch):
-    monkeypatch.setattr(groundedness, "_squad_articles", lambda: ARTICLES)
+    monkeypatch.setattr(kv_data, "squad_articles", lambda: ARTICLES)
     pairs = relevance_pairs()
     assert [pair.id for pair in pairs] == [
         f"{a}-{p}-{q}" for a in range(3) for p in range(2) for q in range(2)
