@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -43,12 +43,13 @@ from transformers import PreTrainedModel
 
 from rcattr.attributor import RCAttributor
 from rcattr.base import Example
-from rcattr.capture import CaptureStep, LogitCapture
-from rcattr.eval import kv_data
+from rcattr.eval import kv_data, unsupported_tokens
+from rcattr.eval.answer_edits import edit_answers
+from rcattr.eval.context_signals import token_signals
+from rcattr.eval.datasets import load_attribution
+from rcattr.eval.metrics import resampled_summary
 from rcattr.eval.run_store import RunStore, record_id
 from rcattr.prompting import ContextInput
-from rcattr.spans import attention_probabilities
-from rcattr.stats import count_below, sort_values
 
 SIGNALS = (
     "rc_context_heads",
@@ -64,6 +65,7 @@ SIGNALS = (
     "random",
 )
 CONDITIONS = ("own", "other")  # the positive class is "own"
+TASKS = ("relevance", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -97,77 +99,17 @@ def relevance_pairs(limit: int | None = None, seed: int = 0) -> list[RelevancePa
     return pairs
 
 
-class LookbackReducer:
-    """Per layer, each head's lookback ratio ``[H, A]`` for the answer rows of one pass.
-
-    The ratio of a head at answer row j is ``a_ctx / (a_ctx + a_ans)``: ``a_ctx`` the mean attention on a
-    context token, ``a_ans`` the mean attention on an answer token j sees (itself included).
-    """
-
-    def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
-        self.context_keys = context_keys
-        self.answer_start = answer_start
-        self.ratios: dict[int, torch.Tensor] = {}
-
-    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
-        n_answer = logits.shape[-2]
-        answer_keys = torch.arange(self.answer_start, self.answer_start + n_answer, device=logits.device)
-        attention = attention_probabilities(logits, step.visible, step.scaling, step.softcap)[0]  # [H, A, S]
-        visible = step.visible[0]  # [A, S]
-        on_context = attention[..., self.context_keys].sum(-1) / len(self.context_keys)
-        seen = visible[:, answer_keys].sum(-1).clamp_min(1)  # [A]
-        on_answer = attention[..., answer_keys].sum(-1) / seen
-        self.ratios[step.layer_idx] = (on_context / (on_context + on_answer).clamp_min(1e-30)).float()
-
-
-class PeakSuperiorityReducer:
-    """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row: ``#{y < max_c x_c} / |Y|`` with x the
-    row's visible context logits and Y the answer's self logits Y(g, g) (0 for a row that sees no context)."""
-
-    def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
-        self.context_keys = context_keys
-        self.answer_start = answer_start
-        self.scores: dict[int, torch.Tensor] = {}
-
-    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
-        logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
-        answer = slice(self.answer_start, self.answer_start + logits.shape[-2])
-        y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
-        cross = logits[..., self.context_keys].masked_fill(~visible[:, self.context_keys], float("-inf"))
-        peak = cross.amax(-1).contiguous()  # [H, A]
-        self.scores[step.layer_idx] = count_below(peak, y).double() / y.shape[-1]
-
-
-def _stack(table: dict[int, torch.Tensor]) -> torch.Tensor:
-    return torch.stack([table[layer] for layer in sorted(table)])  # [L, H, A]
-
-
 def baseline_signals(model: PreTrainedModel, example: Example, rc_heads: torch.Tensor) -> dict[str, float]:
-    """The answer's mean log-probability, minus its mean entropy, its lookback ratios and its peak
-    superiority (all heads, and the ``[k, 2]`` RC-selected ones), from one forward over ``example.ids``."""
-    start, ids = example.answer_start, example.ids
-    context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
-    lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)
-
-    def reducer(logits: torch.Tensor, step: CaptureStep) -> None:
-        lookback(logits, step)
-        peak(logits, step)
-
-    n_answer = ids.shape[1] - start
-    with torch.no_grad(), LogitCapture(model, reducer, query_positions=slice(start, None)):
-        logits = model(ids, use_cache=False, logits_to_keep=n_answer + 1).logits[0, :-1].float()
-    log_probs = torch.log_softmax(logits, -1)  # [A, V]: row t predicts answer token t
-    token_log_probs = log_probs.gather(-1, ids[0, start:, None])[:, 0]
-    entropy = -(log_probs.exp() * log_probs).sum(-1)
-    ratios, peaks = _stack(lookback.ratios), _stack(peak.scores)  # [L, H, A]
-    layers, heads = rc_heads.unbind(1)
+    """The answer-level means of :func:`token_signals`: mean log-probability, minus mean entropy, lookback
+    ratios and peak superiority (all heads, and the ``[k, 2]`` RC-selected ones)."""
+    tokens = token_signals(model, example, rc_heads)
     return {
-        "rc_peak": float(peaks.mean()),
-        "rc_peak_selected": float(peaks[layers, heads].mean()),
-        "logprob": float(token_log_probs.mean()),
-        "neg_entropy": float(-entropy.mean()),
-        "lookback": float(ratios.mean()),
-        "lookback_rc": float(ratios[layers, heads].mean()),
+        "rc_peak": float(tokens["peak"].mean()),
+        "rc_peak_selected": float(tokens["peak_selected"].mean()),
+        "logprob": float(tokens["logprob"].mean()),
+        "neg_entropy": float(-tokens["entropy"].mean()),
+        "lookback": float(tokens["lookback"].mean()),
+        "lookback_rc": float(tokens["lookback_rc"].mean()),
     }
 
 
@@ -213,17 +155,8 @@ def auroc_table(
     table: dict[str, dict[str, float]] = {}
     for signal in SIGNALS:
         value, resampled = (base, base_draws) if signal == reference else aurocs(signal)
-        low, high = np.percentile(resampled, [2.5, 97.5])
-        diff_low, diff_high = np.percentile(resampled - base_draws, [2.5, 97.5])
-        table[signal] = {
-            "auroc": value,
-            "low": float(low),
-            "high": float(high),
-            f"minus_{reference}": value - base,
-            "difference_low": float(diff_low),
-            "difference_high": float(diff_high),
-            "questions": len(complete),
-        }
+        summary = resampled_summary(value, resampled, base, base_draws, reference)
+        table[signal] = {**summary, "questions": len(complete)}
     return table
 
 
@@ -245,38 +178,15 @@ def markdown(table: dict[str, dict[str, float]], reference: str = "lookback") ->
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m rcattr.eval.groundedness",
-        description="Context relevance on SQuAD v2: AUROC of answer-level context-reliance signals (RC and baselines).",
-    )
-    parser.add_argument("--limit", type=int, default=200, help="answerable questions (default 200)")
-    parser.add_argument(
-        "--out", default="runs/groundedness", help="run folder (resumes; default runs/groundedness)"
-    )
-    parser.add_argument(
-        "--model", default=None, help="model path or hub id (default: the offline default model)"
-    )
-    parser.add_argument("--max-new-tokens", type=int, default=32, help="answer length cap (default 32)")
-    parser.add_argument(
-        "--seed", type=int, default=0, help="other-paragraph draw and random signal (default 0)"
-    )
-    args = parser.parse_args(argv)
-
-    from rcattr.models import load_model
-
-    torch.set_grad_enabled(False)
-    model, tokenizer = load_model(args.model)
-    attributor = RCAttributor(model, tokenizer)
+def run_relevance(attributor: RCAttributor, store: RunStore, args: argparse.Namespace) -> dict[str, Any]:
+    """The context-relevance rows (resuming), and their AUROC table."""
     gen_args = {"max_new_tokens": args.max_new_tokens, "do_sample": False}
-    store = RunStore(args.out, rows="records")
-    store.claim({"model": args.model, "max_new_tokens": args.max_new_tokens, "seed": args.seed})
     pairs = relevance_pairs(args.limit, args.seed)
     keys = [f"{pair.id}:{condition}" for pair in pairs for condition in CONDITIONS]
     todo = set(store.todo("signals", keys, key=record_id))
     rng = random.Random(args.seed)
     with store.appending("signals") as write:
-        for pair in tqdm(pairs, desc="questions"):
+        for pair in tqdm(pairs, desc="context relevance"):
             for condition in CONDITIONS:
                 key = f"{pair.id}:{condition}"
                 draw = rng.random()  # drawn for every row, so a resumed run gives the same values
@@ -286,9 +196,110 @@ def main(argv: Sequence[str] | None = None) -> None:
                 row = answer_signals(attributor, context, pair.question, gen_args, random.Random(draw))
                 write({"id": key, "question": pair.id, "condition": condition, **row})
     rows = [{**row, "id": row["question"]} for row in store.done("signals", keys, key=record_id).values()]
-    table = auroc_table(rows, seed=args.seed)
-    store.write_report({"context_relevance": table}, markdown(table))
-    print(markdown(table))
+    return auroc_table(rows, seed=args.seed)
+
+
+def run_unsupported(
+    attributor: RCAttributor, store: RunStore, args: argparse.Namespace
+) -> dict[str, dict[str, dict[str, float]]]:
+    """The unsupported-token rows of each dataset (resuming), and their token AUROC tables."""
+    tables = {}
+    for dataset in args.datasets:
+        edited = edit_answers(load_attribution(dataset, limit=args.records), args.seed, args.max_edits)
+        stem = f"tokens-{dataset}"
+        keys = [e.record.id for e in edited]
+        todo = set(store.todo(stem, keys, key=record_id))
+        with store.appending(stem) as write:
+            for answer in tqdm(edited, desc=f"unsupported tokens ({dataset})"):
+                if answer.record.id not in todo:
+                    continue
+                rng = random.Random(f"{args.seed}:{answer.record.id}")
+                edits = [asdict(edit) for edit in answer.edits]
+                write(
+                    {
+                        "id": answer.record.id,
+                        "edits": edits,
+                        **unsupported_tokens.token_rows(attributor, answer, rng),
+                    }
+                )
+        rows = list(store.done(stem, keys, key=record_id).values())
+        tables[dataset] = unsupported_tokens.token_auroc_table(rows, seed=args.seed)
+    return tables
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.groundedness",
+        description=(
+            "Groundedness benchmarks: context relevance on SQuAD v2 (AUROC of answer-level context-reliance "
+            "signals) and unsupported tokens in edited QuoteSum / Veri-Gran answers (token-level AUROC), "
+            "RC against log-probability, entropy, lookback ratio and random."
+        ),
+    )
+    parser.add_argument(
+        "--task",
+        nargs="+",
+        choices=TASKS,
+        default=list(TASKS),
+        help="benchmarks to run (default: both)",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=200, help="context relevance: answerable questions (default 200)"
+    )
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=None,
+        help="unsupported tokens: records read per dataset, before keeping those with an edit (default all)",
+    )
+    parser.add_argument(
+        "--out", default="runs/groundedness", help="run folder (resumes; default runs/groundedness)"
+    )
+    parser.add_argument(
+        "--model", default=None, help="model path or hub id (default: the offline default model)"
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=32, help="context relevance: answer length cap (default 32)"
+    )
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=("quotesum", "verigran"),
+        default=["quotesum", "verigran"],
+        help="unsupported tokens: datasets (default: both)",
+    )
+    parser.add_argument(
+        "--max-edits", type=int, default=2, help="unsupported tokens: edits per answer (default 2)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="other-paragraph draw, edits and random signal (default 0)"
+    )
+    args = parser.parse_args(argv)
+
+    from rcattr.models import load_model
+
+    torch.set_grad_enabled(False)
+    model, tokenizer = load_model(args.model)
+    attributor = RCAttributor(model, tokenizer)
+    store = RunStore(args.out, rows="records")
+    store.claim(
+        {
+            "model": args.model,
+            "max_new_tokens": args.max_new_tokens,
+            "seed": args.seed,
+            "max_edits": args.max_edits,
+        }
+    )
+    results: dict[str, Any] = {}
+    report = []
+    if "relevance" in args.task:
+        results["context_relevance"] = run_relevance(attributor, store, args)
+        report.append(markdown(results["context_relevance"]))
+    if "unsupported" in args.task:
+        results["unsupported_tokens"] = run_unsupported(attributor, store, args)
+        report.append(unsupported_tokens.markdown(results["unsupported_tokens"]))
+    store.write_report(results, "\n".join(report))
+    print("\n".join(report))
 
 
 if __name__ == "__main__":

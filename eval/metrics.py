@@ -142,3 +142,21 @@ def paired_mean_difference(
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(differences.mean()), float(low), float(high)
+
+
+def resampled_summary(
+    value: float, resampled: np.ndarray, reference: float, reference_resampled: np.ndarray, name: str
+) -> dict[str, float]:
+    """A statistic with its 95% percentile interval over bootstrap resamples, and its difference to the
+    ``name`` reference with the paired interval (``resampled`` and ``reference_resampled`` come from the
+    same draws)."""
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    difference_low, difference_high = np.percentile(resampled - reference_resampled, [2.5, 97.5])
+    return {
+        "auroc": value,
+        "low": float(low),
+        "high": float(high),
+        f"minus_{name}": value - reference,
+        "difference_low": float(difference_low),
+        "difference_high": float(difference_high),
+    }

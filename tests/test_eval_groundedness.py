@@ -11,14 +11,9 @@ import torch
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
 from rcattr.eval import kv_data
-from rcattr.eval.groundedness import (
-    SIGNALS,
-    LookbackReducer,
-    PeakSuperiorityReducer,
-    answer_signals,
-    auroc_table,
-    relevance_pairs,
-)
+from rcattr.eval.context_signals import LookbackReducer, PeakSuperiorityReducer
+from rcattr.eval.groundedness import SIGNALS, answer_signals, auroc_table, relevance_pairs
+from rcattr.prompting import ContextInput
 from tests.helpers import char_tokenizer, tiny_model
 
 ARTICLES = [
@@ -142,3 +137,34 @@ def test_peak_superiority_equals_brute_force():
                 seen = [float(logits[0, head, row, k]) for k in context_keys.tolist() if visible[row, k]]
                 expected = sum(v < max(seen) for v in y) / len(y) if seen else 0.0
                 assert reducer.scores[layer][head, row].item() == pytest.approx(expected)
+
+
+@torch.no_grad()
+def test_context_reliance_equals_brute_force_groundedness():
+    """Per answer token j, on the selected heads: sum E[max(X - Y, 0)] / sum (E[max(X - Y, 0)] + E[max(Y - X, 0)]),
+    X the row's context logits, Y every answer self logit Y(g, g), from the captured logits."""
+    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), top_k=3)
+    inp, answer = ContextInput("Cats sit. Dogs run.", "Who sits?"), "Cats do."
+    result = attributor.attribute(inp, target=answer, granularity="sentence")
+    example = attributor.prepare(inp, target=answer, granularity="sentence")
+    start, n = example.answer_start, example.ids.shape[1]
+    context = sorted({t for r in example.context_ranges for t in r})
+    store = LogitStore()
+    with LogitCapture(attributor.model, store, query_positions=slice(start, None)):
+        attributor.model(example.ids)
+    towards_context, towards_answer = (
+        torch.zeros(n - start, dtype=torch.float64),
+        torch.zeros(n - start, dtype=torch.float64),
+    )
+    for layer, head in result.head_selection.heads.tolist():
+        [(logits, step)] = store.steps[layer]
+        rows, visible = logits[0, head].double(), step.visible[0]
+        y = torch.stack([rows[r, k] for r in range(n - start) for k in range(start, n) if visible[r, k]])
+        for j in range(n - start):
+            x = rows[j, context][visible[j, context]]
+            gap = x[:, None] - y[None, :]
+            towards_context[j] += gap.clamp_min(0).mean()
+            towards_answer[j] += (-gap).clamp_min(0).mean()
+    expected = towards_context / (towards_context + towards_answer)
+    torch.testing.assert_close(result.groundedness.double(), expected, atol=1e-5, rtol=1e-4)
+    assert result.context_reliance == pytest.approx(expected.mean().item(), abs=1e-5)

@@ -1,0 +1,91 @@
+"""Per-token context signals from one forward pass, for the groundedness benchmarks.
+
+Reducers on :class:`~rcattr.capture.LogitCapture` (sdpa is kept; attention comes from the exact logits)
+and :func:`token_signals`, which gives every answer token its log-probability, entropy, lookback ratio
+(Chuang et al. 2024, unsupervised) and peak superiority, over all heads and over given heads.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel
+
+from rcattr.base import Example
+from rcattr.capture import CaptureStep, LogitCapture
+from rcattr.spans import attention_probabilities
+from rcattr.stats import count_below, sort_values
+
+
+class LookbackReducer:
+    """Per layer, each head's lookback ratio ``[H, A]`` for the answer rows of one pass.
+
+    The ratio of a head at answer row j is ``a_ctx / (a_ctx + a_ans)``: ``a_ctx`` the mean attention on a
+    context token, ``a_ans`` the mean attention on an answer token j sees (itself included).
+    """
+
+    def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
+        self.context_keys = context_keys
+        self.answer_start = answer_start
+        self.ratios: dict[int, torch.Tensor] = {}
+
+    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
+        n_answer = logits.shape[-2]
+        answer_keys = torch.arange(self.answer_start, self.answer_start + n_answer, device=logits.device)
+        attention = attention_probabilities(logits, step.visible, step.scaling, step.softcap)[0]  # [H, A, S]
+        visible = step.visible[0]  # [A, S]
+        on_context = attention[..., self.context_keys].sum(-1) / len(self.context_keys)
+        seen = visible[:, answer_keys].sum(-1).clamp_min(1)  # [A]
+        on_answer = attention[..., answer_keys].sum(-1) / seen
+        self.ratios[step.layer_idx] = (on_context / (on_context + on_answer).clamp_min(1e-30)).float()
+
+
+class PeakSuperiorityReducer:
+    """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row: ``#{y < max_c x_c} / |Y|`` with x the
+    row's visible context logits and Y the answer's self logits Y(g, g) (0 for a row that sees no context)."""
+
+    def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
+        self.context_keys = context_keys
+        self.answer_start = answer_start
+        self.scores: dict[int, torch.Tensor] = {}
+
+    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
+        logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
+        answer = slice(self.answer_start, self.answer_start + logits.shape[-2])
+        y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
+        cross = logits[..., self.context_keys].masked_fill(~visible[:, self.context_keys], float("-inf"))
+        peak = cross.amax(-1).contiguous()  # [H, A]
+        self.scores[step.layer_idx] = count_below(peak, y).double() / y.shape[-1]
+
+
+def _stack(table: dict[int, torch.Tensor]) -> torch.Tensor:
+    return torch.stack([table[layer] for layer in sorted(table)])  # [L, H, A]
+
+
+def token_signals(
+    model: PreTrainedModel, example: Example, rc_heads: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Per answer token ``[A]``, from one forward over ``example.ids``: its log-probability and the entropy of
+    the distribution it was drawn from, and at its own row the lookback ratio and the peak superiority,
+    averaged over all heads and over the ``[k, 2]`` RC-selected ones."""
+    start, ids = example.answer_start, example.ids
+    context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
+    lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)
+
+    def reducer(logits: torch.Tensor, step: CaptureStep) -> None:
+        lookback(logits, step)
+        peak(logits, step)
+
+    n_answer = ids.shape[1] - start
+    with torch.no_grad(), LogitCapture(model, reducer, query_positions=slice(start, None)):
+        logits = model(ids, use_cache=False, logits_to_keep=n_answer + 1).logits[0, :-1].float()
+    log_probs = torch.log_softmax(logits, -1)  # [A, V]: row t predicts answer token t
+    ratios, peaks = _stack(lookback.ratios), _stack(peak.scores)  # [L, H, A]
+    layers, heads = rc_heads.unbind(1)
+    return {
+        "peak": peaks.mean((0, 1)),
+        "peak_selected": peaks[layers, heads].mean(0),
+        "logprob": log_probs.gather(-1, ids[0, start:, None])[:, 0],
+        "entropy": -(log_probs.exp() * log_probs).sum(-1),
+        "lookback": ratios.mean((0, 1)),
+        "lookback_rc": ratios[layers, heads].mean(0),
+    }
