@@ -41,12 +41,14 @@ class LookbackReducer:
 
 class PeakSuperiorityReducer:
     """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row: ``#{y < max_c x_c} / |Y|`` with x the
-    row's visible context logits and Y the answer's self logits Y(g, g) (0 for a row that sees no context)."""
+    row's visible context logits and Y the answer's self logits Y(g, g) (0 for a row that sees no context);
+    ``sizes`` keeps each layer's ``|Y|``."""
 
     def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
         self.context_keys = context_keys
         self.answer_start = answer_start
         self.scores: dict[int, torch.Tensor] = {}
+        self.sizes: dict[int, int] = {}
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
         logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
@@ -55,6 +57,7 @@ class PeakSuperiorityReducer:
         cross = logits[..., self.context_keys].masked_fill(~visible[:, self.context_keys], float("-inf"))
         peak = cross.amax(-1).contiguous()  # [H, A]
         self.scores[step.layer_idx] = count_below(peak, y).double() / y.shape[-1]
+        self.sizes[step.layer_idx] = y.shape[-1]
 
 
 def _stack(table: dict[int, torch.Tensor]) -> torch.Tensor:
@@ -66,7 +69,9 @@ def token_signals(
 ) -> dict[str, torch.Tensor]:
     """Per answer token ``[A]``, from one forward over ``example.ids``: its log-probability and the entropy of
     the distribution it was drawn from, and at its own row the lookback ratio and the peak superiority,
-    averaged over all heads and over the ``[k, 2]`` RC-selected ones."""
+    averaged over all heads and over the ``[k, 2]`` RC-selected ones; ``support_log_odds`` adds the
+    log-probability and the log-odds of the selected heads' mean peak superiority (each head's smoothed as
+    ``(count + 1/2) / (|Y| + 1)``, so that it is never 0 or 1)."""
     start, ids = example.answer_start, example.ids
     context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
     lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)
@@ -81,10 +86,16 @@ def token_signals(
     log_probs = torch.log_softmax(logits, -1)  # [A, V]: row t predicts answer token t
     ratios, peaks = _stack(lookback.ratios), _stack(peak.scores)  # [L, H, A]
     layers, heads = rc_heads.unbind(1)
+    sizes = torch.tensor([peak.sizes[layer] for layer in sorted(peak.sizes)], dtype=peaks.dtype)[
+        :, None, None
+    ]
+    smoothed = (peaks * sizes + 0.5) / (sizes + 1)  # (count + 1/2) / (|Y| + 1): never 0 or 1
+    token_log_probs = log_probs.gather(-1, ids[0, start:, None])[:, 0]
     return {
         "peak": peaks.mean((0, 1)),
         "peak_selected": peaks[layers, heads].mean(0),
-        "logprob": log_probs.gather(-1, ids[0, start:, None])[:, 0],
+        "support_log_odds": token_log_probs.double() + torch.logit(smoothed[layers, heads].mean(0)),
+        "logprob": token_log_probs,
         "entropy": -(log_probs.exp() * log_probs).sum(-1),
         "lookback": ratios.mean((0, 1)),
         "lookback_rc": ratios[layers, heads].mean(0),

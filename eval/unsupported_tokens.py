@@ -11,6 +11,9 @@ Signals, per answer token t:
 - ``rc_groundedness``: 1 - the token's groundedness (the attribution's, on the RC-selected heads);
 - ``rc_peak`` / ``rc_peak_selected``: 1 - P(max X > Y) at row t, X the row's context logits, Y the
   answer's self logits (all heads / RC-selected heads);
+- ``rc_support_logprob``: minus (the token's log-probability + the log-odds of ``rc_peak_selected``'s
+  superiority): the two pieces of evidence the pass has that the token comes from the context, added
+  with no fitted weight;
 - ``neg_logprob``: minus the token's log-probability; ``entropy``: the entropy of the distribution it was
   drawn from;
 - ``lookback`` / ``lookback_rc``: 1 - the lookback ratio at row t (all heads / RC-selected heads);
@@ -36,6 +39,7 @@ TOKEN_SIGNALS = (
     "rc_groundedness",
     "rc_peak",
     "rc_peak_selected",
+    "rc_support_logprob",
     "neg_logprob",
     "entropy",
     "lookback",
@@ -67,6 +71,7 @@ def token_rows(attributor: RCAttributor, edited: EditedAnswer, rng: random.Rando
         "rc_groundedness": 1 - result.groundedness.double(),
         "rc_peak": 1 - per_token["peak"],
         "rc_peak_selected": 1 - per_token["peak_selected"],
+        "rc_support_logprob": -per_token["support_log_odds"],
         "neg_logprob": -per_token["logprob"],
         "entropy": per_token["entropy"],
         "lookback": 1 - per_token["lookback"],
