@@ -69,6 +69,8 @@ class HeadSpanScores:
     context_rc, self_rc : Tensor, shape [L, H, A]
         Per answer token, with X = its logits on the context and Y = Y(g, g): E[Z] = E[max(X - Y, 0)] and
         E[Z'] = E[max(Y - X, 0)] (the groundedness ratio's two terms).
+    context_peak : Tensor, shape [L, H, A]
+        Per answer token, P(max X > Y): the share of Y(g, g) below its highest context logit.
     unit_head_scores : dict of str to Tensor, shape [L, H, U]
         The three head scores of each output unit alone (its rows against Y(g, g)).
     scored : Tensor of bool, shape [L, H], or None
@@ -83,6 +85,7 @@ class HeadSpanScores:
     units: dict[str, torch.Tensor]
     context_rc: torch.Tensor
     self_rc: torch.Tensor
+    context_peak: torch.Tensor
     unit_head_scores: dict[str, torch.Tensor]
     scored: torch.Tensor | None = None
 
@@ -162,6 +165,12 @@ class HeadSpanScores:
         context = self.context_rc[layers, index].sum(0)
         return context / (context + self.self_rc[layers, index].sum(0)).clamp_min(1e-30)
 
+    def token_support(self, heads: torch.Tensor) -> torch.Tensor:
+        """``[A]`` each answer token's mean P(max X > Y) over ``heads``: does some context token match it?"""
+        self._check_scored(heads)
+        layers, index = heads.to(self.head_scores.device).unbind(1)
+        return self.context_peak[layers, index].mean(0)
+
 
 def _weights(weights: torch.Tensor | None, count: int, device: torch.device) -> torch.Tensor:
     return torch.ones(count, device=device) if weights is None else weights.to(device)
@@ -223,6 +232,7 @@ class _Reduction:
     unit_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # [h, U, n_spans]
     context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: E[Z] per answer row
     self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: E[Z'] per answer row, same Y
+    context_peak: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: P(max X > Y) per answer row
     scored: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [h] head indices
 
     @staticmethod
@@ -350,6 +360,7 @@ class _Reducer:
         self.out.scored[layer] = heads
         self.out.context_rc[layer] = statistics.context_rc
         self.out.self_rc[layer] = statistics.self_rc
+        self.out.context_peak[layer] = statistics.context_peak
         prior = self.priors.get(layer)
         prior = None if prior is None else prior[heads]
         per_unit = layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer
@@ -407,6 +418,7 @@ class _Reducer:
             units={name: out.spread(table, n_heads) for name, table in out.unit_scores.items()},
             context_rc=out.spread(out.context_rc, n_heads),
             self_rc=out.spread(out.self_rc, n_heads),
+            context_peak=out.spread(out.context_peak, n_heads),
             unit_head_scores={kind: _Reduction.stack(table) for kind, table in out.unit_head_scores.items()},
             scored=None if bool(scored.all()) else scored,
         )
@@ -587,6 +599,7 @@ class RCAttributor(SpanAttributor):
             self.result_label,
             inp,
             groundedness=groundedness,
+            token_support=scores.token_support(selection.heads).float().cpu(),
             unit_context_reliance=unit_sum(groundedness, example.unit_ranges)
             / torch.tensor([len(rows) for rows in example.unit_ranges]),
             head_selection=selection,

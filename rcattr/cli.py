@@ -304,7 +304,10 @@ def _input(args: argparse.Namespace) -> ContextInput:
 
 
 def report(result: RCAttributionResult, top: int) -> str:
-    """The answer and, for each of its parts, the ``top`` context spans it came from."""
+    """The answer and, for each of its parts, the ``top`` context spans it came from; then the answer's
+    context reliance and its tokens the context does not support."""
+    from rcattr.result import SUPPORT_THRESHOLD
+
     lines = [f"Answer: {result.answer}", ""]
     several = len(result.chunks) > 1
     for unit, span in enumerate(result.output_spans):
@@ -318,15 +321,18 @@ def report(result: RCAttributionResult, top: int) -> str:
             "",
             f"Context reliance: {result.context_reliance:.2f} (mean groundedness of the answer's tokens)",
         ]
-    groundedness = [] if result.groundedness is None else result.groundedness.tolist()
-    weak = [
-        (token.text, value)
-        for token, value in zip(result.answer_tokens, groundedness, strict=False)
-        if value < 0.5 and token.text.strip()
-    ]
-    if weak:
-        listed = ", ".join(f"{text.strip()!r} ({value:.2f})" for text, value in weak[:8])
-        lines += ["", f"Least grounded in the context (groundedness < 0.5): {listed}"]
+    unsupported = result.unsupported_tokens()
+    if unsupported and result.token_support is not None:
+        support = result.token_support.tolist()
+        listed = ", ".join(
+            f"{result.answer_tokens[i].text.strip()!r} ({support[i]:.2f})" for i in unsupported[:8]
+        )
+        more = f" and {len(unsupported) - 8} more" if len(unsupported) > 8 else ""
+        lines += [
+            "",
+            f"Not supported by the context (token support < {SUPPORT_THRESHOLD:.2f}, the cut-off chosen on the "
+            f"unsupported-tokens benchmark): {listed}{more}",
+        ]
     return "\n".join(lines)
 
 

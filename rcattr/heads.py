@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats import count_below_row_sums, rank_and_phi_row_sums, sort_values
+from rcattr.stats import count_below, count_below_row_sums, rank_and_phi_row_sums, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadWeighting = Literal["equal", "margin"]
@@ -39,6 +39,9 @@ class LayerRC:
         Per answer row j, E[Z] with X = X(p_ctx, {j}) and Y = Y(g, g).
     self_rc : Tensor, shape [H, A]
         Per answer row j, the reverse E[Z'] = E[max(Y - X, 0)] of the same samples.
+    context_peak : Tensor, shape [H, A]
+        Per answer row j, P(max X > Y): the share of Y(g, g) below the row's highest context logit (0 for a
+        row that sees no context). A token whose text is in the context has a head that finds it there.
     row_below : Tensor, shape [H, A]
         Per answer row, the sum over its visible context logits x of ``#{y < x} / |Y|``.
     row_pairs : Tensor, shape [A]
@@ -50,6 +53,7 @@ class LayerRC:
     head_scores: torch.Tensor
     context_rc: torch.Tensor
     self_rc: torch.Tensor
+    context_peak: torch.Tensor
     every_score: dict[str, torch.Tensor]
     row_below: torch.Tensor
     row_pairs: torch.Tensor
@@ -169,7 +173,9 @@ def layer_rc(
         "rc_std": rc / y_std.clamp_min(torch.finfo(rc.dtype).tiny),
         "rc": rc,
     }
-    return LayerRC(scores[kind], context_rc, self_rc, scores, row_below, n_row, y_std)
+    peak = cross.masked_fill(~cross_visible, float("-inf")).amax(-1).contiguous()  # [H, A]
+    context_peak = count_below(peak, y).to(torch.float64) / y.shape[-1]
+    return LayerRC(scores[kind], context_rc, self_rc, context_peak, scores, row_below, n_row, y_std)
 
 
 def head_count(scores: torch.Tensor, k: HeadCount) -> int:

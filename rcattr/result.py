@@ -13,6 +13,10 @@ from captum.attr import LLMAttributionResult
 
 from rcattr.segmentation import TextSpan, one_line
 
+# The token_support below which a token is flagged as unsupported: the cut-off with the best Youden's J
+# (true minus false positive rate) on QuoteSum dev's unsupported-tokens benchmark (docs/benchmarks.md).
+SUPPORT_THRESHOLD = 0.5
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -76,6 +80,11 @@ class RCAttributionResult(LLMAttributionResult):
     unit_context_reliance : Tensor, shape [n_outputs], or None
         RC methods only: each output unit's mean ``groundedness`` over its tokens (see
         :attr:`context_reliance`).
+    token_support : Tensor, shape [n_answer_tokens], or None
+        RC methods only. Per answer token, on the selected heads, the mean P(max X > Y): the share of the
+        answer's self logits Y(g, g) below the token's highest logit to the context. A token copied from
+        the context has heads that find its match there; a token the context lacks does not.
+        :meth:`unsupported_tokens` flags the low ones.
     head_selection : HeadSelection or None
         RC methods only: all head scores and the selected heads.
     span_scorer : str
@@ -98,6 +107,7 @@ class RCAttributionResult(LLMAttributionResult):
         span_scorer: str,
         groundedness: torch.Tensor | None = None,
         unit_context_reliance: torch.Tensor | None = None,
+        token_support: torch.Tensor | None = None,
         head_selection: HeadSelection | None = None,
         inp: Any = None,
     ) -> None:
@@ -115,6 +125,7 @@ class RCAttributionResult(LLMAttributionResult):
         self.answer_tokens = list(answer_tokens)
         self.groundedness = groundedness
         self.unit_context_reliance = unit_context_reliance
+        self.token_support = token_support
         self.head_selection = head_selection
         self.span_scorer = span_scorer
 
@@ -125,6 +136,19 @@ class RCAttributionResult(LLMAttributionResult):
         one over another article's with AUROC 0.85 [0.81, 0.89] on the default model
         (``python -m rcattr.eval.groundedness``, docs/benchmarks.md); a relative signal, not a truth test."""
         return None if self.groundedness is None else float(self.groundedness.double().mean())
+
+    def unsupported_tokens(self, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
+        """Indices of the answer tokens (not blank) whose :attr:`token_support` is below ``threshold``
+        (none for baselines). The default was chosen on the unsupported-tokens benchmark (docs/benchmarks.md)."""
+        if self.token_support is None:
+            return []
+        return [
+            index
+            for index, (token, support) in enumerate(
+                zip(self.answer_tokens, self.token_support.tolist(), strict=True)
+            )
+            if support < threshold and token.text.strip()
+        ]
 
     def scores(self, output: int | None = None) -> torch.Tensor:
         """``[n_spans]`` scores for the whole answer, or for output unit ``output``."""
@@ -226,7 +250,7 @@ class RCAttributionResult(LLMAttributionResult):
 
         Spans are ``{"text", "start", "end"}`` dicts (context spans add ``source``, 0-based, and
         ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; ``groundedness``,
-        ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights"}``) are None for baselines.
+        ``context_reliance``, ``unit_context_reliance``, ``token_support``, ``unsupported_tokens`` and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights"}``) are None for baselines.
         The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
         """
         assert self.token_attr is not None  # always set by __init__
@@ -248,6 +272,8 @@ class RCAttributionResult(LLMAttributionResult):
             "unit_context_reliance": None
             if self.unit_context_reliance is None
             else self.unit_context_reliance.tolist(),
+            "token_support": None if self.token_support is None else self.token_support.tolist(),
+            "unsupported_tokens": self.unsupported_tokens(),
             "heads": None
             if selection is None
             else {

@@ -1,8 +1,10 @@
 """Views of an :class:`~rcattr.result.RCAttributionResult`: an HTML page, terminal text and head heat maps.
 
 The HTML page and the terminal view shade every context span by its score, for the whole answer
-or for one output unit; the page also marks the answer tokens that the context does not support
-(low groundedness). The heat map shows every head's score as in the paper's Fig. 4, with the
+or for one output unit; the page also underlines each answer token by how little it draws on the
+context (1 - groundedness) and marks the tokens the context does not support
+(:meth:`~rcattr.result.RCAttributionResult.unsupported_tokens`: token support below the cut-off chosen
+on the unsupported-tokens benchmark). The heat map shows every head's score as in the paper's Fig. 4, with the
 selected heads outlined.
 """
 
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from rcattr.result import RCAttributionResult
+from rcattr.result import SUPPORT_THRESHOLD, RCAttributionResult
 from rcattr.segmentation import TextSpan, one_line
 
 if TYPE_CHECKING:
@@ -36,7 +38,6 @@ HeadsLike = torch.Tensor | np.ndarray | Sequence[tuple[int, int]]
 _ANSI_RAMP = (230, 229, 228, 227, 221, 215, 209, 203)  # 256-colour backgrounds, pale yellow to red
 _MIN_SHADE = 0.1  # intensities below this (shares below 1%) stay unshaded in the terminal
 _OPEN_DOCUMENTS = 10  # with more than this many documents, the HTML page opens only the highest-scoring ones
-_LOW_GROUNDEDNESS = 0.5
 _CSS = """
 body{font:15px/1.6 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
 .text{white-space:pre-wrap;border:1px solid #ddd;border-radius:4px;padding:.5em .8em}
@@ -125,6 +126,8 @@ def _answer_html(result: RCAttributionResult) -> str:
         raise ValueError(
             f"groundedness has {len(g)} values but the result has {len(result.answer_tokens)} answer tokens"
         )
+    support = None if result.token_support is None else result.token_support.tolist()
+    unsupported = set(result.unsupported_tokens())
     tokens = list(enumerate(result.answer_tokens))
     parts = []
     for start, end, unit in _pieces(list(enumerate(result.output_spans)), 0, len(answer)):
@@ -134,10 +137,12 @@ def _answer_html(result: RCAttributionResult) -> str:
             if token is None or g is None:
                 inner.append(text)
                 continue
-            low_class = " low" if g[token] < _LOW_GROUNDEDNESS else ""
+            low_class = " low" if token in unsupported else ""
+            title = f"groundedness {g[token]:.3f}"
+            if support is not None:
+                title += f", support {support[token]:.3f}"
             inner.append(
-                f'<span class="g{low_class}" style="--u:{1 - g[token]:.3f}" '
-                f'title="groundedness {g[token]:.3f}">{text}</span>'
+                f'<span class="g{low_class}" style="--u:{1 - g[token]:.3f}" title="{title}">{text}</span>'
             )
         body = "".join(inner)
         parts.append(body if unit is None else f'<span class="u" data-u="{unit}">{body}</span>')
@@ -260,8 +265,10 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         f"<style>{_CSS}</style></head><body><h1>{title}</h1>"
         f'<h2>Answer</h2><div class="text" dir="auto" id="answer">{_answer_html(result)}</div>'
         '<p class="legend">Hover an answer part to see its sources (click to pin). '
-        '<span class="g low" style="--u:1">Dotted red underline</span>: low groundedness, '
-        "the token is not supported by the context (fainter = better supported).</p>"
+        '<span class="g" style="--u:1">Dotted red underline</span>: 1 - groundedness, how little the token '
+        'draws on the context (fainter = more). <span class="g low" style="--u:0">Red background</span>: '
+        f"unsupported, no context token matches it (token support below {SUPPORT_THRESHOLD:.2f}, the cut-off "
+        "chosen on the unsupported-tokens benchmark).</p>"
         '<ol id="unit-sources"></ol>'
         f'<h2>Context <span id="showing">whole answer</span></h2>{chunks}{_summary_html(result)}'
         f'<script type="application/json" id="rc-data">{blob}</script><script>{_JS}</script>'

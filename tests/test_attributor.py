@@ -129,6 +129,19 @@ def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
     assert result.context_reliance == pytest.approx(result.groundedness.double().mean().item())
 
 
+def test_unsupported_tokens_are_the_non_blank_ones_below_the_threshold(llama) -> None:
+    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, "It sat. Dogs bark.")
+    assert result.token_support is not None and result.token_support.shape == (len(result.answer_tokens),)
+    assert bool(((result.token_support >= 0) & (result.token_support <= 1)).all())
+    result.token_support = torch.linspace(0, 1, len(result.answer_tokens))
+    expected = [
+        i for i, t in enumerate(result.answer_tokens) if result.token_support[i] < 0.3 and t.text.strip()
+    ]
+    assert result.unsupported_tokens(0.3) == expected and 2 not in expected  # token 2 is the blank after "It"
+    assert result.to_dict()["unsupported_tokens"] == result.unsupported_tokens()
+    assert result.to_dict()["token_support"] == pytest.approx(result.token_support.tolist())
+
+
 def test_unit_context_reliance_is_the_mean_groundedness_of_each_units_tokens(llama) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
     result = attributor.attribute(
@@ -461,6 +474,7 @@ def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str
     torch.testing.assert_close(result.seq_attr, seq_attr.float())
     torch.testing.assert_close(result.token_attr, token_attr.float())
     torch.testing.assert_close(result.groundedness, every.groundedness(selection.heads).float())
+    torch.testing.assert_close(result.token_support, every.token_support(selection.heads).float())
 
 
 def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:

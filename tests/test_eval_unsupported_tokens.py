@@ -77,3 +77,5 @@ def test_token_rows_score_every_answer_token():
     result = attributor.attribute(context_input(RECORD), target=EDITED.answer, granularity="sentence")
     expected = (1 - result.groundedness.double()).tolist()
     assert row["rc_groundedness"] == pytest.approx(expected, abs=1e-6)
+    # the result's token support is the benchmark's peak superiority on the same heads (tested by brute force)
+    assert row["rc_peak_selected"] == pytest.approx((1 - result.token_support.double()).tolist(), abs=1e-6)

@@ -107,6 +107,15 @@ def test_row_statistics_match_brute_force() -> None:
             reverse = sum(max(b - a, 0) for a in x for b in y) / (len(x) * len(y))
             assert stats.context_rc[head, row].item() == pytest.approx(forward, rel=1e-9)
             assert stats.self_rc[head, row].item() == pytest.approx(reverse, rel=1e-9, abs=1e-12)
+            assert stats.context_peak[head, row].item() == pytest.approx(sum(b < max(x) for b in y) / len(y))
+
+
+def test_a_row_that_sees_no_context_has_no_support() -> None:
+    cross, cross_visible, own, own_visible = _layer()
+    cross_visible[2] = False
+    stats = layer_rc(cross * 1e3, cross_visible, own, own_visible)
+    assert stats.context_peak[:, 2].tolist() == [0.0, 0.0, 0.0]
+    assert bool((stats.context_peak[:, 1] == 1).all())  # huge context logits beat every self logit
 
 
 def test_per_unit_head_scores_match_brute_force() -> None:

@@ -11,7 +11,7 @@ import matplotlib
 import pytest
 import torch
 
-from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.result import SUPPORT_THRESHOLD, HeadSelection, RCAttributionResult
 from rcattr.segmentation import TextSpan, whole_span
 from rcattr.viz import plot_head_scores, save_head_heatmap, save_html, to_html, to_terminal
 
@@ -55,6 +55,7 @@ def _result(
         answer=ANSWER,
         answer_tokens=answer_tokens,
         groundedness=torch.linspace(0.1, 0.9, len(answer_tokens)),
+        token_support=torch.linspace(0.0, 1.0, len(answer_tokens)),
         head_selection=HeadSelection(scores, torch.tensor([[0, 1], [3, 2]]), "superiority"),
         span_scorer="rc_expectation",
     )
@@ -136,8 +137,28 @@ def test_html_lists_top_sources_heads_and_groundedness() -> None:
     assert best.text in table
     assert "L0H1" in page and "L3H2" in page
     assert page.count('class="u"') == 2
-    assert 'title="groundedness 0.100"' in page
+    assert 'title="groundedness 0.100, support 0.000"' in page
     assert "<title>My &lt;title&gt;</title>" in page
+
+
+def test_html_and_report_flag_the_unsupported_tokens() -> None:
+    from rcattr.cli import report
+
+    result = _result()
+    low, high = SUPPORT_THRESHOLD / 2, (1 + SUPPORT_THRESHOLD) / 2
+    result.token_support = torch.tensor(
+        [high, high, low, high, high, high, high, high, low]
+    )  # "330", "1889."
+    page = to_html(result)
+    assert page.count('class="g low"') == 2 + 1  # one more in the legend
+    assert f'title="groundedness 0.300, support {low:.3f}">330<' in page
+    assert f"below {SUPPORT_THRESHOLD:.2f}" in page
+    text = report(result, top=1)
+    assert f"token support < {SUPPORT_THRESHOLD:.2f}" in text
+    assert f"'330' ({low:.2f}), '1889.' ({low:.2f})" in text and "'opened' (" not in text
+    result.token_support = None
+    assert page.count('class="g low"') > to_html(result).count('class="g low"') == 1
+    assert "token support" not in report(result, top=1)
 
 
 @pytest.mark.parametrize(
