@@ -460,6 +460,42 @@ def plot_head_scores(
     return ax
 
 
+def plot_token_support(
+    result: RCAttributionResult,
+    *,
+    threshold: float = SUPPORT_THRESHOLD,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Bars of each answer token's ``1 - token_support`` (log scale: the share of the answer's self logits
+    above the token's best context logit), the cut-off drawn, the tokens flagged unsupported in red.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    if result.token_support is None:
+        raise ValueError("this result has no token_support (baselines have none): explain with RCAttributor")
+    gap = (1 - result.token_support.double()).clamp_min(1e-4).tolist()
+    flagged = set(result.unsupported_tokens(threshold))
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.figure(figsize=(max(6.0, 0.28 * len(gap)), 3.2)).subplots()
+    colours = ["#dc2626" if index in flagged else "#9ca3af" for index in range(len(gap))]
+    ax.bar(range(len(gap)), gap, color=colours)
+    ax.axhline(1 - threshold, color="#dc2626", linestyle="--", linewidth=1, label=f"cut-off {threshold:.2f}")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(gap)), [token.text.strip() or "␣" for token in result.answer_tokens], rotation=90)
+    ax.set_xlim(-0.6, len(gap) - 0.4)
+    ax.set_ylabel("1 - token support")
+    ax.legend(loc="upper left", frameon=False)
+    if title:
+        ax.set_title(title)
+    ax.figure.tight_layout()
+    return ax
+
+
 def save_head_heatmap(
     scores_or_result: RCAttributionResult | torch.Tensor | np.ndarray,
     path: str | os.PathLike[str],

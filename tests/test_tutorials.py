@@ -45,7 +45,7 @@ def test_every_tutorial_is_tested_and_in_percent_format() -> None:
 def test_01_explain_a_rag_answer(tmp_path: Path) -> None:
     out, printed = run_tutorial("01_explain_a_rag_answer", tmp_path)
     assert "Lake Baikal" in (out / "explanation.html").read_text()
-    for plot in ("heads.png", "sources.png"):
+    for plot in ("heads.png", "sources.png", "support.png"):
         assert (out / plot).read_bytes().startswith(PNG)
     comparison = pd.read_csv(out / "comparison.csv")
     assert len(comparison) == 2  # one row per sentence of the given answer

@@ -13,7 +13,14 @@ import torch
 
 from rcattr.result import SUPPORT_THRESHOLD, HeadSelection, RCAttributionResult
 from rcattr.segmentation import TextSpan, whole_span
-from rcattr.viz import plot_head_scores, save_head_heatmap, save_html, to_html, to_terminal
+from rcattr.viz import (
+    plot_head_scores,
+    plot_token_support,
+    save_head_heatmap,
+    save_html,
+    to_html,
+    to_terminal,
+)
 
 matplotlib.use("Agg")
 
@@ -323,3 +330,22 @@ def test_head_heatmap_writes_the_format_its_name_says(tmp_path: Path, suffix: st
 def test_head_heatmap_refuses_an_unknown_extension(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot tell an image format from 'heads.xyz'"):
         save_head_heatmap(_result(), tmp_path / "heads.xyz")
+
+
+def test_token_support_plot_draws_a_bar_per_token_and_the_flagged_ones_red() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    result = _result()
+    ax = plot_token_support(result, threshold=0.5)
+    colours = [to_hex(bar.get_facecolor()) for bar in ax.patches]
+    assert len(colours) == len(result.answer_tokens)
+    assert (
+        [i for i, c in enumerate(colours) if c == "#dc2626"] == result.unsupported_tokens(0.5) == [0, 1, 2, 3]
+    )
+    assert [label.get_text() for label in ax.get_xticklabels()][:3] == ["It", "is", "330"]
+    result.token_support = None
+    with pytest.raises(ValueError, match="token_support"):
+        plot_token_support(result)
