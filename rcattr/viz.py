@@ -492,7 +492,6 @@ def plot_token_support(
     ax.legend(loc="upper left", frameon=False)
     if title:
         ax.set_title(title)
-    ax.figure.tight_layout()
     return ax
 
 

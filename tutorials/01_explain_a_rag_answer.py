@@ -278,7 +278,9 @@ for label, result in [("Model's answer", generated), ("Given answer", given)]:
     flagged = [result.answer_tokens[i].text.strip() for i in result.unsupported_tokens()]
     print(f"{label}: {len(flagged)} of {len(result.answer_tokens)} tokens unsupported: {flagged}")
 support_path = OUT / "support.png"
-rcattr.viz.plot_token_support(generated, title="Model's answer").figure.savefig(support_path, dpi=120)
+rcattr.viz.plot_token_support(generated, title="Model's answer").figure.savefig(
+    support_path, dpi=120, bbox_inches="tight"
+)
 print("wrote", support_path)
 
 # %% [markdown]
