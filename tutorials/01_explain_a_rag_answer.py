@@ -284,7 +284,7 @@ rcattr.viz.plot_token_support(generated, title="Model's answer").figure.savefig(
 print("wrote", support_path)
 
 # %% [markdown]
-# At the time of writing, the model's answer gets 11 flags of 48 tokens, 8 of them in the
+# At the time of writing, the model's answer gets 11 flags of 48 tokens, 9 of them in the
 # invented "which is roughly 1,000 times the length"; the other flags fall on a "0" of the copied
 # "6,400" and on the "ik" of "Baikal". The given answer, which the documents hold entirely, gets
 # 6 flags of 32 tokens, on digits, punctuation and "deep". At this cut-off about one supported
