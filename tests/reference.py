@@ -69,17 +69,20 @@ register_attention("rcattr_test_reference", _reference_attention, mask_like="sdp
 def evicted_reference_logits(model, cache, ids, mask, chunks) -> list[torch.Tensor]:
     """:func:`next_logits` through a full ``DynamicCache``, each chunk attending through float64 attention
     that masks, per head, exactly the positions ``cache`` (an RCKVCache) had evicted before that chunk:
-    the prompt's, and those of earlier chunks of more than one token."""
+    the prompt's, those of earlier chunks of more than one token, and those of decode-time evictions
+    (each says what every head held of all positions seen then), applied in the order they were made."""
 
     def mask_evicted(seen: int) -> None:
         _KEEP.clear()
         for index, layer in enumerate(cache.layers):
-            evictions = [e for e in getattr(layer, "evictions", []) if e.start < seen]
-            if not evictions:
+            made = [(e.start + e.kept.shape[-1], e.start, e.kept) for e in getattr(layer, "evictions", [])]
+            made += [(d.seen, 0, d.held) for d in getattr(layer, "decode_evictions", [])]
+            made = sorted((m for m in made if m[0] <= seen), key=lambda m: m[0])
+            if not made:
                 continue
-            keep = torch.ones(*evictions[0].kept.shape[:2], seen, dtype=torch.bool)
-            for eviction in evictions:
-                keep[..., eviction.start : eviction.start + eviction.kept.shape[-1]] = eviction.kept
+            keep = torch.ones(*made[0][2].shape[:2], seen, dtype=torch.bool)
+            for _, start, kept in made:
+                keep[..., start : start + kept.shape[-1]] = kept
             _KEEP[index] = keep
 
     reference = DynamicCache(config=model.config)

@@ -654,3 +654,68 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
     assert model.config._attn_implementation == "sdpa" and registered_attention() == before
     with pytest.raises(RuntimeError, match="closed"):
         copy.deepcopy(twin)
+
+
+# ---------------------------------------------------------------------------------------------
+# decode-time eviction
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("budget", [None, 9])
+def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
+    arch, attn, batch, pad, budget
+) -> None:
+    model = kv_model(arch, attn)
+    ids, mask = prompt(batch=batch, pad=pad)
+    chunks = [torch.randint(3, 120, (batch, 1)) for _ in range(11)]
+    cache = RCKVCache(model, c=1.0, window=4, decode_every=3, budget=budget)
+    got = next_logits(model, cache, ids, mask, chunks)
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+    for index in cache.rc_layers:
+        layer = cache.layers[index]
+        assert [d.seen for d in layer.decode_evictions] == [43, 46, 49]
+        for eviction in layer.decode_evictions:
+            held = eviction.held
+            assert held[..., -4:].all()  # the window stays
+            before = held[..., : eviction.seen - 4]
+            assert not before.all()  # something older was evicted
+            if budget is not None:
+                assert int(held.sum((1, 2)).max()) <= budget * held.shape[1]
+
+
+def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt(length=30)
+    cache = RCKVCache(model, c=0.5, window=4, decode_every=4, budget=10)
+    sizes = []
+    for step in range(40):
+        token = ids if step == 0 else torch.randint(3, 120, (1, 1))
+        model(token, past_key_values=cache)
+        sizes.append(cache.nbytes())
+    per_token = cache.layers[cache.rc_layers[0]]._slot_nbytes()
+    heads, layers = cache.layers[cache.rc_layers[0]].kv_heads, len(cache.rc_layers)
+    bound = (
+        (10 + 4) * heads * layers * (per_token + 4)
+    )  # budget + decode_every tokens per head, positions included
+    assert max(sizes[8:]) <= bound
+    assert cache.full_nbytes() > 2 * bound
+
+
+def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt()
+    cache = RCKVCache(model, c=3.0, window=4, decode_every=2)
+    model.generate(ids, max_new_tokens=6, do_sample=False, past_key_values=cache)
+    for index in cache.rc_layers:
+        for eviction in cache.layers[index].decode_evictions:
+            assert eviction.held[..., :4].all() and eviction.threshold is not None
+    with pytest.raises(ValueError, match="give decode_every too"):
+        RCKVCache(model, budget=100)
+    with pytest.raises(ValueError, match="decode_every must be an int"):
+        RCKVCache(model, decode_every=0)
+    with pytest.raises(ValueError, match="leaves no room"):
+        RCKVCache(model, window=16, decode_every=4, budget=20)

@@ -66,6 +66,16 @@ class RCKVCache(Cache):
         decision then waits for the prefill's last layer.
     score_dtype : torch.dtype, default torch.float32
         Accumulation dtype of the scores.
+    decode_every : int, optional
+        Decode-time eviction: after every ``decode_every`` generated tokens, each full-attention layer scores
+        everything it holds (prompt and generated entries) against its last ``window`` queries with the same
+        statistic and evicts, the window and the sinks kept. Without ``budget``, a layer keeps the entries
+        above ``c`` times the mean score of all its key heads; heads keep different shares. Default: only
+        chunks (the prompt, a chat's next turn) are evicted; generated tokens are all kept.
+    budget : int, optional
+        With ``decode_every``: each decode-time eviction keeps at most ``budget`` entries per key head on
+        average (``budget × key heads`` per layer and batch row, shared by the heads by score), so the
+        cache stays within ``budget + decode_every`` tokens per head however long the generation.
 
     Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
     cache, already bounded by their window; the compression figures count the full-attention layers.
@@ -90,6 +100,8 @@ class RCKVCache(Cache):
         sinks: int = 4,
         layer_budget: LayerBudget = "model",
         score_dtype: torch.dtype = torch.float32,
+        decode_every: int | None = None,
+        budget: int | None = None,
     ) -> None:
         if c is not None and ratio is not None:
             raise ValueError(
@@ -117,6 +129,15 @@ class RCKVCache(Cache):
             raise ValueError(f"layer_budget must be 'layer' or 'model', got {layer_budget!r}")
         if score_dtype not in (torch.float32, torch.float64):
             raise ValueError(f"score_dtype must be torch.float32 or torch.float64, got {score_dtype}")
+        for name, value in (("decode_every", decode_every), ("budget", budget)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}")
+        if budget is not None and decode_every is None:
+            raise ValueError("budget applies to decode-time eviction: give decode_every too")
+        if budget is not None and budget <= window + sinks:
+            raise ValueError(
+                f"budget={budget} leaves no room besides the window ({window}) and the sinks ({sinks})"
+            )
         check_supported(model)
         policy = EvictionPolicy(
             c=float(c),
@@ -128,6 +149,8 @@ class RCKVCache(Cache):
             sinks=sinks,
             layer_budget=layer_budget,
             score_dtype=score_dtype,
+            decode_every=decode_every,
+            budget=budget,
         )
         layers = DynamicCache(config=model.config).layers
         if not layers:

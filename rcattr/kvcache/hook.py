@@ -9,7 +9,9 @@ attention call of that layer
 - once heads hold different tokens, runs once per key head, on that head's query heads and stored
   slots, where the model's own mask allows at the slots' positions (:meth:`RCLayer.attend`);
 - after the prefill, and after every later forward of more than one token (a chat's next turn), hands
-  the call to the layer to score and evict that chunk.
+  the call to the layer to score and evict that chunk;
+- with ``decode_every=n``, after every n-th decoded token, hands the call to the layer to score all it
+  holds against the last ``window`` queries and evict (:meth:`RCLayer.evict_decoded`).
 
 Calls that fill another cache pass through unchanged. The update and the attention call of a layer are
 paired by the identity of the key tensor the cache returned, so a stale pairing can never leak into
@@ -60,8 +62,16 @@ class CacheHook:
             return proceed()
         call.start = layer.seen - call.query.shape[-2]  # the cache knows where its tokens sit
         output = (layer.attend(call), None) if layer.packed else proceed()
-        if not layer.prefilled or call.query.shape[-2] > 1:  # the prompt, or a later turn's chunk
+        chunk = not layer.prefilled or call.query.shape[-2] > 1  # the prompt, or a later turn's chunk
+        every = layer.policy.decode_every
+        if every is not None:
+            layer.observe(call.query)
+        if chunk:
             layer.evict(call)
+        elif every is not None:
+            layer.decoded += 1
+            if layer.decoded >= every:
+                layer.evict_decoded(call)
         return output
 
     def _claim(self, call: AttentionCall) -> RCLayer | None:

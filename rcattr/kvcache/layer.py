@@ -32,13 +32,14 @@ from rcattr.kvcache.scoring import (
     GroupReduce,
     Statistic,
     adaptive_keep,
+    budget_keep,
     fixed_ratio_keep,
     leading_tokens,
     value_weighted,
     window_rc_scores,
 )
 
-__all__ = ["Eviction", "EvictionPolicy", "LayerBudget", "RCLayer", "WindowScores"]
+__all__ = ["DecodeEviction", "Eviction", "EvictionPolicy", "LayerBudget", "RCLayer", "WindowScores"]
 
 LayerBudget = Literal["layer", "model"]
 
@@ -56,6 +57,8 @@ class EvictionPolicy:
     sinks: int = 4
     layer_budget: LayerBudget = "model"
     score_dtype: torch.dtype = torch.float32
+    decode_every: int | None = None
+    budget: int | None = None
 
     def keep(
         self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int
@@ -138,6 +141,25 @@ class Eviction:
         return int(self.present.sum()) * self.kept.shape[1]
 
 
+@dataclass(frozen=True)
+class DecodeEviction:
+    """What one layer held after a decode-time eviction, kept for analysis and tests.
+
+    Attributes
+    ----------
+    seen : int
+        Tokens seen when it ran (it ran after the attention of token ``seen - 1``).
+    held : torch.Tensor
+        ``[B, Hkv, seen]`` bool, the positions each key head holds afterwards.
+    threshold : torch.Tensor or None
+        ``[B]`` the layer's adaptive threshold ``c · mean score`` (None with a budget).
+    """
+
+    seen: int
+    held: torch.Tensor
+    threshold: torch.Tensor | None
+
+
 class RCLayer(DynamicLayer):
     """A dynamic cache layer that evicts prompt tokens head by head after each multi-token forward.
 
@@ -170,6 +192,9 @@ class RCLayer(DynamicLayer):
         self.kv_heads = 0
         self.seen = 0
         self.evictions: list[Eviction] = []  # one per chunk, the prefill's first
+        self.recent_queries: torch.Tensor | None = None  # [B, H, <= window, d], the decode-time window
+        self.decoded = 0  # tokens decoded since the last eviction
+        self.decode_evictions: list[DecodeEviction] = []
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)
@@ -255,6 +280,77 @@ class RCLayer(DynamicLayer):
         keep, threshold = self.policy.keep(scored.before, scored.protected, scored.window)
         self.apply(scored, keep, threshold)
 
+    def observe(self, query: torch.Tensor) -> None:
+        """Keep the last ``window`` queries ``[B, H, q, d]`` this layer has read: the window that decode-time
+        eviction scores against."""
+        window = self.policy.window
+        recent = query if self.recent_queries is None else torch.cat([self.recent_queries, query], dim=2)
+        self.recent_queries = recent[:, :, -window:]
+
+    def evict_decoded(self, call: AttentionCall) -> None:
+        """Decode-time eviction: score every held entry of every key head against the last ``window``
+        queries, with the prefill's statistic, and keep the layer's entries above ``c`` times their mean
+        score (the key heads of the layer share the threshold), or the best ``budget`` per key head on
+        average. The window and the sinks stay. ``call`` is the current decoding step's attention call."""
+        assert self.recent_queries is not None and self.positions is not None
+        policy, query = self.policy, self.recent_queries
+        batch, window, seen, device = query.shape[0], query.shape[-2], self.seen, query.device
+        everything = torch.arange(seen, device=device)
+        last_row = torch.tensor([call.query.shape[-2] - 1], device=device)
+        real = call.visible(last_row, everything)[:, 0].expand(batch, seen)  # not padding
+        sinks = leading_tokens(real, policy.sinks)
+        in_window = everything >= seen - window
+        causal = torch.ones(window, window, dtype=torch.bool, device=device).tril()
+        group = query.shape[1] // self.kv_heads
+        scores, protected = [], []
+        for head, (keys, values, positions) in enumerate(self._held()):
+            slot = positions.clamp_min(0).long()  # [B, S]
+            candidate = (positions >= 0) & real.gather(1, slot) & ~in_window[slot]
+            window_slots = (positions[..., None] == everything[-window:]).int().argmax(1)  # [B, w]
+            window_keys = keys.gather(1, window_slots[..., None].expand(-1, -1, keys.shape[-1]))
+            logits = raw_logits(
+                query[:, head * group : (head + 1) * group],
+                torch.cat([keys, window_keys], dim=1)[:, None],
+                dtype=policy.score_dtype,
+            )  # [B, group, w, S + w]
+            visible = torch.cat(
+                [candidate[:, None].expand(-1, window, -1), causal.expand(batch, -1, -1)], dim=-1
+            )
+            head_scores = window_rc_scores(
+                logits,
+                visible,
+                1,
+                group_reduce=policy.group_reduce,
+                statistic=policy.statistic,
+                dtype=policy.score_dtype,
+            )
+            if policy.value_norm:
+                head_scores = value_weighted(head_scores, values[:, None])
+            scores.append(head_scores[:, 0])
+            protected.append((positions >= 0) & (in_window[slot] | sinks.gather(1, slot)))
+        flat, kept_flat = torch.cat(scores, dim=-1), torch.cat(protected, dim=-1)
+        if policy.budget is not None:
+            keep, threshold = budget_keep(flat, kept_flat, policy.budget * self.kv_heads), None
+        else:
+            keep, layer_threshold = adaptive_keep(flat[:, None], policy.c)
+            keep, threshold = keep[:, 0] | kept_flat, layer_threshold[:, 0]
+        self._keep_slots(list(keep.split([s.shape[-1] for s in scores], dim=-1)))
+        held = torch.zeros(batch, self.kv_heads, seen + 1, dtype=torch.bool, device=device)  # +1: pad slots
+        for head, (_, _, positions) in enumerate(self._held()):
+            held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
+        self.decode_evictions.append(DecodeEviction(seen, held[..., :seen], threshold))
+        self.decoded = 0
+
+    def _held(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """Per key head, its ``[B, S, d]`` keys and values and ``[B, S]`` positions (-1: pad slot)."""
+        assert self.keys is not None and self.values is not None and self.positions is not None
+        if self.head_slots is None:
+            return [(self.keys[:, h], self.values[:, h], self.positions[:, h]) for h in range(self.kv_heads)]
+        return [
+            (self.keys[:, 0, seg], self.values[:, 0, seg], self.positions[:, 0, seg])
+            for seg in self.segments()
+        ]
+
     def score(self, call: AttentionCall) -> WindowScores:
         """The policy's score of every key of the chunk before its window (see :meth:`evict`)."""
         query = call.query
@@ -318,20 +414,20 @@ class RCLayer(DynamicLayer):
             self._retain(kept)
 
     def _retain(self, kept: torch.Tensor) -> None:
-        """Keep, of the last chunk's tokens, the ``[B, Hkv, n]`` ``kept`` ones (earlier slots stay), and
-        store each head's slots one head after the other."""
-        assert self.keys is not None and self.values is not None and self.positions is not None
+        """Keep, of the last chunk's tokens, the ``[B, Hkv, n]`` ``kept`` ones (earlier slots stay)."""
         n = kept.shape[-1]
-        if self.head_slots is None:
-            heads = [(self.keys[:, h], self.values[:, h], self.positions[:, h]) for h in range(self.kv_heads)]
-        else:
-            heads = [
-                (self.keys[:, 0, seg], self.values[:, 0, seg], self.positions[:, 0, seg])
-                for seg in self.segments()
+        self._keep_slots(
+            [
+                torch.cat([positions[:, :-n] >= 0, kept[:, head]], dim=-1)
+                for head, (_, _, positions) in enumerate(self._held())
             ]
+        )
+
+    def _keep_slots(self, keeps: list[torch.Tensor]) -> None:
+        """Keep the ``[B, S]`` ``keeps[g]`` slots of every key head g and store the heads one after the
+        other; a row that keeps fewer slots than its head's longest row is padded."""
         keys, values, positions, head_slots = [], [], [], []
-        for head, (head_keys, head_values, head_positions) in enumerate(heads):
-            keep = torch.cat([head_positions[:, :-n] >= 0, kept[:, head]], dim=-1)  # [B, slots]
+        for (head_keys, head_values, head_positions), keep in zip(self._held(), keeps, strict=True):
             counts = keep.sum(-1)
             slots = int(counts.max())
             index = (
@@ -339,7 +435,7 @@ class RCLayer(DynamicLayer):
             )  # kept slots first, in order
             keys.append(head_keys.gather(1, index[..., None].expand(-1, -1, head_keys.shape[-1])))
             values.append(head_values.gather(1, index[..., None].expand(-1, -1, head_values.shape[-1])))
-            is_slot = torch.arange(slots, device=kept.device) < counts[:, None]
+            is_slot = torch.arange(slots, device=keep.device) < counts[:, None]
             positions.append(torch.where(is_slot, head_positions.gather(1, index), -1))
             head_slots.append(slots)
         self.keys, self.values = torch.cat(keys, dim=1)[:, None], torch.cat(values, dim=1)[:, None]
@@ -400,7 +496,7 @@ class RCLayer(DynamicLayer):
 
     def _select(self, select: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Apply a batch re-indexing (beam search, batch expansion) to keys, values and positions."""
-        for name in ("keys", "values", "positions"):
+        for name in ("keys", "values", "positions", "recent_queries"):
             tensor = getattr(self, name)
             if tensor is not None and tensor.numel():
                 setattr(self, name, select(tensor))
@@ -420,7 +516,8 @@ class RCLayer(DynamicLayer):
         )
 
     def reset(self) -> None:
-        self.keys = self.values = self.positions = None
+        self.keys = self.values = self.positions = self.recent_queries = None
+        self.decoded, self.decode_evictions = 0, []
         self.head_slots, self.has_pads, self.is_initialized, self.seen, self.evictions = (
             None,
             False,

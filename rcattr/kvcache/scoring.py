@@ -24,6 +24,7 @@ __all__ = [
     "GroupReduce",
     "Statistic",
     "adaptive_keep",
+    "budget_keep",
     "fixed_ratio_keep",
     "leading_tokens",
     "value_weighted",
@@ -172,3 +173,31 @@ def fixed_ratio_keep(scores: torch.Tensor, ratio: float, window: int) -> torch.T
         -1, order, torch.arange(scores.shape[-1], device=scores.device).expand_as(order)
     )
     return present & (rank < budget)
+
+
+def budget_keep(scores: torch.Tensor, protected: torch.Tensor, budget: int) -> torch.Tensor:
+    """Keep at most ``budget`` keys per batch row, the protected ones first, then the highest scores.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        ``[B, m]`` scores of every candidate key (the key heads of a layer flattened, so heads keep different
+        shares of the budget); ``nan`` marks keys that are not there (padding), never kept.
+    protected : torch.Tensor
+        ``[B, m]`` bool, keys kept whatever their score (the window, the sinks); they count in the budget.
+    budget : int
+        Keys a row may keep.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[B, m]`` bool.
+    """
+    present = ~scores.isnan()
+    room = (budget - protected.sum(-1, keepdim=True)).clamp_min(0)  # [B, 1]
+    ranked = scores.nan_to_num(float("-inf")).masked_fill(protected, float("-inf"))
+    order = ranked.argsort(dim=-1, descending=True, stable=True)
+    rank = torch.empty_like(order).scatter_(
+        -1, order, torch.arange(scores.shape[-1], device=scores.device).expand_as(order)
+    )
+    return protected | (present & ~protected & (rank < room))
