@@ -60,6 +60,19 @@ class EvictionPolicy:
     decode_every: int | None = None
     budget: int | None = None
 
+    def scores(self, logits: torch.Tensor, visible: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """``[B, Hkv, m]`` the score of every key before the window, from the window's ``[B, H, w, m + w]``
+        logits on them and on itself, their ``[B, w, m + w]`` visibility and the ``[B, Hkv, >= m, d]`` values."""
+        scores = window_rc_scores(
+            logits,
+            visible,
+            values.shape[1],
+            group_reduce=self.group_reduce,
+            statistic=self.statistic,
+            dtype=self.score_dtype,
+        )
+        return value_weighted(scores, values) if self.value_norm else scores
+
     def keep(
         self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -316,17 +329,7 @@ class RCLayer(DynamicLayer):
             visible = torch.cat(
                 [candidate[:, None].expand(-1, window, -1), causal.expand(batch, -1, -1)], dim=-1
             )
-            head_scores = window_rc_scores(
-                logits,
-                visible,
-                1,
-                group_reduce=policy.group_reduce,
-                statistic=policy.statistic,
-                dtype=policy.score_dtype,
-            )
-            if policy.value_norm:
-                head_scores = value_weighted(head_scores, values[:, None])
-            scores.append(head_scores[:, 0])
+            scores.append(policy.scores(logits, visible, values[:, None])[:, 0])
             protected.append((positions >= 0) & (in_window[slot] | sinks.gather(1, slot)))
         flat, kept_flat = torch.cat(scores, dim=-1), torch.cat(protected, dim=-1)
         if policy.budget is not None:
@@ -370,16 +373,7 @@ class RCLayer(DynamicLayer):
         policy = self.policy
         if n > window:
             logits = raw_logits(query[:, :, -window:], keys, dtype=policy.score_dtype)
-            before = window_rc_scores(
-                logits,
-                visible,
-                kv_heads,
-                group_reduce=policy.group_reduce,
-                statistic=policy.statistic,
-                dtype=policy.score_dtype,
-            )
-            if policy.value_norm:
-                before = value_weighted(before, values)
+            before = policy.scores(logits, visible, values)
         else:  # the whole chunk is window
             before = keys.new_empty(batch, kv_heads, 0, dtype=policy.score_dtype)
         sinks = policy.sinks if start == 0 else 0  # the sequence's first tokens, not every chunk's
