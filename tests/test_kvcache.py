@@ -22,6 +22,7 @@ from rcattr.kvcache import (
     EvictionPolicy,
     RCKVCache,
     adaptive_keep,
+    budget_keep,
     fixed_ratio_keep,
     leading_tokens,
     window_rc_scores,
@@ -719,3 +720,11 @@ def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None
         RCKVCache(model, decode_every=0)
     with pytest.raises(ValueError, match="leaves no room"):
         RCKVCache(model, window=16, decode_every=4, budget=20)
+
+
+def test_budget_keep_keeps_the_protected_then_the_best_scores() -> None:
+    scores = torch.tensor([[0.5, float("nan"), 0.9, 0.1, 0.7, 0.3]])
+    protected = torch.tensor([[False, False, False, True, False, False]])
+    assert budget_keep(scores, protected, 3).tolist() == [[False, False, True, True, True, False]]
+    assert budget_keep(scores, protected, 1).tolist() == [[False, False, False, True, False, False]]
+    assert budget_keep(scores, protected, 10).sum() == 5  # padding is never kept

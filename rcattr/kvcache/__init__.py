@@ -1,9 +1,10 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
-from rcattr.kvcache.layer import Eviction, EvictionPolicy, RCLayer, WindowScores
+from rcattr.kvcache.layer import DecodeEviction, Eviction, EvictionPolicy, RCLayer, WindowScores
 from rcattr.kvcache.scoring import (
     adaptive_keep,
+    budget_keep,
     fixed_ratio_keep,
     leading_tokens,
     value_weighted,
@@ -12,12 +13,14 @@ from rcattr.kvcache.scoring import (
 
 # RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [
+    "DecodeEviction",
     "Eviction",
     "EvictionPolicy",
     "RCKVCache",
     "RCLayer",
     "WindowScores",
     "adaptive_keep",
+    "budget_keep",
     "cache_nbytes",
     "fixed_ratio_keep",
     "leading_tokens",
