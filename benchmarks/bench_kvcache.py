@@ -7,6 +7,8 @@ only side-by-side figures mean anything):
 
 - ``default``: ``DynamicCache``, no eviction;
 - ``rc``: ``RCKVCache(model, c, window)``;
+- ``rc+decode``: the same with decode-time eviction, ``decode_every`` and ``budget`` as given (with
+  ``--decode-every``);
 - ``snapkv``: kvpress's ``SnapKVPress`` at the compression ratio RCKVCache reached, when kvpress is
   importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
   compression column is the ratio it was given; its bytes held are measured.
@@ -15,6 +17,7 @@ Prefill is one ``model(prompt, past_key_values=cache, logits_to_keep=1)``; decod
 ``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
 
     python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
+    python benchmarks/bench_kvcache.py --lengths 2000 --new-tokens 128 --decode-every 32 --budget 256
 """
 
 from __future__ import annotations
@@ -76,9 +79,17 @@ def run(
     return prefill, (time.perf_counter() - start) / new_tokens, cache
 
 
-def variants(model, c: float, window: int, ratio: float | None) -> Iterator[tuple[str, Callable, Callable]]:
+def variants(
+    model, c: float, window: int, ratio: float | None, decode_every: int | None, budget: int | None
+) -> Iterator[tuple[str, Callable, Callable]]:
     yield "default", lambda: DynamicCache(config=model.config), contextlib.nullcontext
     yield "rc", lambda: RCKVCache(model, c=c, window=window), contextlib.nullcontext
+    if decode_every is not None:
+        yield (
+            "rc+decode",
+            lambda: RCKVCache(model, c=c, window=window, decode_every=decode_every, budget=budget),
+            contextlib.nullcontext,
+        )
     if SnapKVPress is not None and ratio is not None:
         press = SnapKVPress(compression_ratio=ratio, window_size=window)
         yield "snapkv", lambda: DynamicCache(config=model.config), lambda: press(model)
@@ -93,6 +104,15 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=16)
     parser.add_argument("--new-tokens", type=int, default=32, help="greedy tokens decoded after prefill")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--decode-every",
+        type=int,
+        default=None,
+        help="add RCKVCache with decode-time eviction every N tokens",
+    )
+    parser.add_argument(
+        "--budget", type=int, default=None, help="its entries per key head (with --decode-every)"
+    )
     args = parser.parse_args()
 
     torch.set_grad_enabled(False)
@@ -114,7 +134,9 @@ def main() -> None:
         times: dict[str, list[tuple[float, float]]] = {}
         caches = {}
         for _ in range(args.repeats):
-            for name, make_cache, press in variants(model, args.c, args.window, ratio):
+            for name, make_cache, press in variants(
+                model, args.c, args.window, ratio, args.decode_every, args.budget
+            ):
                 prefill, decode, caches[name] = run(model, ids, make_cache, press(), args.new_tokens)
                 times.setdefault(name, []).append((prefill, decode))
         base_prefill = statistics.median(t[0] for t in times["default"])
