@@ -12,8 +12,9 @@ from transformers import PreTrainedModel
 
 from rcattr.base import Example
 from rcattr.capture import CaptureStep, LogitCapture
+from rcattr.heads import peak_superiority
 from rcattr.spans import attention_probabilities
-from rcattr.stats import count_below, sort_values
+from rcattr.stats import sort_values
 
 
 class LookbackReducer:
@@ -54,9 +55,8 @@ class PeakSuperiorityReducer:
         logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
         answer = slice(self.answer_start, self.answer_start + logits.shape[-2])
         y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
-        cross = logits[..., self.context_keys].masked_fill(~visible[:, self.context_keys], float("-inf"))
-        peak = cross.amax(-1).contiguous()  # [H, A]
-        self.scores[step.layer_idx] = count_below(peak, y).double() / y.shape[-1]
+        cross, cross_visible = logits[..., self.context_keys], visible[:, self.context_keys]
+        self.scores[step.layer_idx] = peak_superiority(cross, cross_visible, y)
         self.sizes[step.layer_idx] = y.shape[-1]
 
 

@@ -282,14 +282,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     model, tokenizer = load_model(args.model)
     attributor = RCAttributor(model, tokenizer)
     store = RunStore(args.out, rows="records")
-    store.claim(
-        {
-            "model": args.model,
-            "max_new_tokens": args.max_new_tokens,
-            "seed": args.seed,
-            "max_edits": args.max_edits,
-        }
-    )
+    settings = {"model": args.model, "max_new_tokens": args.max_new_tokens, "seed": args.seed}
+    if "unsupported" in args.task:  # a context-relevance run folder from before the edits resumes as it was
+        settings["max_edits"] = args.max_edits
+    store.claim(settings)
     results: dict[str, Any] = {}
     report = []
     if "relevance" in args.task:

@@ -173,9 +173,25 @@ def layer_rc(
         "rc_std": rc / y_std.clamp_min(torch.finfo(rc.dtype).tiny),
         "rc": rc,
     }
+    return LayerRC(
+        scores[kind],
+        context_rc,
+        self_rc,
+        peak_superiority(cross, cross_visible, y),
+        scores,
+        row_below,
+        n_row,
+        y_std,
+    )
+
+
+def peak_superiority(
+    cross: torch.Tensor, cross_visible: torch.Tensor, y_sorted: torch.Tensor
+) -> torch.Tensor:
+    """``[H, A]`` P(max X > Y) per row: the share of the sorted ``[H, |Y|]`` sample below the row's highest
+    visible logit of ``cross [H, A, C]`` (``cross_visible [A, C]``); 0 for a row that sees nothing."""
     peak = cross.masked_fill(~cross_visible, float("-inf")).amax(-1).contiguous()  # [H, A]
-    context_peak = count_below(peak, y).to(torch.float64) / y.shape[-1]
-    return LayerRC(scores[kind], context_rc, self_rc, context_peak, scores, row_below, n_row, y_std)
+    return count_below(peak, y_sorted).to(torch.float64) / y_sorted.shape[-1]
 
 
 def head_count(scores: torch.Tensor, k: HeadCount) -> int:
