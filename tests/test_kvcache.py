@@ -671,7 +671,8 @@ def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
     model = kv_model(arch, attn)
     ids, mask = prompt(batch=batch, pad=pad)
     chunks = [torch.randint(3, 120, (batch, 1)) for _ in range(11)]
-    cache = RCKVCache(model, c=1.0, window=4, decode_every=3, budget=budget)
+    threshold = {"c": 1.0} if budget is None else {"budget": budget}
+    cache = RCKVCache(model, window=4, decode_every=3, **threshold)
     got = next_logits(model, cache, ids, mask, chunks)
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
@@ -691,7 +692,7 @@ def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
 def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
-    cache = RCKVCache(model, c=0.5, window=4, decode_every=4, budget=10)
+    cache = RCKVCache(model, window=4, decode_every=4, budget=10)
     sizes = []
     for step in range(40):
         token = ids if step == 0 else torch.randint(3, 120, (1, 1))
@@ -714,12 +715,36 @@ def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None
     for index in cache.rc_layers:
         for eviction in cache.layers[index].decode_evictions:
             assert eviction.held[..., :4].all() and eviction.threshold is not None
-    with pytest.raises(ValueError, match="give decode_every too"):
-        RCKVCache(model, budget=100)
+    for threshold in ({"c": 1.0}, {"ratio": 0.5}):
+        with pytest.raises(ValueError, match="give one of c"):
+            RCKVCache(model, budget=100, **threshold)
     with pytest.raises(ValueError, match="decode_every must be an int"):
         RCKVCache(model, decode_every=0)
     with pytest.raises(ValueError, match="leaves no room"):
         RCKVCache(model, window=16, decode_every=4, budget=20)
+
+
+@pytest.mark.parametrize("layer_budget", ["model", "layer"])
+def test_a_budget_at_prefill_keeps_the_best_budget_entries_per_head(layer_budget) -> None:
+    model = kv_model("llama")
+    ids, _ = prompt(length=30)
+    cache = RCKVCache(model, window=4, budget=10, layer_budget=layer_budget)
+    model(ids, past_key_values=cache)
+    held = [cache.layers[i].eviction.kept[0].sum(-1) for i in cache.rc_layers]  # type: ignore[union-attr]
+    if layer_budget == "layer":
+        assert all(bool((h == 10).all()) for h in held)
+    else:  # shared by heads and layers by score: 10 per head on average, not each
+        per_head = torch.cat(held)
+        assert int(per_head.sum()) == 10 * per_head.numel() and per_head.unique().numel() > 1
+    for index in cache.rc_layers:
+        eviction = cache.layers[index].eviction
+        assert eviction is not None and eviction.threshold is None
+        evicted = eviction.scores[0].masked_fill(eviction.kept[0], float("nan"))
+        kept = eviction.scores[0].masked_fill(~eviction.kept[0], float("nan"))
+        if layer_budget == "layer":  # what a head keeps outscores what it evicts (sinks aside)
+            assert bool(
+                (kept[:, 4:].nan_to_num(float("inf")).amin(-1) >= evicted.nan_to_num(0).amax(-1)).all()
+            )
 
 
 def test_budget_keep_keeps_the_protected_then_the_best_scores() -> None:

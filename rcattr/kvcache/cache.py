@@ -73,9 +73,12 @@ class RCKVCache(Cache):
         above ``c`` times the mean score of all its key heads; heads keep different shares. Default: only
         chunks (the prompt, a chat's next turn) are evicted; generated tokens are all kept.
     budget : int, optional
-        With ``decode_every``: each decode-time eviction keeps at most ``budget`` entries per key head on
-        average (``budget × key heads`` per layer and batch row, shared by the heads by score), so the
-        cache stays within ``budget + decode_every`` tokens per head however long the generation.
+        A fixed token budget instead of the adaptive threshold: each chunk (the prompt) keeps its best
+        ``budget`` entries per key head on average, window and sinks included, shared by the heads (and,
+        with ``layer_budget="model"``, the layers) by score; with ``decode_every``, each decode-time
+        eviction cuts every layer back to ``budget × key heads`` entries per batch row, so the cache stays
+        within ``budget + decode_every`` tokens per head (plus a later chunk's, e.g. the question)
+        however long the generation. Not with ``ratio``.
 
     Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
     cache, already bounded by their window; the compression figures count the full-attention layers.
@@ -108,6 +111,11 @@ class RCKVCache(Cache):
                 f"give either c (an adaptive threshold) or ratio (a fixed share to evict), not both: c={c!r}, "
                 f"ratio={ratio!r}"
             )
+        if budget is not None and (ratio is not None or c is not None):
+            raise ValueError(
+                "give one of c (an adaptive threshold), ratio (a share of the prompt to evict) and budget "
+                f"(entries to keep): c={c!r}, ratio={ratio!r}, budget={budget!r}"
+            )
         c = 1.0 if c is None else c
         if isinstance(c, bool) or not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
             raise ValueError(f"c must be a finite number >= 0, got {c!r}")
@@ -132,8 +140,6 @@ class RCKVCache(Cache):
         for name, value in (("decode_every", decode_every), ("budget", budget)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}")
-        if budget is not None and decode_every is None:
-            raise ValueError("budget applies to decode-time eviction: give decode_every too")
         if budget is not None and budget <= window + sinks:
             raise ValueError(
                 f"budget={budget} leaves no room besides the window ({window}) and the sinks ({sinks})"
@@ -228,7 +234,8 @@ class RCKVCache(Cache):
         flat = torch.cat([s.before.reshape(batch, 1, -1) for _, s in pending], dim=-1)
         protected = torch.cat([s.protected.reshape(batch, 1, -1) for _, s in pending], dim=-1)
         window_entries = sum(s.window * s.before.shape[1] for _, s in pending)
-        keep, threshold = self.policy.keep(flat, protected, window_entries)
+        heads = sum(s.before.shape[1] for _, s in pending)
+        keep, threshold = self.policy.keep(flat, protected, window_entries, heads)
         sizes = [s.before[0].numel() for _, s in pending]
         for (rc_layer, s), kept in zip(pending, keep.split(sizes, dim=-1), strict=True):
             heads = s.before.shape[1]

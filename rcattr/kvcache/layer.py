@@ -74,16 +74,19 @@ class EvictionPolicy:
         return value_weighted(scores, values) if self.value_norm else scores
 
     def keep(
-        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int
+        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int, heads: int = 1
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The keep decision for ``[B, G, m]`` scores of G groups that each get one threshold or budget.
 
         A group is one key head's keys before the window (``layer_budget="layer"``), or every key head
         of every layer flattened into one (``"model"``); ``window_entries`` is the number of window
-        entries a group holds besides its ``m`` keys. ``protected [B, G, m]`` keys (the sinks) are
-        kept whatever their score, and count towards a fixed ratio's budget. Returns the ``[B, G, m]``
-        decision and the thresholds ``[B, G]`` (None in ``ratio`` mode).
+        entries a group holds besides its ``m`` keys, and ``heads`` the key heads it spans.
+        ``protected [B, G, m]`` keys (the sinks) are kept whatever their score, and count towards a fixed
+        ratio's budget and a token ``budget``. Returns the ``[B, G, m]`` decision and the thresholds
+        ``[B, G]`` (None in ``ratio`` and ``budget`` modes).
         """
+        if self.budget is not None:  # the best budget entries per head of the group, window included
+            return budget_keep(scores, protected, self.budget * heads - window_entries), None
         if self.ratio is not None:
             ranked = scores.masked_fill(protected, float("inf"))
             return fixed_ratio_keep(ranked, self.ratio, window_entries), None

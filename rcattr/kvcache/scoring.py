@@ -176,22 +176,22 @@ def fixed_ratio_keep(scores: torch.Tensor, ratio: float, window: int) -> torch.T
 
 
 def budget_keep(scores: torch.Tensor, protected: torch.Tensor, budget: int) -> torch.Tensor:
-    """Keep at most ``budget`` keys per batch row, the protected ones first, then the highest scores.
+    """Keep at most ``budget`` keys per batch row (and group), the protected ones first, then the highest scores.
 
     Parameters
     ----------
     scores : torch.Tensor
-        ``[B, m]`` scores of every candidate key (the key heads of a layer flattened, so heads keep different
+        ``[..., m]`` scores of every candidate key (the key heads of a layer flattened, so heads keep different
         shares of the budget); ``nan`` marks keys that are not there (padding), never kept.
     protected : torch.Tensor
-        ``[B, m]`` bool, keys kept whatever their score (the window, the sinks); they count in the budget.
+        ``[..., m]`` bool, keys kept whatever their score (the window, the sinks); they count in the budget.
     budget : int
         Keys a row may keep.
 
     Returns
     -------
     torch.Tensor
-        ``[B, m]`` bool.
+        ``[..., m]`` bool.
     """
     present = ~scores.isnan()
     room = (budget - protected.sum(-1, keepdim=True)).clamp_min(0)  # [B, 1]
