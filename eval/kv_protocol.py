@@ -64,7 +64,7 @@ def split_prompt(tokenizer: TokenizerLike, context: str, question: str) -> Split
     )
 
 
-def _stop_ids(model: PreTrainedModel) -> set[int]:
+def stop_ids(model: PreTrainedModel) -> set[int]:
     eos = model.generation_config.eos_token_id
     return set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
 
@@ -77,7 +77,7 @@ def _uneven(cache: Cache) -> bool:
     return len({cache.get_seq_length(i) for i in range(len(cache.layers))}) > 1
 
 
-def _forward(
+def feed(
     model: PreTrainedModel, cache: Cache, input_ids: torch.Tensor, start: int, keep: int = 1
 ) -> torch.Tensor:
     """Feed ``input_ids [1, q]`` at positions ``start ...``; the logits ``[keep, vocab]`` of the last ``keep``."""
@@ -100,11 +100,11 @@ def greedy_answer(
 ) -> torch.Tensor:
     """``[T]`` greedy answer ids (stop token included) after the context already in ``cache``."""
     position = prompt.n_context
-    answer = [int(_forward(model, cache, prompt.question_ids, position)[-1].argmax())]
+    answer = [int(feed(model, cache, prompt.question_ids, position)[-1].argmax())]
     position += prompt.question_ids.shape[1]
-    stop = _stop_ids(model)
+    stop = stop_ids(model)
     while answer[-1] not in stop and len(answer) < max_new_tokens:
-        answer.append(int(_forward(model, cache, torch.tensor([answer[-1:]]), position)[-1].argmax()))
+        answer.append(int(feed(model, cache, torch.tensor([answer[-1:]]), position)[-1].argmax()))
         position += 1
     return torch.tensor(answer)
 
@@ -126,6 +126,6 @@ def teacher_forced(
     inputs = torch.cat([question, answer[None, :-1]], dim=1)
     count = answer.shape[0]
     with LastLayerHeadOutputs(model) as outputs:
-        logits = _forward(model, cache, inputs, prompt.n_context, keep=count)
+        logits = feed(model, cache, inputs, prompt.n_context, keep=count)
     first = question.shape[1] - 1
     return TeacherForced(logits.float().log_softmax(-1), outputs.heads[0, first : first + count])
