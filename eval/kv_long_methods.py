@@ -2,8 +2,8 @@
 
 * :class:`FullDecoding`: transformers' ``DynamicCache``, the reference; it grows with every token.
 * :class:`RCDecoding`: :class:`~rcattr.kvcache.RCKVCache` with ``budget`` entries per key head at prefill and,
-  with ``decode_every``, cut back to them every ``every`` generated tokens; without it (``prefill-only``),
-  every generated token is kept, as before decode-time eviction.
+  with ``decode_every``, cut back to them every ``every`` generated tokens (``rc``; ``rc_question`` also scores
+  against the question's window); without it (``rc_prefill_only``), every generated token is kept.
 * :class:`DecodingPressMethod`: kvpress's ``PrefillDecodingPress``: a scorer press prunes the context to the
   budget at prefill, and a ``DecodingPress`` of the same scorer cuts the cache back to it every ``every``
   tokens, with kvpress's own hooks (``with press(model)`` around the prefill, then around the decoding, as
@@ -38,7 +38,6 @@ DECODING_SCORERS: dict[str, Callable[[Any, float, int], Any]] = {
     "snapkv": lambda kvpress, ratio, every: kvpress.SnapKVPress(
         compression_ratio=ratio, window_size=min(64, every // 2)
     ),
-    "keydiff": lambda kvpress, ratio, every: kvpress.KeyDiffPress(compression_ratio=ratio),
     "expected_attention": lambda kvpress, ratio, every: kvpress.ExpectedAttentionPress(
         compression_ratio=ratio
     ),
@@ -97,19 +96,24 @@ class FullDecoding(LongMethod):
 
 @dataclass(frozen=True)
 class RCDecoding(LongMethod):
-    """RCKVCache with the budget at prefill; with ``decode_time``, also every ``budget.every`` tokens."""
+    """RCKVCache with the budget at prefill; with ``decode_time``, also every ``budget.every`` tokens, scored
+    against the recent tokens (and, with ``question_window``, the question's window too)."""
 
     decode_time: bool = True
+    question_window: bool = False
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return "rc" if self.decode_time else "rc_prefill_only"
+        if not self.decode_time:
+            return "rc_prefill_only"
+        return "rc_question" if self.question_window else "rc"
 
     def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
         every = budget.every if self.decode_time else None
-        return Decoder(
-            _prefill(model, RCKVCache(model, budget=budget.tokens, decode_every=every), context_ids)
+        cache = RCKVCache(
+            model, budget=budget.tokens, decode_every=every, question_window=self.question_window
         )
+        return Decoder(_prefill(model, cache, context_ids))
 
 
 def prefill_ratio(context_tokens: int, kept: int) -> float:
@@ -153,6 +157,7 @@ def long_methods() -> dict[str, LongMethod]:
     methods: list[LongMethod] = [
         FullDecoding(),
         RCDecoding(),
+        RCDecoding(question_window=True),
         RCDecoding(decode_time=False),
         *(DecodingPressMethod(scorer) for scorer in DECODING_SCORERS),
     ]

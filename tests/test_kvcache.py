@@ -664,15 +664,15 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
 
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
-@pytest.mark.parametrize("budget", [None, 9])
+@pytest.mark.parametrize(("budget", "question_window"), [(None, False), (9, False), (13, True)])
 def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
-    arch, attn, batch, pad, budget
+    arch, attn, batch, pad, budget, question_window
 ) -> None:
     model = kv_model(arch, attn)
     ids, mask = prompt(batch=batch, pad=pad)
     chunks = [torch.randint(3, 120, (batch, 1)) for _ in range(11)]
     threshold = {"c": 1.0} if budget is None else {"budget": budget}
-    cache = RCKVCache(model, window=4, decode_every=3, **threshold)
+    cache = RCKVCache(model, window=4, decode_every=3, question_window=question_window, **threshold)
     got = next_logits(model, cache, ids, mask, chunks)
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
@@ -683,6 +683,8 @@ def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
         for eviction in layer.decode_evictions:
             held = eviction.held
             assert held[..., -4:].all()  # the window stays
+            if question_window:
+                assert held[..., 36:40].all()  # so does the prompt's (the last chunk's) window
             before = held[..., : eviction.seen - 4]
             assert not before.all()  # something older was evicted
             if budget is not None:

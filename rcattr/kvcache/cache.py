@@ -79,6 +79,10 @@ class RCKVCache(Cache):
         eviction cuts every layer back to ``budget × key heads`` entries per batch row, so the cache stays
         within ``budget + decode_every`` tokens per head (plus a later chunk's, e.g. the question)
         however long the generation. Not with ``ratio``.
+    question_window : bool, default False
+        With ``decode_every``: decode-time eviction scores against the window of the last chunk (the
+        question, or the prompt's end) as well as the last ``window`` generated tokens, and keeps both, so
+        that what the question reads survives a long answer whatever the answer is about at the time.
 
     Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
     cache, already bounded by their window; the compression figures count the full-attention layers.
@@ -105,12 +109,15 @@ class RCKVCache(Cache):
         score_dtype: torch.dtype = torch.float32,
         decode_every: int | None = None,
         budget: int | None = None,
+        question_window: bool = False,
     ) -> None:
         if c is not None and ratio is not None:
             raise ValueError(
                 f"give either c (an adaptive threshold) or ratio (a fixed share to evict), not both: c={c!r}, "
                 f"ratio={ratio!r}"
             )
+        if not isinstance(question_window, bool):
+            raise ValueError(f"question_window must be True or False, got {question_window!r}")
         if budget is not None and (ratio is not None or c is not None):
             raise ValueError(
                 "give one of c (an adaptive threshold), ratio (a share of the prompt to evict) and budget "
@@ -140,9 +147,10 @@ class RCKVCache(Cache):
         for name, value in (("decode_every", decode_every), ("budget", budget)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}")
-        if budget is not None and budget <= window + sinks:
+        protected = window * (2 if question_window else 1) + sinks
+        if budget is not None and budget <= protected:
             raise ValueError(
-                f"budget={budget} leaves no room besides the window ({window}) and the sinks ({sinks})"
+                f"budget={budget} leaves no room besides the windows ({protected - sinks}) and the sinks ({sinks})"
             )
         check_supported(model)
         policy = EvictionPolicy(
@@ -157,6 +165,7 @@ class RCKVCache(Cache):
             score_dtype=score_dtype,
             decode_every=decode_every,
             budget=budget,
+            question_window=question_window,
         )
         layers = DynamicCache(config=model.config).layers
         if not layers:

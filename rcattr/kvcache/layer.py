@@ -59,6 +59,7 @@ class EvictionPolicy:
     score_dtype: torch.dtype = torch.float32
     decode_every: int | None = None
     budget: int | None = None
+    question_window: bool = False
 
     def scores(self, logits: torch.Tensor, visible: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """``[B, Hkv, m]`` the score of every key before the window, from the window's ``[B, H, w, m + w]``
@@ -209,6 +210,8 @@ class RCLayer(DynamicLayer):
         self.seen = 0
         self.evictions: list[Eviction] = []  # one per chunk, the prefill's first
         self.recent_queries: torch.Tensor | None = None  # [B, H, <= window, d], the decode-time window
+        self.question_queries: torch.Tensor | None = None  # [B, H, <= window, d], the last chunk's window
+        self.question_start = 0  # the sequence position of its first query
         self.decoded = 0  # tokens decoded since the last eviction
         self.decode_evictions: list[DecodeEviction] = []
 
@@ -302,36 +305,41 @@ class RCLayer(DynamicLayer):
         window = self.policy.window
         recent = query if self.recent_queries is None else torch.cat([self.recent_queries, query], dim=2)
         self.recent_queries = recent[:, :, -window:]
+        if query.shape[-2] > 1:  # a chunk: the prompt, the question, a chat's next turn
+            self.question_queries = query[:, :, -window:]
+            self.question_start = self.seen - self.question_queries.shape[-2]
 
     def evict_decoded(self, call: AttentionCall) -> None:
         """Decode-time eviction: score every held entry of every key head against the last ``window``
-        queries, with the prefill's statistic, and keep the layer's entries above ``c`` times their mean
-        score (the key heads of the layer share the threshold), or the best ``budget`` per key head on
-        average. The window and the sinks stay. ``call`` is the current decoding step's attention call."""
+        queries (and, with ``question_window``, the last chunk's window too), with the prefill's statistic,
+        and keep the layer's entries above ``c`` times their mean score (the key heads of the layer share the
+        threshold), or the best ``budget`` per key head on average. The windows and the sinks stay.
+        ``call`` is the current decoding step's attention call."""
         assert self.recent_queries is not None and self.positions is not None
-        policy, query = self.policy, self.recent_queries
-        batch, window, seen, device = query.shape[0], query.shape[-2], self.seen, query.device
+        policy, seen = self.policy, self.seen
+        query, window_positions = self._decode_window()
+        batch, window, device = query.shape[0], query.shape[-2], query.device
         everything = torch.arange(seen, device=device)
         last_row = torch.tensor([call.query.shape[-2] - 1], device=device)
         real = call.visible(last_row, everything)[:, 0].expand(batch, seen)  # not padding
         sinks = leading_tokens(real, policy.sinks)
-        in_window = everything >= seen - window
+        in_window = torch.zeros(seen, dtype=torch.bool, device=device)
+        in_window[window_positions] = True
         causal = torch.ones(window, window, dtype=torch.bool, device=device).tril()
         group = query.shape[1] // self.kv_heads
         scores, protected = [], []
         for head, (keys, values, positions) in enumerate(self._held()):
             slot = positions.clamp_min(0).long()  # [B, S]
             candidate = (positions >= 0) & real.gather(1, slot) & ~in_window[slot]
-            window_slots = (positions[..., None] == everything[-window:]).int().argmax(1)  # [B, w]
+            window_slots = (positions[..., None] == window_positions).int().argmax(1)  # [B, w]
             window_keys = keys.gather(1, window_slots[..., None].expand(-1, -1, keys.shape[-1]))
             logits = raw_logits(
                 query[:, head * group : (head + 1) * group],
                 torch.cat([keys, window_keys], dim=1)[:, None],
                 dtype=policy.score_dtype,
             )  # [B, group, w, S + w]
-            visible = torch.cat(
-                [candidate[:, None].expand(-1, window, -1), causal.expand(batch, -1, -1)], dim=-1
-            )
+            before_row = positions[:, None, :] < window_positions[None, :, None]  # causal, [B, w, S]
+            visible = torch.cat([candidate[:, None] & before_row, causal.expand(batch, -1, -1)], dim=-1)
             scores.append(policy.scores(logits, visible, values[:, None])[:, 0])
             protected.append((positions >= 0) & (in_window[slot] | sinks.gather(1, slot)))
         flat, kept_flat = torch.cat(scores, dim=-1), torch.cat(protected, dim=-1)
@@ -346,6 +354,19 @@ class RCLayer(DynamicLayer):
             held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
         self.decode_evictions.append(DecodeEviction(seen, held[..., :seen], threshold))
         self.decoded = 0
+
+    def _decode_window(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The queries ``[B, H, w, d]`` decode-time eviction scores against and their ``[w]`` positions, in
+        order: the last chunk's window (with ``question_window``, where it is not recent), then the recent."""
+        assert self.recent_queries is not None
+        recent = self.recent_queries
+        device, start = recent.device, self.seen - recent.shape[-2]
+        positions = torch.arange(start, self.seen, device=device)
+        if not self.policy.question_window or self.question_queries is None:
+            return recent, positions
+        older = self.question_queries[:, :, : max(0, start - self.question_start)]
+        question = torch.arange(self.question_start, self.question_start + older.shape[-2], device=device)
+        return torch.cat([older, recent], dim=2), torch.cat([question, positions])
 
     def _held(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """Per key head, its ``[B, S, d]`` keys and values and ``[B, S]`` positions (-1: pad slot)."""
@@ -493,7 +514,7 @@ class RCLayer(DynamicLayer):
 
     def _select(self, select: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Apply a batch re-indexing (beam search, batch expansion) to keys, values and positions."""
-        for name in ("keys", "values", "positions", "recent_queries"):
+        for name in ("keys", "values", "positions", "recent_queries", "question_queries"):
             tensor = getattr(self, name)
             if tensor is not None and tensor.numel():
                 setattr(self, name, select(tensor))
@@ -513,8 +534,8 @@ class RCLayer(DynamicLayer):
         )
 
     def reset(self) -> None:
-        self.keys = self.values = self.positions = self.recent_queries = None
-        self.decoded, self.decode_evictions = 0, []
+        self.keys = self.values = self.positions = self.recent_queries = self.question_queries = None
+        self.decoded, self.decode_evictions, self.question_start = 0, [], 0
         self.head_slots, self.has_pads, self.is_initialized, self.seen, self.evictions = (
             None,
             False,
