@@ -709,6 +709,26 @@ def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
     assert cache.full_nbytes() > 2 * bound
 
 
+def test_without_a_budget_decode_time_eviction_judges_each_entry_once() -> None:
+    model = kv_model("llama")
+    ids, _ = prompt(length=30)
+    cache = RCKVCache(model, c=1.0, window=4, decode_every=4)
+    model(ids, past_key_values=cache)
+    for _ in range(24):
+        model(torch.randint(3, 120, (1, 1)), past_key_values=cache)
+    for index in cache.rc_layers:
+        layer = cache.layers[index]
+        evictions = layer.decode_evictions
+        assert [e.seen for e in evictions] == [34, 38, 42, 46, 50, 54]
+        prefill = layer.eviction.kept[0]  # type: ignore[union-attr]
+        for earlier, later in zip(evictions, evictions[1:], strict=False):
+            judged = earlier.seen - 4  # what the earlier one judged stays as it left it
+            assert torch.equal(later.held[..., :judged], earlier.held[..., :judged])
+        assert torch.equal(evictions[0].held[0, :, :26], prefill[:, :26])  # so does the prefill's choice
+        generated = torch.stack([e.held[0, :, e.seen - 8 : e.seen - 4] for e in evictions[1:]])
+        assert 0 < int(generated.sum()) < generated.numel()  # the new entries are judged
+
+
 def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None:
     model = kv_model("llama")
     ids, _ = prompt()

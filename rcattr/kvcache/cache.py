@@ -68,10 +68,12 @@ class RCKVCache(Cache):
         Accumulation dtype of the scores.
     decode_every : int, optional
         Decode-time eviction: after every ``decode_every`` generated tokens, each full-attention layer scores
-        everything it holds (prompt and generated entries) against its last ``window`` queries with the same
-        statistic and evicts, the window and the sinks kept. Without ``budget``, a layer keeps the entries
-        above ``c`` times the mean score of all its key heads; heads keep different shares. Default: only
-        chunks (the prompt, a chat's next turn) are evicted; generated tokens are all kept.
+        its entries against its last ``window`` queries with the same statistic and evicts, the window and
+        the sinks kept. With ``budget``, everything it holds (prompt and generated) is ranked again and cut
+        to the budget. Without, the tokens generated since the last eviction are judged, and those above ``c``
+        times their mean score (over the layer's key heads) kept, so the cache grows by the share the
+        threshold keeps. Default: only chunks (the prompt, a chat's next turn) are evicted; generated tokens
+        are all kept.
     budget : int, optional
         A fixed token budget instead of the adaptive threshold: each chunk (the prompt) keeps its best
         ``budget`` entries per key head on average, window and sinks included, shared by the heads (and,

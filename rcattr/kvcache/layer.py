@@ -212,6 +212,7 @@ class RCLayer(DynamicLayer):
         self.recent_queries: torch.Tensor | None = None  # [B, H, <= window, d], the decode-time window
         self.question_queries: torch.Tensor | None = None  # [B, H, <= window, d], the last chunk's window
         self.question_start = 0  # the sequence position of its first query
+        self.judged_until = 0  # entries before this position were judged by an eviction
         self.decoded = 0  # tokens decoded since the last eviction
         self.decode_evictions: list[DecodeEviction] = []
 
@@ -312,8 +313,9 @@ class RCLayer(DynamicLayer):
     def evict_decoded(self, call: AttentionCall) -> None:
         """Decode-time eviction: score every held entry of every key head against the last ``window``
         queries (and, with ``question_window``, the last chunk's window too), with the prefill's statistic,
-        and keep the layer's entries above ``c`` times their mean score (the key heads of the layer share the
-        threshold), or the best ``budget`` per key head on average. The windows and the sinks stay.
+        and keep the best ``budget`` per key head on average; without a budget, score the entries no eviction
+        has judged yet (the tokens generated since the last) and keep those above ``c`` times their mean
+        score (the key heads of the layer share the threshold). The windows and the sinks stay.
         ``call`` is the current decoding step's attention call."""
         assert self.recent_queries is not None and self.positions is not None
         policy, seen = self.policy, self.seen
@@ -325,12 +327,15 @@ class RCLayer(DynamicLayer):
         sinks = leading_tokens(real, policy.sinks)
         in_window = torch.zeros(seen, dtype=torch.bool, device=device)
         in_window[window_positions] = True
+        # without a budget, what an eviction kept stays (re-judging it against each new mean would shrink
+        # the cache at every eviction); a budget re-ranks everything held
+        judged = everything < (self.judged_until if policy.budget is None else 0)
         causal = torch.ones(window, window, dtype=torch.bool, device=device).tril()
         group = query.shape[1] // self.kv_heads
         scores, protected = [], []
         for head, (keys, values, positions) in enumerate(self._held()):
             slot = positions.clamp_min(0).long()  # [B, S]
-            candidate = (positions >= 0) & real.gather(1, slot) & ~in_window[slot]
+            candidate = (positions >= 0) & real.gather(1, slot) & ~in_window[slot] & ~judged[slot]
             window_slots = (positions[..., None] == window_positions).int().argmax(1)  # [B, w]
             window_keys = keys.gather(1, window_slots[..., None].expand(-1, -1, keys.shape[-1]))
             logits = raw_logits(
@@ -341,7 +346,7 @@ class RCLayer(DynamicLayer):
             before_row = positions[:, None, :] < window_positions[None, :, None]  # causal, [B, w, S]
             visible = torch.cat([candidate[:, None] & before_row, causal.expand(batch, -1, -1)], dim=-1)
             scores.append(policy.scores(logits, visible, values[:, None])[:, 0])
-            protected.append((positions >= 0) & (in_window[slot] | sinks.gather(1, slot)))
+            protected.append((positions >= 0) & (in_window[slot] | judged[slot] | sinks.gather(1, slot)))
         flat, kept_flat = torch.cat(scores, dim=-1), torch.cat(protected, dim=-1)
         if policy.budget is not None:
             keep, threshold = budget_keep(flat, kept_flat, policy.budget * self.kv_heads), None
@@ -353,7 +358,7 @@ class RCLayer(DynamicLayer):
         for head, (_, _, positions) in enumerate(self._held()):
             held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
         self.decode_evictions.append(DecodeEviction(seen, held[..., :seen], threshold))
-        self.decoded = 0
+        self.decoded, self.judged_until = 0, seen - self.recent_queries.shape[-2]
 
     def _decode_window(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The queries ``[B, H, w, d]`` decode-time eviction scores against and their ``[w]`` positions, in
@@ -428,6 +433,7 @@ class RCLayer(DynamicLayer):
             scores=scores, threshold=threshold, kept=kept, present=present, start=scored.start
         )
         self.evictions.append(eviction)
+        self.judged_until = self.seen - window
         if not bool(kept.all()):
             self._retain(kept)
 
@@ -535,7 +541,7 @@ class RCLayer(DynamicLayer):
 
     def reset(self) -> None:
         self.keys = self.values = self.positions = self.recent_queries = self.question_queries = None
-        self.decoded, self.decode_evictions, self.question_start = 0, [], 0
+        self.decoded, self.decode_evictions, self.question_start, self.judged_until = 0, [], 0, 0
         self.head_slots, self.has_pads, self.is_initialized, self.seen, self.evictions = (
             None,
             False,
