@@ -6,9 +6,9 @@ in one process, ``--repeats`` times, and the medians are compared as ratios (the
 only side-by-side figures mean anything):
 
 - ``default``: ``DynamicCache``, no eviction;
-- ``rc``: ``RCKVCache(model, c, window)``;
-- ``rc+decode``: the same with decode-time eviction, ``decode_every`` and ``budget`` as given (with
-  ``--decode-every``);
+- ``rc``: ``RCKVCache(model, c, window)``, or ``RCKVCache(model, budget=B)`` with ``--budget``;
+- ``rc+decode``: the same with decode-time eviction every ``--decode-every`` tokens (and
+  ``rc+decode+question`` with ``question_window=True``, with ``--question-window``);
 - ``snapkv``: kvpress's ``SnapKVPress`` at the compression ratio RCKVCache reached, when kvpress is
   importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
   compression column is the ratio it was given; its bytes held are measured.
@@ -17,7 +17,7 @@ Prefill is one ``model(prompt, past_key_values=cache, logits_to_keep=1)``; decod
 ``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
 
     python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
-    python benchmarks/bench_kvcache.py --lengths 2000 --new-tokens 128 --decode-every 32 --budget 256
+    python benchmarks/bench_kvcache.py --lengths 2000 --new-tokens 256 --decode-every 32 --budget 256 --question-window
 """
 
 from __future__ import annotations
@@ -80,16 +80,31 @@ def run(
 
 
 def variants(
-    model, c: float, window: int, ratio: float | None, decode_every: int | None, budget: int | None
+    model,
+    c: float,
+    window: int,
+    ratio: float | None,
+    decode_every: int | None,
+    budget: int | None,
+    question_window: bool,
 ) -> Iterator[tuple[str, Callable, Callable]]:
+    threshold = {"c": c} if budget is None else {"budget": budget}  # with a budget, at prefill too
     yield "default", lambda: DynamicCache(config=model.config), contextlib.nullcontext
-    yield "rc", lambda: RCKVCache(model, c=c, window=window), contextlib.nullcontext
+    yield "rc", lambda: RCKVCache(model, window=window, **threshold), contextlib.nullcontext
     if decode_every is not None:
         yield (
             "rc+decode",
-            lambda: RCKVCache(model, c=c, window=window, decode_every=decode_every, budget=budget),
+            lambda: RCKVCache(model, window=window, decode_every=decode_every, **threshold),
             contextlib.nullcontext,
         )
+        if question_window:
+            yield (
+                "rc+decode+question",
+                lambda: RCKVCache(
+                    model, window=window, decode_every=decode_every, question_window=True, **threshold
+                ),
+                contextlib.nullcontext,
+            )
     if SnapKVPress is not None and ratio is not None:
         press = SnapKVPress(compression_ratio=ratio, window_size=window)
         yield "snapkv", lambda: DynamicCache(config=model.config), lambda: press(model)
@@ -111,7 +126,15 @@ def main() -> None:
         help="add RCKVCache with decode-time eviction every N tokens",
     )
     parser.add_argument(
-        "--budget", type=int, default=None, help="its entries per key head (with --decode-every)"
+        "--budget",
+        type=int,
+        default=None,
+        help="entries per key head: rc and rc+decode keep this budget (instead of --c) at prefill too",
+    )
+    parser.add_argument(
+        "--question-window",
+        action="store_true",
+        help="add rc+decode+question: decode-time eviction also against the question's window",
     )
     args = parser.parse_args()
 
@@ -135,7 +158,7 @@ def main() -> None:
         caches = {}
         for _ in range(args.repeats):
             for name, make_cache, press in variants(
-                model, args.c, args.window, ratio, args.decode_every, args.budget
+                model, args.c, args.window, ratio, args.decode_every, args.budget, args.question_window
             ):
                 prefill, decode, caches[name] = run(model, ids, make_cache, press(), args.new_tokens)
                 times.setdefault(name, []).append((prefill, decode))

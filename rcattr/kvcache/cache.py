@@ -75,12 +75,12 @@ class RCKVCache(Cache):
         threshold keeps. Default: only chunks (the prompt, a chat's next turn) are evicted; generated tokens
         are all kept.
     budget : int, optional
-        A fixed token budget instead of the adaptive threshold: each chunk (the prompt) keeps its best
-        ``budget`` entries per key head on average, window and sinks included, shared by the heads (and,
-        with ``layer_budget="model"``, the layers) by score; with ``decode_every``, each decode-time
-        eviction cuts every layer back to ``budget × key heads`` entries per batch row, so the cache stays
-        within ``budget + decode_every`` tokens per head (plus a later chunk's, e.g. the question)
-        however long the generation. Not with ``ratio``.
+        A fixed token budget per layer instead of the adaptive threshold: each chunk (the prompt) keeps its
+        best ``budget × key heads`` entries in every full-attention layer and batch row, window and sinks
+        included, shared by the layer's heads by score (``layer_budget`` does not apply); with
+        ``decode_every``, each decode-time eviction cuts every layer back to it, so the cache stays within
+        ``budget + decode_every`` tokens per head (plus a later chunk's, e.g. the question) however long the
+        generation. Not with ``c`` or ``ratio``.
     question_window : bool, default False
         With ``decode_every``: decode-time eviction scores against the window of the last chunk (the
         question, or the prompt's end) as well as the last ``window`` generated tokens, and keeps both, so
@@ -174,7 +174,7 @@ class RCKVCache(Cache):
             raise NotImplementedError(
                 f"{type(model).__name__}: transformers builds no per-layer cache from its config"
             )
-        joint = self._decide_jointly if layer_budget == "model" else None
+        joint = self._decide_jointly if layer_budget == "model" and budget is None else None
         layers = [
             RCLayer(i, policy, joint) if type(layer) is DynamicLayer else layer
             for i, layer in enumerate(layers)

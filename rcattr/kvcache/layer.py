@@ -297,7 +297,15 @@ class RCLayer(DynamicLayer):
         if self.decide_jointly is not None:
             self.decide_jointly(self, scored)
             return
-        keep, threshold = self.policy.keep(scored.before, scored.protected, scored.window)
+        if self.policy.budget is not None:  # a budget per layer, shared by its key heads by score
+            before, protected = scored.before, scored.protected
+            batch, heads = before.shape[:2]
+            keep, threshold = self.policy.keep(
+                before.reshape(batch, 1, -1), protected.reshape(batch, 1, -1), scored.window * heads, heads
+            )
+            keep = keep.view_as(before)
+        else:
+            keep, threshold = self.policy.keep(scored.before, scored.protected, scored.window)
         self.apply(scored, keep, threshold)
 
     def observe(self, query: torch.Tensor) -> None:
