@@ -687,8 +687,10 @@ def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
                 assert held[..., 36:40].all()  # so does the prompt's (the last chunk's) window
             before = held[..., : eviction.seen - 4]
             assert not before.all()  # something older was evicted
-            if budget is not None:
-                assert int(held.sum((1, 2)).max()) <= budget * held.shape[1]
+    if budget is not None:  # shared by every layer and head (layer_budget="model")
+        for evictions in zip(*(cache.layers[i].decode_evictions for i in cache.rc_layers), strict=True):
+            held = torch.stack([e.held.sum((1, 2)) for e in evictions])  # [layers, B]
+            assert int(held.sum(0).max()) <= budget * evictions[0].held.shape[1] * len(evictions)
 
 
 def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
@@ -747,19 +749,29 @@ def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None
 
 
 @pytest.mark.parametrize("layer_budget", ["model", "layer"])
-def test_a_budget_at_prefill_keeps_the_best_budget_entries_of_every_layer(layer_budget) -> None:
+def test_a_budget_keeps_the_best_budget_entries_of_the_model_or_of_every_layer(layer_budget) -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
-    cache = RCKVCache(model, window=4, budget=10, layer_budget=layer_budget)
+    cache = RCKVCache(model, window=4, budget=10, layer_budget=layer_budget, decode_every=4)
     model(ids, past_key_values=cache)
     per_head = torch.stack([cache.layers[i].eviction.kept[0].sum(-1) for i in cache.rc_layers])  # type: ignore[union-attr]
-    assert per_head.sum(-1).tolist() == [10 * per_head.shape[1]] * per_head.shape[0]  # 10 per head, per layer
     assert per_head.unique().numel() > 1  # shared by the heads by score, not 10 each
-    for index in cache.rc_layers:
-        eviction = cache.layers[index].eviction
-        assert eviction is not None and eviction.threshold is None
-        scores, kept = eviction.scores[0, :, 4:26], eviction.kept[0, :, 4:26]  # neither sinks nor window
-        assert float(scores[kept].min()) >= float(scores[~kept].max())  # the best of the layer are kept
+    if layer_budget == "layer":
+        assert per_head.sum(-1).tolist() == [10 * per_head.shape[1]] * per_head.shape[0]
+    else:  # shared by the layers too
+        assert int(per_head.sum()) == 10 * per_head.numel() and per_head.sum(-1).unique().numel() > 1
+    scores = torch.cat([cache.layers[i].eviction.scores[0, :, 4:26] for i in cache.rc_layers])  # type: ignore[union-attr]
+    kept = torch.cat([cache.layers[i].eviction.kept[0, :, 4:26] for i in cache.rc_layers])  # type: ignore[union-attr]
+    if layer_budget == "model":  # neither sinks nor window: the best of the model are kept
+        assert float(scores[kept].min()) >= float(scores[~kept].max())
+    for _ in range(8):
+        model(torch.randint(3, 120, (1, 1)), past_key_values=cache)
+    for evictions in zip(*(cache.layers[i].decode_evictions for i in cache.rc_layers), strict=True):
+        held = torch.stack([e.held[0].sum(-1) for e in evictions])  # [layers, heads]
+        if layer_budget == "layer":
+            assert held.sum(-1).tolist() == [10 * held.shape[1]] * held.shape[0]
+        else:
+            assert int(held.sum()) == 10 * held.numel()
 
 
 def test_budget_keep_keeps_the_protected_then_the_best_scores() -> None:

@@ -1,7 +1,7 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
-from rcattr.kvcache.layer import DecodeEviction, Eviction, EvictionPolicy, RCLayer, WindowScores
+from rcattr.kvcache.layer import DecodeEviction, DecodeScores, Eviction, EvictionPolicy, RCLayer, WindowScores
 from rcattr.kvcache.scoring import (
     adaptive_keep,
     budget_keep,
@@ -14,6 +14,7 @@ from rcattr.kvcache.scoring import (
 # RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [
     "DecodeEviction",
+    "DecodeScores",
     "Eviction",
     "EvictionPolicy",
     "RCKVCache",

@@ -13,8 +13,8 @@ from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from rcattr.attention import attach, check_supported, detach, is_routed
 from rcattr.kvcache.hook import CacheHook
-from rcattr.kvcache.layer import Eviction, EvictionPolicy, LayerBudget, RCLayer, WindowScores
-from rcattr.kvcache.scoring import GroupReduce, Statistic
+from rcattr.kvcache.layer import DecodeScores, Eviction, EvictionPolicy, LayerBudget, RCLayer, WindowScores
+from rcattr.kvcache.scoring import GroupReduce, Statistic, budget_keep
 
 __all__ = ["RCKVCache", "cache_nbytes"]
 
@@ -75,12 +75,13 @@ class RCKVCache(Cache):
         threshold keeps. Default: only chunks (the prompt, a chat's next turn) are evicted; generated tokens
         are all kept.
     budget : int, optional
-        A fixed token budget per layer instead of the adaptive threshold: each chunk (the prompt) keeps its
-        best ``budget × key heads`` entries in every full-attention layer and batch row, window and sinks
-        included, shared by the layer's heads by score (``layer_budget`` does not apply); with
-        ``decode_every``, each decode-time eviction cuts every layer back to it, so the cache stays within
-        ``budget + decode_every`` tokens per head (plus a later chunk's, e.g. the question) however long the
-        generation. Not with ``c`` or ``ratio``.
+        A fixed token budget instead of the adaptive threshold: ``budget`` entries per key head on average,
+        window and sinks included, shared by score by every key head of every full-attention layer
+        (``layer_budget="model"``: ``budget × key heads × layers`` per batch row) or by the key heads of each
+        layer (``"layer"``). Each chunk (the prompt) keeps that many of its entries; with ``decode_every``,
+        each decode-time eviction cuts the cache back to it, so it stays within ``budget + decode_every``
+        tokens per head (plus a later chunk's, e.g. the question) however long the generation. Not with
+        ``c`` or ``ratio``.
     question_window : bool, default False
         With ``decode_every``: decode-time eviction scores against the window of the last chunk (the
         question, or the prompt's end) as well as the last ``window`` generated tokens, and keeps both, so
@@ -174,9 +175,11 @@ class RCKVCache(Cache):
             raise NotImplementedError(
                 f"{type(model).__name__}: transformers builds no per-layer cache from its config"
             )
-        joint = self._decide_jointly if layer_budget == "model" and budget is None else None
+        joint = (
+            (self._decide_jointly, self._decide_decoded_jointly) if layer_budget == "model" else (None, None)
+        )
         layers = [
-            RCLayer(i, policy, joint) if type(layer) is DynamicLayer else layer
+            RCLayer(i, policy, *joint) if type(layer) is DynamicLayer else layer
             for i, layer in enumerate(layers)
         ]
         if not any(isinstance(layer, RCLayer) for layer in layers):
@@ -188,6 +191,7 @@ class RCKVCache(Cache):
         self.policy = policy
         self._model = weakref.ref(model)
         self._scored: dict[int, tuple[RCLayer, WindowScores]] = {}  # layer_budget="model": until the last
+        self._decoded: dict[int, tuple[RCLayer, DecodeScores]] = {}  # the same at decode time
         self._open(model)
 
     def _open(self, model: PreTrainedModel) -> None:
@@ -253,6 +257,25 @@ class RCKVCache(Cache):
             rc_layer.apply(
                 s, kept.view_as(s.before), None if threshold is None else threshold.expand(batch, heads)
             )
+
+    def _decide_decoded_jointly(self, layer: RCLayer, scored: DecodeScores) -> None:
+        """Collect every evicting layer's decode-time scores; at the last one, keep the best ``budget`` entries
+        per key head of the whole model, shared by every layer and head."""
+        self._decoded[layer.layer_idx] = (layer, scored)
+        if len(self._decoded) < len(self.rc_layers):
+            return
+        pending = [self._decoded.pop(index) for index in sorted(self._decoded)]
+        assert self.policy.budget is not None
+        heads = sum(rc_layer.kv_heads for rc_layer, _ in pending)
+        keep = budget_keep(
+            torch.cat([s.scores for _, s in pending], dim=-1),
+            torch.cat([s.protected for _, s in pending], dim=-1),
+            self.policy.budget * heads,
+        )
+        for (rc_layer, s), kept in zip(
+            pending, keep.split([s.scores.shape[-1] for _, s in pending], dim=-1), strict=True
+        ):
+            rc_layer.apply_decoded(s, kept, None)
 
     def update(
         self,

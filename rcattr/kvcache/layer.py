@@ -39,7 +39,15 @@ from rcattr.kvcache.scoring import (
     window_rc_scores,
 )
 
-__all__ = ["DecodeEviction", "Eviction", "EvictionPolicy", "LayerBudget", "RCLayer", "WindowScores"]
+__all__ = [
+    "DecodeEviction",
+    "DecodeScores",
+    "Eviction",
+    "EvictionPolicy",
+    "LayerBudget",
+    "RCLayer",
+    "WindowScores",
+]
 
 LayerBudget = Literal["layer", "model"]
 
@@ -159,6 +167,26 @@ class Eviction:
 
 
 @dataclass(frozen=True)
+class DecodeScores:
+    """What one layer scored at a decode-time eviction, before anything is decided.
+
+    Attributes
+    ----------
+    scores : torch.Tensor
+        ``[B, slots]`` score of every held slot, the key heads one after the other; ``nan`` for the slots
+        not judged (windows, sinks, pads and, without a budget, what an earlier eviction judged).
+    protected : torch.Tensor
+        ``[B, slots]`` bool, the slots kept whatever their score.
+    slots : list of int
+        Slots of each key head.
+    """
+
+    scores: torch.Tensor
+    protected: torch.Tensor
+    slots: list[int]
+
+
+@dataclass(frozen=True)
 class DecodeEviction:
     """What one layer held after a decode-time eviction, kept for analysis and tests.
 
@@ -189,6 +217,8 @@ class RCLayer(DynamicLayer):
     decide_jointly : callable, optional
         With budgets shared across layers, called with this layer and its :class:`WindowScores` instead of
         deciding alone; whoever decides then calls :meth:`apply`.
+    decide_decoded_jointly : callable, optional
+        The same for a decode-time eviction to a budget (:class:`DecodeScores`, then :meth:`apply_decoded`).
     """
 
     is_croppable = False  # evicted tokens cannot come back
@@ -198,11 +228,13 @@ class RCLayer(DynamicLayer):
         layer_idx: int,
         policy: EvictionPolicy,
         decide_jointly: Callable[[RCLayer, WindowScores], None] | None = None,
+        decide_decoded_jointly: Callable[[RCLayer, DecodeScores], None] | None = None,
     ) -> None:
         super().__init__()
         self.layer_idx = layer_idx
         self.policy = policy
         self.decide_jointly = decide_jointly
+        self.decide_decoded_jointly = decide_decoded_jointly
         self.positions: torch.Tensor | None = None
         self.head_slots: list[int] | None = None  # set once heads hold different tokens
         self.has_pads = False
@@ -321,10 +353,27 @@ class RCLayer(DynamicLayer):
     def evict_decoded(self, call: AttentionCall) -> None:
         """Decode-time eviction: score every held entry of every key head against the last ``window``
         queries (and, with ``question_window``, the last chunk's window too), with the prefill's statistic,
-        and keep the best ``budget`` per key head on average; without a budget, score the entries no eviction
+        and keep the best ``budget`` per key head on average (with ``layer_budget="model"``, decided for
+        every layer at once by ``decide_decoded_jointly``); without a budget, score the entries no eviction
         has judged yet (the tokens generated since the last) and keep those above ``c`` times their mean
         score (the key heads of the layer share the threshold). The windows and the sinks stay.
         ``call`` is the current decoding step's attention call."""
+        scored, policy = self.score_decoded(call), self.policy
+        if policy.budget is not None and self.decide_decoded_jointly is not None:
+            self.decide_decoded_jointly(self, scored)
+            return
+        if policy.budget is not None:
+            keep, threshold = (
+                budget_keep(scored.scores, scored.protected, policy.budget * self.kv_heads),
+                None,
+            )
+        else:
+            keep, layer_threshold = adaptive_keep(scored.scores[:, None], policy.c)
+            keep, threshold = keep[:, 0] | scored.protected, layer_threshold[:, 0]
+        self.apply_decoded(scored, keep, threshold)
+
+    def score_decoded(self, call: AttentionCall) -> DecodeScores:
+        """The scores of a decode-time eviction (see :meth:`evict_decoded`), nothing decided yet."""
         assert self.recent_queries is not None and self.positions is not None
         policy, seen = self.policy, self.seen
         query, window_positions = self._decode_window()
@@ -355,13 +404,15 @@ class RCLayer(DynamicLayer):
             visible = torch.cat([candidate[:, None] & before_row, causal.expand(batch, -1, -1)], dim=-1)
             scores.append(policy.scores(logits, visible, values[:, None])[:, 0])
             protected.append((positions >= 0) & (in_window[slot] | judged[slot] | sinks.gather(1, slot)))
-        flat, kept_flat = torch.cat(scores, dim=-1), torch.cat(protected, dim=-1)
-        if policy.budget is not None:
-            keep, threshold = budget_keep(flat, kept_flat, policy.budget * self.kv_heads), None
-        else:
-            keep, layer_threshold = adaptive_keep(flat[:, None], policy.c)
-            keep, threshold = keep[:, 0] | kept_flat, layer_threshold[:, 0]
-        self._keep_slots(list(keep.split([s.shape[-1] for s in scores], dim=-1)))
+        return DecodeScores(
+            torch.cat(scores, dim=-1), torch.cat(protected, dim=-1), [s.shape[-1] for s in scores]
+        )
+
+    def apply_decoded(self, scored: DecodeScores, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
+        """Keep the ``[B, slots]`` ``keep`` slots of the decode-time eviction ``scored`` and record it."""
+        assert self.recent_queries is not None
+        self._keep_slots(list(keep.split(scored.slots, dim=-1)))
+        seen, batch, device = self.seen, keep.shape[0], keep.device
         held = torch.zeros(batch, self.kv_heads, seen + 1, dtype=torch.bool, device=device)  # +1: pad slots
         for head, (_, _, positions) in enumerate(self._held()):
             held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
