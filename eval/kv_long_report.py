@@ -46,6 +46,8 @@ def summarise_long(
         summary: dict[str, Any] = {metric: _interval(own[metric]) for metric in INTERVAL_METRICS}
         summary.update({metric: float(own[metric].mean()) for metric in MEAN_METRICS})
         summary["peak_ratio"] = float((own["peak_bytes"] / own["full_peak_bytes"]).mean())
+        seconds = own["answer_tokens"] / own["tokens_per_second"]  # over all answers: a 1-token one weighs 1
+        summary["tokens_per_second"] = float(own["answer_tokens"].sum() / seconds.sum())
         if REFERENCE in values and label != REFERENCE:
             difference, low, high = paired_mean_difference(own["kl"], values[REFERENCE]["kl"])
             summary["kl_minus_rc"] = {"mean": difference, "low": low, "high": high}

@@ -16,6 +16,7 @@ from it; :meth:`~LongGenerationBenchmark.report` writes the table, ``results.jso
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -223,6 +224,7 @@ class LongGenerationBenchmark(StoredRun):
             else:
                 forced = decode(model, start(method), prompt, prefix, config.answer_tokens, full.tokens)
                 greedy = decode(model, start(method), prompt, prefix, config.answer_tokens)
+            gc.collect()  # an RCKVCache and its layers form a reference cycle: free the last run's tensors now
             kl, top1 = divergence(full.log_probs, forced.log_probs)
             text = self.tokenizer.decode(greedy.tokens, skip_special_tokens=True).strip()  # type: ignore[attr-defined]
             quality = (
