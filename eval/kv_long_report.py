@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from rcattr.eval.kv_results import rows_by_method
 from rcattr.eval.metrics import paired_mean_difference
 
 REFERENCE = "rc"  # every method's KL is compared with decode-time RCKVCache's
@@ -28,11 +29,8 @@ def summarise_long(
     rows: Sequence[dict[str, Any]], labels: Sequence[str], header: dict[str, Any]
 ) -> dict[str, Any]:
     """The ``results.json`` structure from the record lines ``rows`` of the method ``labels``."""
-    by_label: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in rows:
-        by_label.setdefault(row["method"], {})[row["id"]] = row
-    present = [label for label in labels if label in by_label]
-    common = sorted(set.intersection(*(set(by_label[label]) for label in present))) if present else []
+    by_label, present, common_ids = rows_by_method(rows, labels)
+    common = sorted(common_ids)
     values = {
         label: {
             metric: np.array([by_label[label][i][metric] for i in common], dtype=np.float64)

@@ -33,11 +33,10 @@ from rcattr.eval.kv_long_methods import Decoder, LongMethod, TokenBudget, long_m
 from rcattr.eval.kv_long_report import BYTES_EVERY, plot_bytes_held, summarise_long, table_long
 from rcattr.eval.kv_metrics import answer_match, rouge
 from rcattr.eval.kv_protocol import SplitPrompt, feed, split_prompt, stop_ids
-from rcattr.eval.run_store import Row, StoredRun
+from rcattr.eval.run_store import MethodRecordRun
 from rcattr.eval.sharding import Shard
 from rcattr.kvcache import cache_nbytes
 
-ROWS = "records"
 INSTRUCTION = {"qmsum": "Answer in detail.", "needle": "Answer in a few words."}
 RESUMABLE_CHANGES = ("methods", "limit")
 
@@ -121,7 +120,7 @@ def divergence(reference: torch.Tensor, log_probs: torch.Tensor) -> tuple[torch.
     return kl, (reference.argmax(-1) == log_probs.argmax(-1)).float()
 
 
-class LongGenerationBenchmark(StoredRun):
+class LongGenerationBenchmark(MethodRecordRun):
     """Runs every method of ``config`` on every record of its task (or ``shard`` of them), one line per
     (method, record) in ``out/records.jsonl``.
 
@@ -160,30 +159,12 @@ class LongGenerationBenchmark(StoredRun):
             return load_qmsum_general(self._count_tokens, self.config.context_tokens, self.config.limit)
         return load_needle_prefixed(self._count_tokens, self.config.limit, self.config.prefix_tokens)
 
-    def done(self) -> dict[tuple[str, str], dict[str, Any]]:
-        keys = [(m.label, r.record.id) for r in self.records for m in self.methods]
-        return self.store.done(ROWS, keys, _method_and_record)
+    @property
+    def progress_label(self) -> str:
+        return f"kv-long/{self.config.task}"
 
-    def _todo(self, records: Sequence[LongRecord]) -> list[list[LongMethod]]:
-        done = self.done()
-        return [[m for m in self.methods if (m.label, r.record.id) not in done] for r in records]
-
-    def missing(self) -> int:
-        return sum(map(len, self._todo(self.records)))
-
-    def compute(self) -> None:
-        records = self.shard.take(self.records)
-        todo = self._todo(records)
-        if not any(todo):
-            return
-        progress = tqdm(
-            total=sum(map(len, todo)), desc=f"kv-long/{self.config.task}{self.shard.label}", unit="run"
-        )
-        with self.store.appending(ROWS) as write, progress:
-            for record, methods in zip(records, todo, strict=True):
-                if methods:
-                    for row in self._run_record(record, methods, progress):
-                        write(row)
+    def record_key(self, record: LongRecord) -> str:
+        return record.record.id
 
     def report(self) -> dict[str, Any]:
         rows = list(self.done().values())
@@ -202,7 +183,7 @@ class LongGenerationBenchmark(StoredRun):
             "budget": f"{budget.tokens} entries per key head, evicting every {budget.every} tokens",
         }
 
-    def _run_record(
+    def run_record(
         self, item: LongRecord, methods: Sequence[LongMethod], progress: tqdm
     ) -> list[dict[str, Any]]:
         """The full cache's greedy answer (the reference), then each method's rows."""
@@ -252,7 +233,3 @@ class LongGenerationBenchmark(StoredRun):
             )
             progress.update()
         return rows
-
-
-def _method_and_record(row: Row) -> tuple[str, str]:
-    return row["method"], row["id"]

@@ -25,15 +25,24 @@ LEVER_RATIOS = (0.5, 0.7)  # where the RCKVCache variants are compared (interpol
 BASELINE_WINDOW = 16  # RCKVCache's default window: the variants are compared with it
 
 
-def summarise(
-    rows: Sequence[dict[str, Any]], labels: Sequence[str], header: dict[str, Any]
-) -> dict[str, Any]:
-    """The ``results.json`` structure from the record lines ``rows`` of the method ``labels``."""
+def rows_by_method(
+    rows: Sequence[dict[str, Any]], labels: Sequence[str]
+) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str], set[str]]:
+    """The rows by method label then record id, the ``labels`` that have rows (in their order), and the
+    record ids every one of them has finished (what paired comparisons use)."""
     by_label: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
         by_label.setdefault(row["method"], {})[row["id"]] = row
     present = [label for label in labels if label in by_label]
     common = set.intersection(*(set(by_label[label]) for label in present)) if present else set()
+    return by_label, present, common
+
+
+def summarise(
+    rows: Sequence[dict[str, Any]], labels: Sequence[str], header: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``results.json`` structure from the record lines ``rows`` of the method ``labels``."""
+    by_label, present, common = rows_by_method(rows, labels)
     methods: dict[str, Any] = {}
     for label in present:
         chosen = [row for record_id, row in by_label[label].items() if record_id in common]

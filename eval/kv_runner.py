@@ -31,11 +31,9 @@ from rcattr.eval.kv_protocol import SplitPrompt, greedy_answer, split_prompt, te
 from rcattr.eval.kv_registry import KVMethods
 from rcattr.eval.kv_results import summarise
 from rcattr.eval.kv_tables import markdown_table
-from rcattr.eval.run_store import Row, StoredRun
+from rcattr.eval.run_store import MethodRecordRun
 from rcattr.eval.sharding import Shard
 from rcattr.kvcache import RCKVCache
-
-ROWS = "records"  # the stem of the run's one file of rows: OUT/records.jsonl
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ class _Measured:
     seconds: float
 
 
-class KVBenchmark(StoredRun):
+class KVBenchmark(MethodRecordRun):
     """Runs every method of ``config`` on every record (or on ``shard`` of the records), appending one line
     per (method setting, record) to ``out/records.jsonl`` (:class:`~rcattr.eval.run_store.RunStore`).
 
@@ -83,34 +81,12 @@ class KVBenchmark(StoredRun):
         self.records = load_records(config, tokenizer)
         self.methods = kv_methods
 
-    def done(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """Every result of this run on disk (every shard's), by (method label, record id), in the order of
-        the records and then of the methods."""
-        keys = [(method.label, record.id) for record in self.records for method in self.methods]
-        return self.store.done(ROWS, keys, _method_and_record)
+    @property
+    def progress_label(self) -> str:
+        return f"kv/{self.config.dataset}"
 
-    def _todo(self, records: Sequence[KVRecord]) -> list[list[KVMethod]]:
-        done = self.done()
-        return [[m for m in self.methods if (m.label, r.id) not in done] for r in records]
-
-    def missing(self) -> int:
-        """How many (method, record) runs are not on disk yet (all shards)."""
-        return sum(map(len, self._todo(self.records)))
-
-    def compute(self) -> None:
-        """Run this shard's records that are not on disk yet."""
-        records = self.shard.take(self.records)
-        todo = self._todo(records)
-        if not any(todo):
-            return
-        progress = tqdm(
-            total=sum(map(len, todo)), desc=f"kv/{self.config.dataset}{self.shard.label}", unit="run"
-        )
-        with self.store.appending(ROWS) as write, progress, torch.no_grad():
-            for record, methods in zip(records, todo, strict=True):
-                if methods:
-                    for row in self._run_record(record, methods, progress):
-                        write(row)
+    def record_key(self, record: KVRecord) -> str:
+        return record.id
 
     def report(self) -> dict[str, Any]:
         """Write ``results.json``, ``results.md`` and the plots from every row on disk; returns the results."""
@@ -144,7 +120,7 @@ class KVBenchmark(StoredRun):
         answer = greedy_answer(self.model, cache, prompt, self.config.answer_tokens)
         return _Measured(cache, forced, answer, compression, prefill_seconds + time.perf_counter() - start)
 
-    def _run_record(
+    def run_record(
         self, record: KVRecord, methods: Sequence[KVMethod], progress: tqdm
     ) -> list[dict[str, Any]]:
         """The reference answer and head outputs of the full cache, then each method's row."""
@@ -183,10 +159,6 @@ class KVBenchmark(StoredRun):
             rows.append(row)
             progress.update()
         return rows
-
-
-def _method_and_record(row: Row) -> tuple[str, str]:
-    return row["method"], row["id"]
 
 
 def _head_statistics(cache: RCKVCache) -> dict[str, list[list[float]]]:

@@ -184,6 +184,65 @@ class StoredRun(ABC):
         return self.report()
 
 
+class MethodRecordRun(StoredRun):
+    """A :class:`StoredRun` of every method on every record, one row per (method label, record id) in the
+    run's one file of rows, ``OUT/records.jsonl``. Subclasses set ``records`` and ``methods`` (each with a
+    ``label``) and run one record's missing methods in :meth:`run_record`."""
+
+    ROWS = "records"
+    records: Sequence[Any]
+    methods: Sequence[Any]
+
+    @property
+    @abstractmethod
+    def progress_label(self) -> str:
+        """What the progress bar calls this run."""
+
+    @abstractmethod
+    def record_key(self, record: Any) -> str:
+        """The id of ``record`` in the rows."""
+
+    @abstractmethod
+    def run_record(self, record: Any, methods: Sequence[Any], progress: Any) -> list[Row]:
+        """The rows of ``methods`` on ``record`` (``progress``: the tqdm bar, one step per method)."""
+
+    def done(self) -> dict[tuple[str, str], Row]:
+        """Every result on disk (every shard's), by (method label, record id), in the order of the records
+        and then of the methods."""
+        keys = [(method.label, self.record_key(record)) for record in self.records for method in self.methods]
+        return self.store.done(self.ROWS, keys, _method_and_record)
+
+    def _todo(self, records: Sequence[Any]) -> list[list[Any]]:
+        done = self.done()
+        return [[m for m in self.methods if (m.label, self.record_key(r)) not in done] for r in records]
+
+    def missing(self) -> int:
+        """How many (method, record) runs are not on disk yet (all shards)."""
+        return sum(map(len, self._todo(self.records)))
+
+    def compute(self) -> None:
+        """Run this shard's records that are not on disk yet."""
+        import torch
+        from tqdm.auto import tqdm
+
+        records = self.shard.take(self.records)
+        todo = self._todo(records)
+        if not any(todo):
+            return
+        progress = tqdm(
+            total=sum(map(len, todo)), desc=f"{self.progress_label}{self.shard.label}", unit="run"
+        )
+        with self.store.appending(self.ROWS) as write, progress, torch.no_grad():
+            for record, methods in zip(records, todo, strict=True):
+                if methods:
+                    for row in self.run_record(record, methods, progress):
+                        write(row)
+
+
+def _method_and_record(row: Row) -> tuple[str, str]:
+    return row["method"], row["id"]
+
+
 class ShardedRun(Protocol):
     """A benchmark whose work splits by record: :meth:`compute` one shard, :meth:`report` from disk."""
 
