@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from rcattr.eval.attribution_config import DEFAULT_METHOD_LIMITS, PROTOCOL, BenchmarkConfig
 from rcattr.eval.attribution_method import AttributionMethod, SpanAttributorMethod
-from rcattr.eval.attribution_methods import METHODS, default_methods
+from rcattr.eval.attribution_methods import METHODS, OPTIONAL_METHODS, default_methods
 from rcattr.eval.attribution_report import markdown_table
 from rcattr.eval.attribution_runner import AttributionBenchmark
 from rcattr.eval.attribution_sweep import SweepMethod, plot_sweep
@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--dataset", required=True, choices=("quotesum", "verigran"))
     parser.add_argument("--split", default="dev")
-    add_run_arguments(parser, METHODS)
+    add_run_arguments(parser, METHODS, optional=OPTIONAL_METHODS)
     parser.add_argument(
         "--method-limit",
         action="append",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rcattr.eval.attribution_methods import METHODS
+from rcattr.eval.attribution_methods import RUN_BY_DEFAULT
 from rcattr.heads import HeadCount
 
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
@@ -21,7 +21,7 @@ class BenchmarkConfig:
 
     dataset: str
     split: str = "dev"
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = RUN_BY_DEFAULT
     limit: int | None = None
     method_limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_METHOD_LIMITS))
     top_k: HeadCount = "outliers"

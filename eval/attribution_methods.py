@@ -2,7 +2,8 @@
 
 * ``rc``: :class:`~rcattr.RCAttributor` with its defaults; ``rc_paper``: the paper's recipe;
 * ``sweep``: one RC pass per record for every recipe of the ablation and the top-k / bottom-k curve
-  (:class:`~rcattr.eval.attribution_sweep.SweepMethod`);
+  (:class:`~rcattr.eval.attribution_sweep.SweepMethod`); ``heads``: the same for the head-selection rules
+  of :mod:`rcattr.eval.head_selection`;
 * the baselines of :mod:`rcattr.baselines`: ``attention``, ``hidden_state``, ``ig``, ``bm25``, ``ablation``,
   ``random`` and ``hybrid``.
 
@@ -28,7 +29,8 @@ from rcattr.baselines import (
     RandomAttributor,
 )
 from rcattr.eval.attribution_method import AttributionMethod, SpanAttributorMethod
-from rcattr.eval.attribution_sweep import SweepMethod
+from rcattr.eval.attribution_sweep import CURVE_SCORERS, SweepMethod
+from rcattr.eval.recipes import selection_ablation
 from rcattr.eval.registry import MethodRegistry
 
 if TYPE_CHECKING:
@@ -56,6 +58,9 @@ def default_methods() -> AttributionMethods:
                 "rc_paper", lambda model, tokenizer, config: RCAttributor.paper(model, tokenizer)
             ),
             SweepMethod(rc_attributor),
+            SweepMethod(
+                rc_attributor, "heads", selection_ablation, {"attention": CURVE_SCORERS["attention"]}
+            ),
             SpanAttributorMethod(
                 "attention", lambda model, tokenizer, config: AttentionAttributor(model, tokenizer)
             ),
@@ -87,3 +92,5 @@ def default_methods() -> AttributionMethods:
 
 
 METHODS = tuple(default_methods())  # the built-in names, in the order of the results
+OPTIONAL_METHODS = ("heads",)  # run when named: its default and paper rows repeat the sweep's
+RUN_BY_DEFAULT = tuple(name for name in METHODS if name not in OPTIONAL_METHODS)

@@ -67,6 +67,18 @@ def markdown_table(results: dict[str, Any]) -> str:
             "recipe of the ablation, rcattr.eval.recipes); its time and memory are the whole pass's. `rc` is "
             "the default RCAttributor on its own, `rc_paper` the paper's recipe."
         )
+    if any(row.get("from") == "heads" for row in results["methods"].values()):
+        notes.append(
+            "¹ Computed from the heads pass (one RC forward per record whose per-head scores serve every "
+            "head-selection rule, rcattr.eval.head_selection); its time and memory are the whole pass's."
+        )
+    selected = {name: row["heads"] for name, row in results["methods"].items() if "heads" in row}
+    if selected:
+        notes += ["", "| recipe | heads per record: mean | fewest | most |", "|---|---|---|---|"]
+        notes += [
+            f"| {name} | {heads['mean']:.1f} | {heads['min']} | {heads['max']} |"
+            for name, heads in selected.items()
+        ]
     for name, row in results["methods"].items():
         if not row.get("from") and row["n_records"] < results["n_records"]:
             notes.append(f"{name}: first {row['n_records']} records only (cost; `--method-limit`).")

@@ -99,7 +99,16 @@ def _against(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> d
 def _summary(rows: Sequence[Row]) -> dict[str, Any]:
     score, n_spans = accuracy([hit for row in rows for hit in row["source"]])
     location, n_located = accuracy([hit for row in rows for hit in row["location"]])
-    return {"accuracy": score, "n_spans": n_spans, "location_accuracy": location, "n_located": n_located}
+    summary: dict[str, Any] = {
+        "accuracy": score,
+        "n_spans": n_spans,
+        "location_accuracy": location,
+        "n_located": n_located,
+    }
+    heads = [row["heads"] for row in rows if "heads" in row]
+    if heads:  # a recipe's heads per record: its mean, and the fewest any record got
+        summary["heads"] = {"mean": sum(heads) / len(heads), "min": min(heads), "max": max(heads)}
+    return summary
 
 
 def _faithfulness_summary(rows: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:

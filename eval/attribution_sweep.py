@@ -9,8 +9,8 @@ ablation; each recipe becomes a row of the results table, and the curve ``result
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,8 +22,8 @@ from rcattr.attributor import HeadSpanScores, RCAttributor
 from rcattr.eval.attribution_method import AttributionMethod, Row, context_input, output_units, scored_row
 from rcattr.eval.datasets import AttributionRecord
 from rcattr.eval.metrics import accuracy, source_hits
-from rcattr.eval.recipes import PAPER_SCORER, RecipeScorer, ablation
-from rcattr.heads import top_heads
+from rcattr.eval.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation
+from rcattr.heads import HeadCount, top_heads
 from rcattr.scorers import RCScorer, SpanScorer
 
 if TYPE_CHECKING:
@@ -57,10 +57,16 @@ class SweepMethod(AttributionMethod[SweepPass]):
         ``(model, tokenizer, config) -> RCAttributor``: the attributor whose per-head pass is swept.
     name : str, optional
         Default: ``"sweep"``.
+    recipes : callable, optional
+        ``top_k -> recipes``: the table's rows (default: the ablation, :func:`~rcattr.eval.recipes.ablation`).
+    curve : mapping of str to SpanScorer, optional
+        The span scorers of the top-k / bottom-k curve (default: the paper's two).
     """
 
     attributor: Callable[[PreTrainedModel, TokenizerLike, BenchmarkConfig], RCAttributor]
     name: str = "sweep"
+    recipes: Callable[[HeadCount], list[Recipe]] = ablation
+    curve: Mapping[str, SpanScorer] = field(default_factory=lambda: dict(CURVE_SCORERS))
     shared_pass: ClassVar[bool] = True
 
     def build(self, model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig) -> SweepPass:
@@ -68,12 +74,12 @@ class SweepMethod(AttributionMethod[SweepPass]):
         text = model.config.get_text_config()
         return SweepPass(
             attributor,
-            RecipeScorer(ablation(config.top_k), attributor.model, attributor.tokenizer),
+            RecipeScorer(self.recipes(config.top_k), attributor.model, attributor.tokenizer),
             text.num_hidden_layers * text.num_attention_heads,
         )
 
     def row(self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig) -> Row:
-        scorers = {**built.recipes.scorers, **{f"curve/{name}": s for name, s in CURVE_SCORERS.items()}}
+        scorers = {**built.recipes.scorers, **{f"curve/{name}": s for name, s in self.curve.items()}}
         scores = built.attributor.head_span_scores(
             context_input(record),
             record.answer,
@@ -84,7 +90,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
         spans = scores.example.context_spans
         ks = [str(k) for k in SWEEP_KS if k < built.total_heads] + ["all"]
         curve = {}
-        for scorer in CURVE_SCORERS:
+        for scorer in self.curve:
             for direction in ("top", "bottom"):
                 for k in ks:
                     units = scores.combine(
@@ -92,8 +98,8 @@ class SweepMethod(AttributionMethod[SweepPass]):
                     )[1]
                     curve[f"{scorer}/{direction}/{k}"] = source_hits(units, spans, record.gold)
         variants = {
-            label: scored_row(answer, units, spans, record, config.granularity)
-            for label, (answer, units) in built.recipes(scores).items()
+            label: {**scored_row(answer, units, spans, record, config.granularity), "heads": heads}
+            for label, (answer, units, heads) in built.recipes(scores).items()
         }
         return {"curve": curve, "variants": variants}
 
@@ -107,21 +113,21 @@ class SweepMethod(AttributionMethod[SweepPass]):
         }
 
     def results(self, done: dict[str, Row]) -> dict[str, Any]:
-        """``sweep``: the accuracy of each point of the curve, ``"SCORER/DIRECTION/K"``."""
+        """``NAME`` (``sweep``): the accuracy of each point of the curve, ``"SCORER/DIRECTION/K"``."""
         if not done:
             return {}
         rows = list(done.values())
         return {
-            "sweep": {
+            self.name: {
                 key: accuracy([hit for row in rows for hit in row["curve"][key]])[0]
                 for key in rows[0]["curve"]
             }
         }
 
     def figures(self, results: dict[str, Any], out: Path) -> None:
-        """``sweep.png``: the curve."""
-        if "sweep" in results:
-            plot_sweep(results, out / "sweep.png")
+        """``NAME.png`` (``sweep.png``): the curve."""
+        if self.name in results:
+            plot_sweep(results, out / f"{self.name}.png", self.name)
 
 
 def _shared(scorers: dict[str, SpanScorer]) -> dict[str, SpanScorer]:
@@ -145,8 +151,9 @@ def _curve(sweep: dict[str, float], scorer: str, direction: str) -> Iterator[tup
             yield k, value
 
 
-def plot_sweep(results: dict[str, Any], path: str | Path) -> Path:
-    """Accuracy against the number of heads k, top-k and bottom-k, for both span scorers (Fig. 5)."""
+def plot_sweep(results: dict[str, Any], path: str | Path, method: str = "sweep") -> Path:
+    """Accuracy against the number of heads k, top-k and bottom-k, for both span scorers (Fig. 5), from the
+    curve of ``results[method]``."""
     from matplotlib.figure import Figure  # not pyplot: no backend switch, no global figure state
 
     total = results["total_heads"]
@@ -154,7 +161,9 @@ def plot_sweep(results: dict[str, Any], path: str | Path) -> Path:
     axes = figure.subplots()
     for scorer, label in (("attention", "attention mass"), ("rc", "RC expectation")):
         for direction, style in (("top", "-o"), ("bottom", "--s")):
-            points = list(_curve(results["sweep"], scorer, direction))
+            points = list(_curve(results[method], scorer, direction))
+            if not points:  # a method that draws the curve for one scorer only
+                continue
             ks = [total if k == "all" else int(k) for k, _ in points]
             axes.plot(
                 ks, [100 * v for _, v in points], style, label=f"{label}, {direction}-k heads", markersize=4

@@ -20,6 +20,7 @@ from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.attributor import HeadSpanScores, RCAttributor
+from rcattr.eval.head_selection import RULES, RuleAttributor, Selector
 from rcattr.scorers import AttentionScorer, RCScorer, SpanScorer
 
 CALIBRATION = "N/A"  # the content-free answer of the calibration lever (ICR, QRHead)
@@ -41,14 +42,19 @@ class Recipe:
         The span scorer.
     options : mapping
         RCAttributor keyword arguments besides ``span_scorer``.
+    rule : callable, optional
+        A head-selection rule of :mod:`rcattr.eval.head_selection` that replaces ``top_k``.
     """
 
     label: str
     lever: str
     scorer: SpanScorer = field(default_factory=AttentionScorer)
     options: Mapping[str, Any] = field(default_factory=dict)
+    rule: Selector | None = None
 
     def attributor(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> RCAttributor:
+        if self.rule is not None:
+            return RuleAttributor(model, tokenizer, self.rule, span_scorer=self.scorer, **self.options)
         return RCAttributor(model, tokenizer, span_scorer=self.scorer, **self.options)
 
     @property
@@ -123,6 +129,29 @@ def ablation(top_k: int | float | str = "outliers") -> list[Recipe]:
     return [paper, default, *levers]
 
 
+def selection_ablation(top_k: int | float | str = "outliers") -> list[Recipe]:
+    """The rows of the head-selection table (issue 35): the default, the paper's recipe, attention over all
+    heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and share
+    votes), and the default with each rule of :data:`rcattr.eval.head_selection.RULES` in place of its
+    outlier heads."""
+    paper, default = ablation(top_k)[:2]
+    return [
+        paper,
+        default,
+        Recipe(
+            "attention · all heads (AttentionAttributor)",
+            "head count",
+            PAPER_SCORER,
+            {**PAPER_OPTIONS, "top_k": 1.0},
+        ),
+        Recipe(f"{DEFAULT} · all heads", "head count", default.scorer, {**default.options, "top_k": 1.0}),
+        *(
+            Recipe(f"{DEFAULT} · {name}", "head selection", default.scorer, default.options, rule)
+            for name, rule in RULES.items()
+        ),
+    ]
+
+
 def span_scorers(recipes: list[Recipe]) -> dict[str, SpanScorer]:
     """Every span scorer the recipes need, keyed as :attr:`Recipe.scorer_key` (plus ``"rc"`` for the RC mix)."""
     scorers: dict[str, SpanScorer] = {recipe.scorer_key: recipe.scorer for recipe in recipes}
@@ -138,10 +167,10 @@ class RecipeScorer:
         self.recipes = [(recipe, recipe.attributor(model, tokenizer)) for recipe in recipes]
         self.scorers = span_scorers(recipes)
 
-    def __call__(self, scores: HeadSpanScores) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Each recipe's ``([n_spans], [n_outputs, n_spans])`` scores, by label."""
+    def __call__(self, scores: HeadSpanScores) -> dict[str, tuple[torch.Tensor, torch.Tensor, int]]:
+        """Each recipe's ``([n_spans], [n_outputs, n_spans])`` scores and its number of heads, by label."""
         out = {}
         for recipe, attributor in self.recipes:
-            seq_attr, token_attr, _ = attributor.combine(scores, recipe.scorer_key)
-            out[recipe.label] = (seq_attr, token_attr)
+            seq_attr, token_attr, selection = attributor.combine(scores, recipe.scorer_key)
+            out[recipe.label] = (seq_attr, token_attr, len(selection.heads))
         return out

@@ -13,14 +13,20 @@ from rcattr.eval.registry import check_methods
 from rcattr.eval.sharding import Processes, Shard
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, methods: Sequence[str]) -> None:
-    """``--out``, ``--limit`` and ``--methods`` (comma-separated, from ``methods``)."""
+def add_run_arguments(
+    parser: argparse.ArgumentParser, methods: Sequence[str], optional: Sequence[str] = ()
+) -> None:
+    """``--out``, ``--limit`` and ``--methods`` (comma-separated, from ``methods``; by default all but
+    the ``optional`` ones)."""
     parser.add_argument("--out", required=True, help="output folder (resumes a run already there)")
     parser.add_argument("--limit", type=int, help="first N records only")
+    default = [name for name in methods if name not in optional]
     parser.add_argument(
         "--methods",
-        default=",".join(methods),
-        help=f"comma-separated, from {', '.join(methods)} (default: all)",
+        default=",".join(default),
+        help=f"comma-separated, from {', '.join(methods)} (default: "
+        + (f"all but {', '.join(optional)}" if optional else "all")
+        + ")",
     )
     parser.add_argument(
         "--shard",

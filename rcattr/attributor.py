@@ -39,6 +39,8 @@ from rcattr.heads import (
     fixed_heads,
     layer_rc,
     layer_superiority,
+    min_heads,
+    outlier_count,
     top_heads,
     weighted_heads,
 )
@@ -461,7 +463,8 @@ class RCAttributor(SpanAttributor):
     top_k : int, float or "outliers", default "outliers"
         Heads used for the span scores: a number, a fraction of all heads, or the heads whose score
         stands more than two standard deviations above the mean of all heads for this example
-        (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72).
+        (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72). A selection of fewer than 5% of the
+        model's heads is flagged: ``result.head_selection.few_heads``.
     span_scorer : {"attention", "rc", "rc_bound"} or SpanScorer, default "attention"
         How a selected head scores a span: post-softmax attention mass (``AttentionScorer``, whose
         default carries each unit's evidence on over the answer rows that follow it), expected RC,
@@ -667,7 +670,15 @@ class RCAttributor(SpanAttributor):
                 scores.cpu(), top_heads(scores, self.top_k, bottom=True).cpu(), self.head_score
             )
         heads, weights = weighted_heads(scores, self.top_k, self.head_weighting)
-        selection = HeadSelection(scores.cpu(), heads.cpu(), self.head_score, weights.cpu())
+        outliers = outlier_count(scores) if self.top_k == "outliers" else None
+        selection = HeadSelection(
+            scores.cpu(),
+            heads.cpu(),
+            self.head_score,
+            weights.cpu(),
+            outliers=outliers,
+            minimum=min_heads(scores.numel()),
+        )
         if not self.per_unit_heads or unit_scores is None:
             return selection
         per_unit = [weighted_heads(unit, self.top_k, self.head_weighting) for unit in unit_scores.unbind(-1)]

@@ -366,7 +366,10 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
     path = save_head_heatmap(result, args.out)
     assert result.head_selection is not None  # RCAttributor always selects heads
     best = ", ".join(f"L{layer}.H{head}" for layer, head in result.head_selection.as_pairs()[:10])
-    print(f"Answer: {result.answer}\nTop heads ({args.head_score}): {best}\nHeat map: {path}")
+    print(
+        f"Answer: {result.answer}\n{result.head_selection.describe()}.\n"
+        f"Top heads ({args.head_score}): {best}\nHeat map: {path}"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ of superiority, which needs only the counts of the shared sort + searchsorted ke
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -23,6 +24,7 @@ HeadWeighting = Literal["equal", "margin"]
 HEAD_WEIGHTINGS: tuple[str, ...] = ("equal", "margin")
 HeadCount = int | float | Literal["outliers"]
 OUTLIER_SIGMAS = 2.0  # "outliers": heads scoring more than this many standard deviations above the mean
+MIN_HEAD_SHARE = 0.05  # a selection of fewer than this share of the model's heads is flagged (rounded up)
 
 
 @dataclass(frozen=True)
@@ -199,17 +201,17 @@ def head_count(scores: torch.Tensor, k: HeadCount) -> int:
 
     ``k`` is a number of heads, a fraction of all heads (a float in ``(0, 1]``), or ``"outliers"``:
     the heads whose score lies more than :data:`OUTLIER_SIGMAS` standard deviations above the mean
-    of all the model's heads for this example (at least one). The outliers adapt to the model: on
-    SmolLM2 (270 heads) they are about 19 heads, on Gemma-3-270m (72 heads) about 3, where a fixed
-    20 would take a quarter of the model.
+    of all the model's heads for this example (:func:`outlier_count`; at least one). The outliers adapt
+    to the model: on SmolLM2 (270 heads) they are about 19 heads, on Gemma-3-270m (72 heads) about 3,
+    where a fixed 20 would take a quarter of the model. On a model whose scores have one far outlier
+    they can be a single head; the attributor's result then says so (:func:`min_heads`). A floor of 5%
+    of the heads was measured and loses 9 points on Gemma's Veri-Gran (docs/benchmarks.md).
     """
     total = scores.numel()
     if isinstance(k, bool):
         raise ValueError(f"top_k={k!r}: give a number of heads, a fraction of them, or 'outliers'")
     if k == "outliers":
-        flat = scores.flatten().double()
-        threshold = flat.mean() + OUTLIER_SIGMAS * flat.std(correction=0)
-        return max(1, int((flat > threshold).sum()))
+        return max(outlier_count(scores), 1)
     if isinstance(k, str):
         raise ValueError(f"top_k={k!r}: give a number of heads, a fraction of them, or 'outliers'")
     if isinstance(k, float) and not 0 < k <= 1:
@@ -220,6 +222,21 @@ def head_count(scores: torch.Tensor, k: HeadCount) -> int:
             f"top_k={k!r} selects {count} heads; the model has {total} (use 1..{total}, a fraction or 'outliers')"
         )
     return count
+
+
+def outlier_count(scores: torch.Tensor) -> int:
+    """How many heads of a score table score more than :data:`OUTLIER_SIGMAS` standard deviations above
+    the mean of all of them (``"outliers"`` selects them, or the best head when none does)."""
+    flat = scores.flatten().double()
+    return int((flat > flat.mean() + OUTLIER_SIGMAS * flat.std(correction=0)).sum())
+
+
+def min_heads(total: int) -> int:
+    """The stated minimum of a selection from a model of ``total`` heads: :data:`MIN_HEAD_SHARE` of them,
+    rounded up (4 of Gemma-3-270m's 72, 14 of SmolLM2's 270, 17 of a 24 x 14 model), at least 1. A
+    selection below it rests on few heads' votes, and the result says so
+    (:attr:`rcattr.result.HeadSelection.few_heads`)."""
+    return max(1, math.ceil(MIN_HEAD_SHARE * total - 1e-9))
 
 
 def top_heads(scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False) -> torch.Tensor:

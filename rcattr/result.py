@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from captum.attr import LLMAttributionResult
 
+from rcattr.heads import MIN_HEAD_SHARE, OUTLIER_SIGMAS
 from rcattr.segmentation import TextSpan, one_line
 
 # The token_support below which a token is flagged as unsupported: the cut-off with the best Youden's J
@@ -41,6 +42,11 @@ class HeadSelection:
         With per-unit selection, the heads chosen for each output unit (``heads`` serve the whole answer).
     unit_weights : Tensor, shape [U, k], optional
         Their weights.
+    outliers : int, optional
+        With the outlier rule (``top_k="outliers"``), how many heads stood out from this example's scores.
+    minimum : int, optional
+        The stated minimum of a selection (:func:`rcattr.heads.min_heads`, 5% of the model's heads): fewer
+        selected heads are flagged (:attr:`few_heads`).
     """
 
     scores: torch.Tensor
@@ -49,9 +55,28 @@ class HeadSelection:
     weights: torch.Tensor | None = None
     unit_heads: torch.Tensor | None = None
     unit_weights: torch.Tensor | None = None
+    outliers: int | None = None
+    minimum: int | None = None
 
     def as_pairs(self) -> list[tuple[int, int]]:
         return [(int(layer), int(head)) for layer, head in self.heads.tolist()]
+
+    @property
+    def few_heads(self) -> bool:
+        """Whether fewer heads were selected than the stated minimum: the attribution rests on few votes."""
+        return self.minimum is not None and len(self.heads) < self.minimum
+
+    def describe(self) -> str:
+        """One sentence: how many heads were selected, by which score and rule, and whether they are few."""
+        text = f"{len(self.heads)} heads selected by {self.kind}"
+        if self.outliers is not None:
+            text += f", the heads more than {OUTLIER_SIGMAS:g} sd above the mean head"
+        if self.few_heads:
+            text += (
+                f"; fewer than {self.minimum} ({MIN_HEAD_SHARE:.0%} of the model's {self.scores.numel()}): "
+                "the attribution rests on few heads' votes (a fixed top_k spreads it)"
+            )
+        return text
 
 
 class RCAttributionResult(LLMAttributionResult):
@@ -252,7 +277,8 @@ class RCAttributionResult(LLMAttributionResult):
 
         Spans are ``{"text", "start", "end"}`` dicts (context spans add ``source``, 0-based, and
         ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; ``groundedness``,
-        ``context_reliance``, ``unit_context_reliance``, ``token_support``, ``unsupported_tokens`` and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights"}``) are None for baselines.
+        ``context_reliance``, ``unit_context_reliance``, ``token_support``, ``unsupported_tokens`` and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights", "outliers",
+        "few_heads"}``: see :class:`HeadSelection`) are None for baselines.
         The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
         """
         assert self.token_attr is not None  # always set by __init__
@@ -282,6 +308,8 @@ class RCAttributionResult(LLMAttributionResult):
                 "kind": selection.kind,
                 "selected": [list(pair) for pair in selection.as_pairs()],
                 "weights": None if selection.weights is None else selection.weights.tolist(),
+                "outliers": selection.outliers,
+                "few_heads": selection.few_heads,
             },
         }
 

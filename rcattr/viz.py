@@ -193,10 +193,7 @@ def _summary_html(result: RCAttributionResult) -> str:
     if selection is None:
         return f"{table}<p>Method: <code>{html.escape(result.span_scorer)}</code></p>"
     heads = ", ".join(f"L{layer}H{head}" for layer, head in selection.as_pairs())
-    return (
-        f"{table}<h2>Heads</h2><p>{len(selection.heads)} heads selected by "
-        f"<code>{html.escape(selection.kind)}</code>: <code>{heads}</code></p>"
-    )
+    return f"{table}<h2>Heads</h2><p>{html.escape(selection.describe())}: <code>{heads}</code></p>"
 
 
 def result_table_html(result: RCAttributionResult, top: int = 3) -> str:

@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.heads import top_heads
+from rcattr.heads import min_heads, outlier_count, top_heads
 from rcattr.prompting import ContextInput, render_prompt
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.scorers import AttentionScorer
@@ -518,3 +518,16 @@ def test_a_generated_answer_is_explained_from_its_generation_cache_without_runni
     torch.testing.assert_close(generated.seq_attr, given.seq_attr, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(generated.token_attr, given.token_attr, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(generated.groundedness, given.groundedness, atol=1e-4, rtol=1e-4)
+
+
+def test_the_outlier_selection_records_its_stand_outs_and_minimum(llama) -> None:
+    result = RCAttributor(llama, char_tokenizer()).attribute(INPUT, "It sat. Dogs bark.")
+    selection = result.head_selection
+    scores = selection.scores
+    assert selection.outliers == outlier_count(scores) and selection.minimum == min_heads(scores.numel())
+    assert len(selection.heads) == max(selection.outliers, 1)
+    assert selection.few_heads == (len(selection.heads) < selection.minimum)
+    assert (
+        RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, "It sat.").head_selection.outliers
+        is None
+    )

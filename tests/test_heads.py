@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.heads import fixed_heads, head_count, layer_rc, top_heads, weighted_heads
+from rcattr.heads import (
+    fixed_heads,
+    head_count,
+    layer_rc,
+    min_heads,
+    outlier_count,
+    top_heads,
+    weighted_heads,
+)
 from rcattr.options import parse_head_count
 
 
@@ -152,10 +161,31 @@ def test_outlier_head_count_adapts_to_the_score_table() -> None:
     scores[1, 2], scores[3, 0] = 5.0, 4.0  # two heads far above the other 22
     assert head_count(scores, "outliers") == 2
     assert top_heads(scores, "outliers").tolist() == [[1, 2], [3, 0]]
+    assert outlier_count(torch.arange(24.0).view(4, 6)) == 0
     assert head_count(torch.arange(24.0).view(4, 6), "outliers") == 1  # none stands out: the best one
     assert head_count(scores, 0.25) == 6 and head_count(scores, 3) == 3
     with pytest.raises(ValueError, match="'outliers'"):
         head_count(scores, "many")  # type: ignore[arg-type]
+
+
+def test_outlier_rule_can_pick_one_head_and_the_minimum_states_how_few_that_is() -> None:
+    # the held-out 24 x 14 model's shape: one head far out, the rest spread evenly
+    scores = torch.linspace(0.4, 0.6, 336, dtype=torch.float64).view(24, 14)
+    scores[15, 7] = 0.99
+    assert outlier_count(scores) == 1 and top_heads(scores, "outliers").tolist() == [[15, 7]]
+    assert [min_heads(n) for n in (1, 8, 20, 72, 270, 336)] == [1, 1, 1, 4, 14, 17]
+
+
+@given(st.integers(1, 40), st.integers(1, 16), st.integers(0, 2**31 - 1))
+@settings(max_examples=50, deadline=None)
+def test_outlier_count_against_brute_force(layers: int, heads: int, seed: int) -> None:
+    scores = torch.randn(layers, heads, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    flat = scores.flatten().tolist()
+    mean = sum(flat) / len(flat)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in flat) / len(flat))
+    brute = sum(x > mean + 2 * spread for x in flat)
+    assert outlier_count(scores) == brute
+    assert head_count(scores, "outliers") == max(brute, 1)
 
 
 @given(st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6))

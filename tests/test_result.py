@@ -103,7 +103,13 @@ def test_to_dict_round_trips_through_json() -> None:
     assert data["context_reliance"] == pytest.approx(0.55) and data["unit_context_reliance"] == pytest.approx(
         [0.9, 0.2]
     )
-    assert data["heads"] == {"kind": "rc_std", "selected": [[1, 2], [0, 0]], "weights": [0.5, 1.0]}
+    assert data["heads"] == {
+        "kind": "rc_std",
+        "selected": [[1, 2], [0, 0]],
+        "weights": [0.5, 1.0],
+        "outliers": None,
+        "few_heads": False,
+    }
     baseline = json.loads(json.dumps(_result().to_dict()))
     assert baseline["groundedness"] is None and baseline["heads"] is None
     assert baseline["context_reliance"] is None and baseline["unit_context_reliance"] is None
@@ -135,3 +141,22 @@ def test_captum_plots_get_short_labels() -> None:
     assert max(len(label.get_text()) for label in axes.get_xticklabels()) <= 30
     assert result.input_tokens == [span.text for span in SPANS]  # captum's fields are left as they were
     plt.close("all")
+
+
+def test_head_selection_says_when_it_rests_on_few_heads() -> None:
+    scores, one = torch.rand(6, 12), torch.tensor([[2, 3]])
+    few = HeadSelection(scores, one, "superiority", outliers=1, minimum=4)
+    assert few.few_heads
+    assert few.describe() == (
+        "1 heads selected by superiority, the heads more than 2 sd above the mean head; fewer than 4 (5% of "
+        "the model's 72): the attribution rests on few heads' votes (a fixed top_k spreads it)"
+    )
+    enough = HeadSelection(
+        scores, torch.tensor([[0, 0], [1, 1], [2, 2], [3, 3]]), "superiority", outliers=4, minimum=4
+    )
+    assert not enough.few_heads
+    assert (
+        enough.describe() == "4 heads selected by superiority, the heads more than 2 sd above the mean head"
+    )
+    assert HeadSelection(scores, one, "fixed").describe() == "1 heads selected by fixed"
+    assert _result(few).to_dict()["heads"]["few_heads"] is True

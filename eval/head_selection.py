@@ -1,0 +1,125 @@
+"""Head-selection rules measured across architectures (issue 35), as recipes of the ``heads`` method.
+
+The default picks the *outlier* heads of each example: those scoring more than two standard deviations
+above the mean over all heads. That follows the shape of one model's score distribution (about 19 of
+SmolLM2's 270 heads, 3 to 4 of Gemma-3-270m's 72, and a single head of a held-out 24 x 14 model), and a
+single head's vote is fragile. Each rule here is one lever: a function of the ``[L, H]`` head scores of
+one example that returns the heads and their weights. :func:`selection_ablation` lists them as recipes
+beside the default, so one ``heads`` pass per record scores every rule on the same logits
+(``python -m rcattr.eval.attribution --methods heads,bm25``). The rules are experimental: the one that
+wins on every model measured becomes rcattr's default, the others stay here as results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.attributor import RCAttributor
+from rcattr.heads import OUTLIER_SIGMAS
+from rcattr.result import HeadSelection
+
+Selector = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""``[L, H]`` head scores -> ``([k, 2]`` (layer, head) pairs best first, ``[k]`` weights)."""
+
+
+def _pairs(flat_index: torch.Tensor, n_heads: int) -> torch.Tensor:
+    return torch.stack([flat_index // n_heads, flat_index % n_heads], dim=1)
+
+
+def _top(scores: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``count`` best heads, equal weights."""
+    flat = scores.flatten().topk(max(1, min(count, scores.numel()))).indices
+    return _pairs(flat, scores.shape[1]), torch.ones(len(flat), dtype=scores.dtype)
+
+
+def _z(scores: torch.Tensor) -> torch.Tensor:
+    """Each head's score in standard deviations above the mean of all heads (``[N]``)."""
+    flat = scores.flatten().double()
+    return (flat - flat.mean()) / flat.std(correction=0).clamp_min(1e-12)
+
+
+def outliers(sigmas: float = OUTLIER_SIGMAS, floor: float = 0.0) -> Selector:
+    """Heads above ``sigmas`` standard deviations, and at least ``ceil(floor x heads)`` of them (at least 1)."""
+
+    def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        count = int((_z(scores) > sigmas).sum())
+        return _top(scores, max(count, math.ceil(floor * scores.numel()), 1))
+
+    return select
+
+
+def top_share(share: float) -> Selector:
+    """A fixed share of the model's heads."""
+    return lambda scores: _top(scores, math.ceil(share * scores.numel()))
+
+
+def knee(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The heads before the knee of the descending scores: the point farthest below the chord from the
+    best to the worst head (Kneedle on the normalised curve)."""
+    ordered = scores.flatten().double().sort(descending=True).values
+    n = ordered.numel()
+    x = torch.arange(n, dtype=torch.float64) / max(n - 1, 1)
+    y = (ordered - ordered[-1]) / (ordered[0] - ordered[-1]).clamp_min(1e-12)
+    return _top(scores, max(int((1 - x - y).argmax()), 1))  # the knee is the first head of the flat part
+
+
+def z_weighted(offset: float) -> Selector:
+    """Every head above ``offset`` standard deviations, weighted by its distance above it (a soft cut)."""
+
+    def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        weights = (_z(scores) - offset).clamp_min(0)
+        if not bool((weights > 0).any()):
+            return _top(scores, 1)
+        order = weights.argsort(descending=True)[: int((weights > 0).sum())]
+        return _pairs(order, scores.shape[1]), weights[order].to(scores.dtype)
+
+    return select
+
+
+def layer_outliers(sigmas: float = OUTLIER_SIGMAS) -> Selector:
+    """Outliers of the scores centred per layer: a layer whose heads all score high (a model-wide depth
+    trend) does not crowd the others out."""
+
+    def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        centred = scores.double() - scores.double().mean(1, keepdim=True)
+        count = int((_z(centred) > sigmas).sum())
+        return _top(centred, max(count, 1))
+
+    return select
+
+
+RULES: dict[str, Selector] = {
+    "outliers, at least 5% of heads": outliers(floor=0.05),
+    "outliers, at least 10% of heads": outliers(floor=0.10),
+    "outliers above 1.5 sd": outliers(1.5),
+    "top 7% of heads": top_share(0.07),
+    "knee of the sorted scores": knee,
+    "z-weighted vote above the mean": z_weighted(0.0),
+    "z-weighted vote above 1 sd": z_weighted(1.0),
+    "outliers of layer-centred scores": layer_outliers(),
+}
+
+
+def selection(scores: torch.Tensor, rule: Selector, kind: str) -> HeadSelection:
+    """A :class:`~rcattr.result.HeadSelection` of the ``[L, H]`` ``scores`` by ``rule``."""
+    heads, weights = rule(scores.cpu())
+    return HeadSelection(scores.cpu(), heads, kind, weights)
+
+
+class RuleAttributor(RCAttributor):
+    """An :class:`~rcattr.RCAttributor` whose heads come from a selection rule of this module."""
+
+    def __init__(
+        self, model: PreTrainedModel, tokenizer: TokenizerLike, rule: Selector, **options: Any
+    ) -> None:
+        super().__init__(model, tokenizer, **options)
+        self.rule = rule
+
+    def select(self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None) -> HeadSelection:
+        return selection(scores, self.rule, self.head_score)
