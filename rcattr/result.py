@@ -68,7 +68,8 @@ class HeadSelection:
 
     def describe(self) -> str:
         """One sentence: how many heads were selected, by which score and rule, and whether they are few."""
-        text = f"{len(self.heads)} heads selected by {self.kind}"
+        count = len(self.heads)
+        text = f"{count} head{'' if count == 1 else 's'} selected by {self.kind}"
         if self.outliers is not None:
             text += f", the heads more than {OUTLIER_SIGMAS:g} sd above the mean head"
         if self.few_heads:

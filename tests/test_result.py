@@ -148,7 +148,7 @@ def test_head_selection_says_when_it_rests_on_few_heads() -> None:
     few = HeadSelection(scores, one, "superiority", outliers=1, minimum=4)
     assert few.few_heads
     assert few.describe() == (
-        "1 heads selected by superiority, the heads more than 2 sd above the mean head; fewer than 4 (5% of "
+        "1 head selected by superiority, the heads more than 2 sd above the mean head; fewer than 4 (5% of "
         "the model's 72): the attribution rests on few heads' votes (a fixed top_k spreads it)"
     )
     enough = HeadSelection(
@@ -158,5 +158,5 @@ def test_head_selection_says_when_it_rests_on_few_heads() -> None:
     assert (
         enough.describe() == "4 heads selected by superiority, the heads more than 2 sd above the mean head"
     )
-    assert HeadSelection(scores, one, "fixed").describe() == "1 heads selected by fixed"
+    assert HeadSelection(scores, one, "fixed").describe() == "1 head selected by fixed"
     assert _result(few).to_dict()["heads"]["few_heads"] is True
