@@ -21,7 +21,7 @@ from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
-from rcattr.heads import OUTLIER_SIGMAS
+from rcattr.heads import OUTLIER_SIGMAS, outlier_count, top_heads
 from rcattr.result import HeadSelection
 
 Selector = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -33,9 +33,9 @@ def _pairs(flat_index: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 
 def _top(scores: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``count`` best heads, equal weights."""
-    flat = scores.flatten().topk(max(1, min(count, scores.numel()))).indices
-    return _pairs(flat, scores.shape[1]), torch.ones(len(flat), dtype=scores.dtype)
+    """The ``count`` best heads (1 to all of them), equal weights."""
+    heads = top_heads(scores, max(1, min(count, scores.numel())))
+    return heads, torch.ones(len(heads), dtype=scores.dtype)
 
 
 def _z(scores: torch.Tensor) -> torch.Tensor:
@@ -48,8 +48,7 @@ def outliers(sigmas: float = OUTLIER_SIGMAS, floor: float = 0.0) -> Selector:
     """Heads above ``sigmas`` standard deviations, and at least ``ceil(floor x heads)`` of them (at least 1)."""
 
     def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        count = int((_z(scores) > sigmas).sum())
-        return _top(scores, max(count, math.ceil(floor * scores.numel()), 1))
+        return _top(scores, max(outlier_count(scores, sigmas), math.ceil(floor * scores.numel())))
 
     return select
 
@@ -88,8 +87,7 @@ def layer_outliers(sigmas: float = OUTLIER_SIGMAS) -> Selector:
 
     def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         centred = scores.double() - scores.double().mean(1, keepdim=True)
-        count = int((_z(centred) > sigmas).sum())
-        return _top(centred, max(count, 1))
+        return _top(centred, outlier_count(centred, sigmas))
 
     return select
 

@@ -224,11 +224,11 @@ def head_count(scores: torch.Tensor, k: HeadCount) -> int:
     return count
 
 
-def outlier_count(scores: torch.Tensor) -> int:
-    """How many heads of a score table score more than :data:`OUTLIER_SIGMAS` standard deviations above
-    the mean of all of them (``"outliers"`` selects them, or the best head when none does)."""
+def outlier_count(scores: torch.Tensor, sigmas: float = OUTLIER_SIGMAS) -> int:
+    """How many heads of a score table score more than ``sigmas`` standard deviations above the mean of
+    all of them (``"outliers"`` selects them, or the best head when none does)."""
     flat = scores.flatten().double()
-    return int((flat > flat.mean() + OUTLIER_SIGMAS * flat.std(correction=0)).sum())
+    return int((flat > flat.mean() + sigmas * flat.std(correction=0)).sum())
 
 
 def min_heads(total: int) -> int:
