@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo tutorials test test-kvpress bench eval eval-kv clean
+.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-kv clean
 
 setup: $(STAMP)
 
@@ -36,10 +36,14 @@ demo: setup
 tutorials: setup
 	for tutorial in tutorials/*.py; do $(PY) $$tutorial || exit 1; done
 
-# mypy over rcattr, rcattr.baselines and rcattr.eval as installed, then the suite
+# mypy over the rcattr package (with rcattr.baselines and rcattr.eval), then the whole suite: what CI runs
 test: setup
-	$(PY) .ci/typecheck.py
+	$(PY) -m mypy -p rcattr
 	$(PY) -m pytest
+
+# the unit tests alone (tiny random models; no real-model, kvpress or slow end-to-end tests), for everyday work
+test-fast: setup
+	$(PY) -m pytest -m "not real_model and not kvpress and not slow" -q
 
 # the suite on transformers 5.2 with kvpress, whose tests must run there rather than skip
 test-kvpress: setup-kvpress

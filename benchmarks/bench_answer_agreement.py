@@ -20,7 +20,7 @@ import statistics
 from tqdm import tqdm
 
 from rcattr import ContextInput, load_model
-from rcattr.eval.kv_data import squad_paragraphs
+from rcattr.eval.kv.data import squad_paragraphs
 from rcattr.kvcache import RCKVCache
 from rcattr.kvcache.compare import compare_generations
 

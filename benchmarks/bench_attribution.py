@@ -1,6 +1,6 @@
 """Cost of RCAttributor.attribute() against one plain forward, and against captum's FeatureAblation.
 
-The example is real text: the context concatenates SQuAD v2 dev contexts (``../shared/data/squad_v2``,
+The example is real text: the context concatenates SQuAD v2 dev contexts (``data/squad_v2``,
 or ``$RCATTR_DATA/squad_v2``) in file order until it reaches ``--contexts`` tokens (cut at exactly that
 many tokens of the context alone); the question is the first question of the first paragraph; the given
 answer is the next paragraph, cut to ``--answer`` tokens (the answer is unrelated to the question: only
@@ -8,7 +8,7 @@ the cost is measured here). The prompt is the default model's chat template (``r
 
 1. Per context size and attributor (the default, the paper's recipe, the default with the null-answer
    calibration and the RC span scorers, or any recipe of the attribution ablation by its name,
-   ``rcattr.eval.recipes``; ``--attributors ablation`` times them all): the median time of
+   ``rcattr.eval.attribution.recipes``; ``--attributors ablation`` times them all): the median time of
    ``attributor.attribute(ContextInput(context, question), target=answer, granularity="sentence")``
    divided by the median time of one plain forward ``model(ids, logits_to_keep=1)`` over the same
    prompt + answer tokens (the attributor's own ids: the rendered prompt tokenized without special
@@ -83,7 +83,7 @@ def _peak_rss_mib() -> float:
 
 def _squad_path() -> Path:
     root = os.environ.get("RCATTR_DATA")
-    data = Path(root) if root else Path(__file__).resolve().parents[2] / "shared" / "data"
+    data = Path(root) if root else Path(__file__).resolve().parents[1] / "data"
     return data / "squad_v2" / "dev-v2.0.json"
 
 
@@ -158,8 +158,8 @@ def _paired(calls: dict[str, Any], repeats: int) -> dict[str, float]:
 
 
 def recipe_names() -> list[str]:
-    """The command-line names of the ablation's recipes (``rcattr.eval.recipes``)."""
-    from rcattr.eval.recipes import ablation
+    """The command-line names of the ablation's recipes (``rcattr.eval.attribution.recipes``)."""
+    from rcattr.eval.attribution.recipes import ablation
 
     return [recipe.name for recipe in ablation()]
 
@@ -167,7 +167,7 @@ def recipe_names() -> list[str]:
 def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
     """An ablation recipe's attributor by its name, or the default one with an RC span scorer."""
     from rcattr.attributor import RCAttributor
-    from rcattr.eval.recipes import ablation
+    from rcattr.eval.attribution.recipes import ablation
 
     if name in SPAN_SCORERS:
         return RCAttributor(model, tokenizer, span_scorer=name)

@@ -15,8 +15,8 @@ from tqdm.auto import tqdm
 from rcattr.base import unit_sum
 from rcattr.baselines import HiddenStateAttributor
 from rcattr.baselines.hidden_state import anchor_votes
-from rcattr.eval.datasets import load_attribution
-from rcattr.eval.metrics import accuracy, source_hits
+from rcattr.eval.common.datasets import load_attribution
+from rcattr.eval.common.metrics import accuracy, source_hits
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 

@@ -22,7 +22,7 @@ import statistics
 import torch
 from tqdm import tqdm
 
-from rcattr.eval.kv_data import load_squad
+from rcattr.eval.kv.data import load_squad
 from rcattr.kvcache import RCKVCache
 from rcattr.models import load_model
 

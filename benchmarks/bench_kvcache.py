@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 import torch
 from transformers import DynamicCache
 
-from rcattr.eval.kv_data import load_squad
+from rcattr.eval.kv.data import load_squad
 from rcattr.kvcache import RCKVCache, cache_nbytes
 from rcattr.models import load_model
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # each tutorial runs the default model end to end in a fresh process
+
 TUTORIALS = Path(__file__).resolve().parents[1] / "tutorials"
 PNG = b"\x89PNG"
 

@@ -22,7 +22,7 @@
 # highest-scoring context span lies in the span's gold source (chunk-level accuracy).
 #
 # Everything runs offline on CPU with the packaged SmolLM2-135M-Instruct and the QuoteSum dev
-# file shipped in `shared/data` (or `$RCATTR_DATA`), in about two minutes.
+# file shipped in `data/` (or `$RCATTR_DATA`), in about two minutes.
 
 # %%
 import json
@@ -35,13 +35,13 @@ import torch
 
 from rcattr import load_model
 from rcattr.base import SpanAttributor
-from rcattr.eval.attribution import (
+from rcattr.eval.attribution.cli import (
     AttributionBenchmark,
     BenchmarkConfig,
     SpanAttributorMethod,
     default_methods,
 )
-from rcattr.eval.datasets import load_attribution
+from rcattr.eval.common.datasets import load_attribution
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "02_benchmark_attribution"
 OUT.mkdir(parents=True, exist_ok=True)
@@ -77,7 +77,7 @@ for span in record.gold:
 # - `rc`: `RCAttributor` with its defaults (attention over the heads whose RC score stands out,
 #   each answer span read on to the end of its sentence, every head one vote);
 # - `sweep`: one RC pass per record that scores every head with every span scorer of the
-#   ablation (`rcattr.eval.recipes`); it gives the accuracy for every k, top-k and bottom-k heads,
+#   ablation (`rcattr.eval.attribution.recipes`); it gives the accuracy for every k, top-k and bottom-k heads,
 #   and one row per recipe: the paper's, each lever added to it or taken out of the default,
 #   among them "paper · all heads", the attention baseline without head selection (the
 #   `attention` method gives the same row on its own);

@@ -45,8 +45,8 @@ import torch
 from transformers import Cache, DynamicCache
 
 from rcattr import load_model
-from rcattr.eval.kv_data import load_squad
-from rcattr.eval.kv_methods import (
+from rcattr.eval.kv.data import load_squad
+from rcattr.eval.kv.methods import (
     DEFAULT_RECIPE,
     KVPRESS_HINT,
     FullCache,
@@ -54,8 +54,8 @@ from rcattr.eval.kv_methods import (
     PressMethod,
     RCMethod,
 )
-from rcattr.eval.kv_metrics import LastLayerHeadOutputs, value_error_rate
-from rcattr.eval.kv_protocol import greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.metrics import LastLayerHeadOutputs, value_error_rate
+from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
 from rcattr.kvcache import RCKVCache
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "03_kv_cache_in_generate"
@@ -176,7 +176,7 @@ print(f"saved {OUT / 'compression_per_head.png'}")
 # * **top-1 agreement**: the share of positions where both caches predict the same next token;
 # * **KL(full ‖ compressed)**, averaged over positions (0 is identical);
 # * **VER**, the value error rate of the RCStat paper: the relative error of the last layer's per-head
-#   attention outputs (`rcattr.eval.kv_metrics.value_error_rate`), the KV benchmark's metric.
+#   attention outputs (`rcattr.eval.kv.metrics.value_error_rate`), the KV benchmark's metric.
 #
 # This is the setting of `model.generate`: the question is part of the prompt, hence of the scoring
 # window. The first answer token is predicted by the prefill itself, before anything is evicted.

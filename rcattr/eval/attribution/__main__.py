@@ -1,0 +1,3 @@
+from rcattr.eval.attribution.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""The attribution benchmark: every method side by side on QuoteSum or Veri-Gran.
+
+    python -m rcattr.eval.attribution --dataset quotesum --split dev --out runs/quotesum
+
+Protocol (the RCStat paper's): the gold answer is teacher-forced, the context is the numbered
+sources (``Document [i]: ...``) followed by the question, and each gold span of the answer is one
+output unit; its prediction is the source of the highest-scoring context span (chunk-level
+accuracy, paper Table 1). Each method writes one line per record to ``OUT/records/METHOD.jsonl``
+as it goes, so an interrupted run resumes where it stopped (``rcattr.eval.common.run_store``); ``--shard I/N``
+and ``accelerate launch`` split the records among processes (``rcattr.eval.common.sharding``) and the report
+merges them. ``sweep`` is one RC pass per record that scores every head with both span scorers: it gives
+the top-k / bottom-k curve of the paper's Fig. 5 and the RC variants of the table (attention over RC
+top-k, bottom-k and all heads; RC expectation as the span scorer). ``results.json``, ``results.md`` and
+``sweep.png`` are rewritten at the end from every record on disk.
+
+The pieces: the settings (``attribution_config``), the methods (``attribution_method``, the built-in ones
+in ``attribution_methods``, the sweep in ``attribution_sweep``), the runner (``attribution_runner``), the
+results and the table (``attribution_results``, ``attribution_report``). This module is the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, PROTOCOL, BenchmarkConfig
+from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
+from rcattr.eval.attribution.methods import METHODS, OPTIONAL_METHODS, default_methods
+from rcattr.eval.attribution.report import markdown_table
+from rcattr.eval.attribution.runner import AttributionBenchmark
+from rcattr.eval.attribution.sweep import SweepMethod, plot_sweep
+from rcattr.eval.common.datasets import DATA_HELP
+from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods
+from rcattr.eval.common.run_store import run_sharded
+from rcattr.eval.common.sharding import Processes
+from rcattr.options import parse_head_count
+
+__all__ = [
+    "DEFAULT_METHOD_LIMITS",
+    "METHODS",
+    "PROTOCOL",
+    "AttributionBenchmark",
+    "AttributionMethod",
+    "BenchmarkConfig",
+    "SpanAttributorMethod",
+    "SweepMethod",
+    "config_from_args",
+    "default_methods",
+    "main",
+    "markdown_table",
+    "plot_sweep",
+]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.attribution",
+        description="Attribution benchmark: every method on QuoteSum or Veri-Gran, gold answer teacher-forced.",
+        epilog=DATA_HELP,
+    )
+    parser.add_argument("--dataset", required=True, choices=("quotesum", "verigran"))
+    parser.add_argument("--split", default="dev")
+    add_run_arguments(parser, METHODS, optional=OPTIONAL_METHODS)
+    parser.add_argument(
+        "--method-limit",
+        action="append",
+        default=[],
+        metavar="METHOD=N",
+        help="run METHOD on the first N records only (default: "
+        + ", ".join(f"{m}={n}" for m, n in DEFAULT_METHOD_LIMITS.items())
+        + "; N=0 lifts the limit); repeatable",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=parse_head_count,
+        default="outliers",
+        help="the default RC method's heads: a number, or 'outliers' (the default; see RCAttributor)",
+    )
+    parser.add_argument("--granularity", default="chunk", choices=("chunk", "sentence", "token"))
+    parser.add_argument(
+        "--max-tokens", type=int, default=4096, help="leave out longer records (default 4096)"
+    )
+    parser.add_argument("--hidden-state-layer", type=int, help="layer for hidden_state (default: middle)")
+    parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (default 16)")
+    parser.add_argument(
+        "--faithfulness",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ContextCite drop@k and LDS on the first N records",
+    )
+    parser.add_argument("--lds-samples", type=int, default=32, help="random ablations per record for LDS")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
+    """The settings of the command line's run; unknown methods end the command with the known ones."""
+    methods = parse_methods(args.methods, METHODS)
+    limits = dict(DEFAULT_METHOD_LIMITS)
+    for item in args.method_limit:
+        name, _, count = item.partition("=")
+        if name not in METHODS or not count.isdigit():
+            raise SystemExit(
+                f"--method-limit wants METHOD=N with METHOD in {', '.join(METHODS)}, got {item!r}"
+            )
+        limits[name] = int(count)
+    return BenchmarkConfig(
+        dataset=args.dataset,
+        split=args.split,
+        methods=methods,
+        limit=args.limit,
+        method_limits={name: count for name, count in limits.items() if count},
+        top_k=args.top_k,
+        granularity=args.granularity,
+        max_tokens=args.max_tokens,
+        model=args.model,
+        hidden_state_layer=args.hidden_state_layer,
+        ig_steps=args.ig_steps,
+        faithfulness=args.faithfulness,
+        lds_samples=args.lds_samples,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
+    args = _parser().parse_args(argv)
+    config = config_from_args(args)
+    processes = Processes.start(args.shard)
+    model, tokenizer = load_run_model(config.model, args.device_map, processes)
+    benchmark = AttributionBenchmark(config, model, tokenizer, args.out, processes.shard)
+    results = run_sharded(benchmark, processes, args.report_only)
+    if results is not None:
+        print(markdown_table(results))
+    return 0

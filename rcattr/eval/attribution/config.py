@@ -1,0 +1,41 @@
+"""What a run of the attribution benchmark measures: :class:`BenchmarkConfig`, saved as its ``config.json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rcattr.eval.attribution.methods import RUN_BY_DEFAULT
+from rcattr.heads import HeadCount
+
+DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
+RESUMABLE_CHANGES = ("methods", "limit", "method_limits", "faithfulness")  # may differ when resuming
+PROTOCOL = (
+    "gold answer teacher-forced; context = the numbered sources and the question (chat template); "
+    "one output unit per gold span; prediction = source of the top-scoring context span"
+)
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`)."""
+
+    dataset: str
+    split: str = "dev"
+    methods: tuple[str, ...] = RUN_BY_DEFAULT
+    limit: int | None = None
+    method_limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_METHOD_LIMITS))
+    top_k: HeadCount = "outliers"
+    granularity: str = "chunk"
+    max_tokens: int | None = 4096
+    model: str | None = None
+    hidden_state_layer: int | None = None
+    ig_steps: int = 16
+    faithfulness: int = 0
+    lds_samples: int = 32
+
+    def records_for(self, method: str) -> int | None:
+        """How many records ``method`` runs on (the expensive ones may run on fewer)."""
+        own = self.method_limits.get(method)
+        if own is None:
+            return self.limit
+        return own if self.limit is None else min(self.limit, own)

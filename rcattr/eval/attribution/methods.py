@@ -1,0 +1,96 @@
+"""The built-in methods of the attribution benchmark, in the registry :func:`default_methods` builds.
+
+* ``rc``: :class:`~rcattr.RCAttributor` with its defaults; ``rc_paper``: the paper's recipe;
+* ``sweep``: one RC pass per record for every recipe of the ablation and the top-k / bottom-k curve
+  (:class:`~rcattr.eval.attribution.sweep.SweepMethod`); ``heads``: the same for the head-selection rules
+  of :mod:`rcattr.eval.attribution.head_selection`;
+* the baselines of :mod:`rcattr.baselines`: ``attention``, ``hidden_state``, ``ig``, ``bm25``, ``ablation``,
+  ``random`` and ``hybrid``.
+
+Add a method of your own to a registry with :meth:`~rcattr.eval.common.registry.MethodRegistry.add`, e.g. a
+:class:`~rcattr.eval.attribution.method.SpanAttributorMethod`, and give the registry to the runner.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from transformers import PreTrainedModel
+
+from rcattr._typing import TokenizerLike
+from rcattr.attributor import RCAttributor
+from rcattr.baselines import (
+    AblationAttributor,
+    AttentionAttributor,
+    BM25Attributor,
+    HiddenStateAttributor,
+    HybridAttributor,
+    IntegratedGradientsAttributor,
+    RandomAttributor,
+)
+from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
+from rcattr.eval.attribution.recipes import selection_ablation
+from rcattr.eval.attribution.sweep import CURVE_SCORERS, SweepMethod
+from rcattr.eval.common.registry import MethodRegistry
+
+if TYPE_CHECKING:
+    from rcattr.eval.attribution.config import BenchmarkConfig
+
+AttributionMethods = MethodRegistry[AttributionMethod[Any]]
+RUN_FILES = ("faithfulness", "peak_memory")  # the other row files of a run folder: no method takes their name
+
+
+def rc_attributor(model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig) -> RCAttributor:
+    """The default RCAttributor at ``config.top_k`` heads (at most the model's)."""
+    text = model.config.get_text_config()
+    top_k = config.top_k
+    if isinstance(top_k, int):
+        top_k = min(top_k, text.num_hidden_layers * text.num_attention_heads)
+    return RCAttributor(model, tokenizer, top_k=top_k)
+
+
+def default_methods() -> AttributionMethods:
+    """A new registry of the built-in methods, to which more may be added."""
+    return MethodRegistry(
+        [
+            SpanAttributorMethod("rc", rc_attributor),
+            SpanAttributorMethod(
+                "rc_paper", lambda model, tokenizer, config: RCAttributor.paper(model, tokenizer)
+            ),
+            SweepMethod(rc_attributor),
+            SweepMethod(
+                rc_attributor, "heads", selection_ablation, {"attention": CURVE_SCORERS["attention"]}
+            ),
+            SpanAttributorMethod(
+                "attention", lambda model, tokenizer, config: AttentionAttributor(model, tokenizer)
+            ),
+            SpanAttributorMethod(
+                "hidden_state",
+                lambda model, tokenizer, config: HiddenStateAttributor(
+                    model, tokenizer, layer=config.hidden_state_layer
+                ),
+            ),
+            SpanAttributorMethod(
+                "ig",
+                lambda model, tokenizer, config: IntegratedGradientsAttributor(
+                    model, tokenizer, n_steps=config.ig_steps
+                ),
+            ),
+            SpanAttributorMethod("bm25", lambda model, tokenizer, config: BM25Attributor(model, tokenizer)),
+            SpanAttributorMethod(
+                "ablation", lambda model, tokenizer, config: AblationAttributor(model, tokenizer)
+            ),
+            SpanAttributorMethod(
+                "random", lambda model, tokenizer, config: RandomAttributor(model, tokenizer)
+            ),
+            SpanAttributorMethod(
+                "hybrid", lambda model, tokenizer, config: HybridAttributor(model, tokenizer)
+            ),
+        ],
+        reserved=RUN_FILES,
+    )
+
+
+METHODS = tuple(default_methods())  # the built-in names, in the order of the results
+OPTIONAL_METHODS = ("heads",)  # run when named: its default and paper rows repeat the sweep's
+RUN_BY_DEFAULT = tuple(name for name in METHODS if name not in OPTIONAL_METHODS)

@@ -1,0 +1,3 @@
+from rcattr.eval.groundedness.benchmark import main
+
+main()

@@ -1,0 +1,3 @@
+from rcattr.eval.kv.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""The KV-compression benchmark: RCKVCache against kvpress's presses on SQuAD v2 or QMSum.
+
+    python -m rcattr.eval.kv --dataset squad --limit 20 --out runs/kv-squad
+
+Tasks: SQuAD v2 dev (short paragraphs), QMSum val (1,024-token meeting excerpts), and ``needle``: RULER-style
+key-value needles at depths 0.1-0.9 of about 1k, 2k and 4k tokens of SQuAD prose, generated from a seed
+(``rcattr.eval.kv.needle``; 60 prompts unless ``--limit``), scored by whether the answer holds the value.
+
+Protocol (the RCStat paper's, on kvpress's question-after-context pipeline): the context is compressed at
+prefill; the question follows uncompressed; greedy decoding with the full cache gives the reference answer
+g; each cache is then teacher-forced on g for the **value error rate** (VER: last layer, per head,
+docs/design.md §3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers and an **answer
+match** (a gold answer, or the needle's value, standing in the answer as whole words). Compression is
+measured on each cache after the prefill (entries evicted or masked, and bytes held). kvpress presses run
+at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and reaches its own ratio.
+
+Each (method, record) result is one line of ``OUT/records.jsonl``, written as it goes, so an interrupted
+run resumes where it stopped; ``results.json``, ``results.md`` and the plots are rewritten at the end from
+every line on disk. ``--shard I/N`` and ``accelerate launch`` split the records among processes, each
+writing ``records.shard-I-of-N.jsonl``; the report merges them. kvpress pins transformers < 5.3: the
+presses run in ``.venv-kvpress`` (``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rcattr.eval.common.datasets import DATA_HELP
+from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods
+from rcattr.eval.common.run_store import run_sharded
+from rcattr.eval.common.sharding import Processes
+from rcattr.eval.kv.config import (
+    DEFAULT_MAX_NEW_TOKENS,
+    INSTRUCTIONS,
+    METHODS,
+    PROTOCOL,
+    QUALITY,
+    RESUMABLE_CHANGES,
+    KVBenchmarkConfig,
+    load_records,
+)
+from rcattr.eval.kv.data import KV_DATASETS
+from rcattr.eval.kv.methods import RC_VARIANT_WORDS, import_kvpress
+from rcattr.eval.kv.registry import PressFamily, RCFamily, default_kv_methods
+from rcattr.eval.kv.runner import KVBenchmark
+from rcattr.eval.kv.tables import markdown_table
+
+# the module's docstring is the command's --help; the pieces: settings (kv_config), caches (kv_methods) and
+# methods by name (kv_registry), the runner (kv_runner), the report (kv_results, kv_tables, kv_plots)
+__all__ = [
+    "DEFAULT_MAX_NEW_TOKENS",
+    "INSTRUCTIONS",
+    "METHODS",
+    "PROTOCOL",
+    "QUALITY",
+    "RESUMABLE_CHANGES",
+    "KVBenchmark",
+    "KVBenchmarkConfig",
+    "PressFamily",
+    "RCFamily",
+    "default_kv_methods",
+    "load_records",
+    "main",
+]
+
+
+def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
+    """An argparse type for comma-separated values of ``kind``."""
+
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return tuple(kind(item) for item in text.split(",") if item.strip())
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(
+                f"want comma-separated {kind.__name__}s, got {text!r}"
+            ) from error
+
+    return parse
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = KVBenchmarkConfig("squad")
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.kv",
+        description=__doc__,
+        epilog=DATA_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--dataset", required=True, choices=KV_DATASETS)
+    add_run_arguments(parser, METHODS)
+    for name, kind, help in (
+        ("--ratios", float, "press compression ratios"),
+        ("--c", float, "RCKVCache thresholds"),
+        ("--window", int, "RCKVCache windows"),
+    ):
+        default = getattr(defaults, name[2:])
+        parser.add_argument(
+            name,
+            type=_list_of(kind),
+            default=default,
+            help=f"{help} (default {','.join(map(str, default))})",
+        )
+    parser.add_argument(
+        "--rc-variants",
+        type=_list_of(str),
+        default=defaults.rc_variants,
+        help="RCKVCache scoring variants, each run at every --c and --window: 'paper' (the paper's recipe), or "
+        f"changes to it joined by '+' from {', '.join(RC_VARIANT_WORDS)}, sinks=N "
+        f"(e.g. paper,value_norm,sinks=4+model_budget; default {','.join(defaults.rc_variants)})",
+    )
+    parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=defaults.context_tokens,
+        help="QMSum: token budget of the meeting excerpt around the gold turns (default 1024)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, help=f"answer length limit (default: {DEFAULT_MAX_NEW_TOKENS})"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        config = KVBenchmarkConfig(
+            dataset=args.dataset,
+            methods=parse_methods(args.methods, METHODS),
+            ratios=args.ratios,
+            c=args.c,
+            window=args.window,
+            rc_variants=args.rc_variants,
+            limit=args.limit,
+            context_tokens=args.context_tokens,
+            max_new_tokens=args.max_new_tokens,
+            model=args.model,
+        )
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    methods = default_kv_methods()
+    if any(methods[name].needs_kvpress for name in config.methods):
+        try:
+            import_kvpress()  # fail before loading anything when the presses cannot run here
+        except ImportError as error:
+            raise SystemExit(str(error)) from error
+    processes = Processes.start(args.shard)
+    model, tokenizer = load_run_model(config.model, args.device_map, processes)
+    results = run_sharded(
+        KVBenchmark(config, model, tokenizer, args.out, processes.shard, methods=methods),
+        processes,
+        args.report_only,
+    )
+    if results is not None:
+        print(markdown_table(results))
+    return 0

@@ -1,0 +1,74 @@
+"""What a run of the KV benchmark measures (:class:`KVBenchmarkConfig`, saved as its ``config.json``), and
+the records of its task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rcattr._typing import TokenizerLike
+from rcattr.eval.kv.data import KV_DATASETS, KVRecord, load_qmsum, load_squad
+from rcattr.eval.kv.methods import DEFAULT_RECIPE, FullCache, KVMethod, rc_options
+from rcattr.eval.kv.needle import load_needle
+from rcattr.eval.kv.registry import KV_METHODS, KVMethods, default_kv_methods
+
+METHODS = KV_METHODS
+INSTRUCTIONS = {
+    "squad": "Answer in a few words.",
+    "qmsum": "Answer in a few sentences.",
+    "needle": "Answer in a few words.",
+}
+DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64, "needle": 32}  # needle answers restate the question
+QUALITY = {"squad": "rougeL", "qmsum": "rougeL", "needle": "match"}  # the task's answer-quality metric
+RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "rc_variants", "limit")  # may differ when resuming
+PROTOCOL = (
+    "context compressed at prefill, question after it uncompressed (kvpress's pipeline); the full cache's "
+    "greedy answer g teacher-forced through every cache for VER (last layer, per head, at the positions "
+    "predicting g); each cache's own greedy answer scored by ROUGE-1/ROUGE-L F1 against the gold answers "
+    "and by answer match (a gold answer standing in it as whole words)"
+)
+
+
+@dataclass(frozen=True)
+class KVBenchmarkConfig:
+    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`).
+    ``methods`` name methods of the registry the runner is given (default: the built-in ones)."""
+
+    dataset: str
+    methods: tuple[str, ...] = METHODS
+    ratios: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
+    c: tuple[float, ...] = (0.2, 0.7, 0.8, 1.0, 1.2, 1.3, 1.8)
+    window: tuple[int, ...] = (8, 16)
+    rc_variants: tuple[str, ...] = (DEFAULT_RECIPE,)
+    limit: int | None = None
+    context_tokens: int = 1024  # the QMSum excerpt's budget
+    max_new_tokens: int | None = None  # default per dataset
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dataset not in KV_DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(KV_DATASETS)}")
+        for variant in self.rc_variants:
+            rc_options(variant)
+
+    @property
+    def answer_tokens(self) -> int:
+        return self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[self.dataset]
+
+    def kv_methods(self, methods: KVMethods | None = None) -> list[KVMethod]:
+        """The full-cache reference, then every method of ``self.methods`` at every setting (the methods of
+        ``methods``, default :func:`~rcattr.eval.kv.registry.default_kv_methods`)."""
+        registry = default_kv_methods() if methods is None else methods
+        registry.check(self.methods)
+        return [FullCache(), *(method for name in self.methods for method in registry[name].settings(self))]
+
+
+def load_records(config: KVBenchmarkConfig, tokenizer: TokenizerLike) -> list[KVRecord]:
+    if config.dataset == "squad":
+        return load_squad(config.limit)
+
+    def count_tokens(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False))  # type: ignore[attr-defined]
+
+    if config.dataset == "needle":
+        return load_needle(count_tokens, config.limit)
+    return load_qmsum(count_tokens, config.context_tokens, config.limit)

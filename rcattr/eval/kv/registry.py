@@ -1,0 +1,75 @@
+"""The methods of the KV benchmark by name, in the registry :func:`default_kv_methods` builds.
+
+A name on the command line (``--methods rc,snapkv``) is a family of caches: :class:`RCFamily` is
+RCKVCache at every ``c`` × window × scoring variant of the run's config, :class:`PressFamily` a kvpress
+press at every ratio. The runner gives each setting (a :class:`~rcattr.eval.kv.methods.KVMethod`) its own
+rows; add a family of your own to a registry and give it to :class:`~rcattr.eval.kv.runner.KVBenchmark`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from rcattr.eval.common.registry import MethodRegistry
+from rcattr.eval.kv.methods import PRESSES, KVMethod, PressMethod, RCMethod
+
+if TYPE_CHECKING:
+    from rcattr.eval.kv.config import KVBenchmarkConfig
+
+
+class KVFamily(ABC):
+    """A method of the KV benchmark: its settings for a run.
+
+    Attributes
+    ----------
+    name : str
+        The method's name on the command line and in the results.
+    needs_kvpress : bool
+        Whether its caches need kvpress (and so the environment of ``make setup-kvpress``).
+    """
+
+    name: str
+    needs_kvpress: ClassVar[bool] = False
+
+    @abstractmethod
+    def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
+        """The caches the run compares for this method, one per setting of ``config``."""
+
+
+@dataclass(frozen=True)
+class RCFamily(KVFamily):
+    """RCKVCache at every scoring variant, window and threshold ``c`` of the config."""
+
+    name: str = "rc"
+
+    def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
+        return [
+            RCMethod(c, window, variant)
+            for variant in config.rc_variants
+            for window in config.window
+            for c in config.c
+        ]
+
+
+@dataclass(frozen=True)
+class PressFamily(KVFamily):
+    """The kvpress press ``name`` (a key of :data:`~rcattr.eval.kv.methods.PRESSES`) at every ratio."""
+
+    name: str
+    needs_kvpress: ClassVar[bool] = True
+
+    def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
+        return [PressMethod(self.name, ratio) for ratio in config.ratios]
+
+
+KVMethods = MethodRegistry[KVFamily]
+
+
+def default_kv_methods() -> KVMethods:
+    """A new registry of the built-in methods: ``rc``, then every press."""
+    return MethodRegistry([RCFamily(), *(PressFamily(name) for name in PRESSES)], reserved=("full",))
+
+
+KV_METHODS = tuple(default_kv_methods())  # the built-in names

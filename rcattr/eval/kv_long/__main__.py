@@ -1,0 +1,3 @@
+from rcattr.eval.kv_long.cli import main
+
+raise SystemExit(main())

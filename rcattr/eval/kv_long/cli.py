@@ -1,0 +1,103 @@
+"""The long-generation benchmark: decode-time eviction against kvpress's decoding presses at one budget.
+
+    python -m rcattr.eval.kv_long --task qmsum --limit 10 --out runs/kv-long-qmsum
+
+Every compressing cache keeps ``--budget`` entries per key head after each eviction and evicts every
+``--every`` generated tokens: RCKVCache with decode-time eviction (``rc``), RCKVCache compressing the prompt
+only (``rc_prefill_only``, the cache then grows with every token), and kvpress's ``PrefillDecodingPress`` of
+each scorer press (``kvpress_*``: the scorer prunes the context at prefill, then ``DecodingPress`` cuts back
+to the budget). Tasks: ``qmsum``, each QMSum validation meeting's general query answered at up to 512 new
+tokens after the meeting's opening (``--context-tokens``), and ``needle``, the needle prompts of 1k and 2k
+tokens with a ``--prefix-tokens`` answer prefix the caches are teacher-forced through before the value.
+
+Measured per record (one token at a time, as generation runs): KL(full ‖ cache) and top-1 agreement of the
+next-token distributions teacher-forced on the full cache's greedy answer, peak KV bytes, and on each cache's
+own greedy answer ROUGE-L (QMSum) or needle match, and tokens per second. The report (``results.md``,
+``results.json``, ``bytes_held.png``) gives 95% bootstrap intervals and every method's KL minus ``rc``'s
+with a paired interval. Rows go to ``OUT/records.jsonl`` as they come; a run resumes from them. kvpress pins
+transformers < 5.3: run the presses with ``.venv-kvpress/bin/python`` (``make setup-kvpress``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rcattr.eval.common.datasets import DATA_HELP
+from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods
+from rcattr.eval.common.run_store import run_sharded
+from rcattr.eval.common.sharding import Processes
+from rcattr.eval.kv.methods import import_kvpress
+from rcattr.eval.kv_long.data import LONG_TASKS
+from rcattr.eval.kv_long.methods import DecodingPressMethod, TokenBudget, long_methods
+from rcattr.eval.kv_long.report import table_long
+from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
+
+__all__ = ["LongBenchmarkConfig", "LongGenerationBenchmark", "main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = LongBenchmarkConfig("qmsum")
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.kv_long",
+        description=__doc__,
+        epilog=DATA_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--task", required=True, choices=LONG_TASKS)
+    add_run_arguments(parser, tuple(long_methods()))
+    parser.add_argument(
+        "--budget", type=int, default=defaults.budget.tokens, help="entries kept per key head (default 256)"
+    )
+    parser.add_argument(
+        "--every", type=int, default=defaults.budget.every, help="evict every N generated tokens (default 32)"
+    )
+    parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=defaults.context_tokens,
+        help="QMSum: meeting excerpt length (default 1024)",
+    )
+    parser.add_argument(
+        "--prefix-tokens",
+        type=int,
+        default=defaults.prefix_tokens,
+        help="needle: answer prefix length (default 256)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, help="answer length limit (default 512 for qmsum, 32 for needle)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        config = LongBenchmarkConfig(
+            task=args.task,
+            methods=parse_methods(args.methods, tuple(long_methods())),
+            budget=TokenBudget(args.budget, args.every),
+            limit=args.limit,
+            context_tokens=args.context_tokens,
+            prefix_tokens=args.prefix_tokens,
+            max_new_tokens=args.max_new_tokens,
+            model=args.model,
+        )
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    if any(isinstance(long_methods()[name], DecodingPressMethod) for name in config.methods):
+        try:
+            import_kvpress()
+        except ImportError as error:
+            raise SystemExit(str(error)) from error
+    processes = Processes.start(args.shard)
+    model, tokenizer = load_run_model(config.model, args.device_map, processes)
+    results = run_sharded(
+        LongGenerationBenchmark(config, model, tokenizer, args.out, processes.shard),
+        processes,
+        args.report_only,
+    )
+    if results is not None:
+        print(table_long(results))
+    return 0

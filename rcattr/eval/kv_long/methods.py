@@ -1,0 +1,164 @@
+"""The caches the long-generation benchmark compares, all held to one token budget (:class:`TokenBudget`).
+
+* :class:`FullDecoding`: transformers' ``DynamicCache``, the reference; it grows with every token.
+* :class:`RCDecoding`: :class:`~rcattr.kvcache.RCKVCache` with ``budget`` entries per key head at prefill and,
+  with ``decode_every``, cut back to them every ``every`` generated tokens (``rc``; ``rc_question`` also scores
+  against the question's window); without it (``rc_prefill_only``), every generated token is kept.
+* :class:`DecodingPressMethod`: kvpress's ``PrefillDecodingPress``: a scorer press prunes the context to the
+  budget at prefill, and a ``DecodingPress`` of the same scorer cuts the cache back to it every ``every``
+  tokens, with kvpress's own hooks (``with press(model)`` around the prefill, then around the decoding, as
+  kvpress's pipeline does).
+
+Each method's :meth:`~LongMethod.start` prefills a context and returns a :class:`Decoder`: the cache, and the
+context manager that every later forward (question, answer) runs inside.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers import Cache, DynamicCache, PreTrainedModel
+
+from rcattr._compat import cache_argument
+from rcattr.eval.kv.methods import import_kvpress
+from rcattr.kvcache import RCKVCache
+
+# name -> the kvpress scorer press (at a compression ratio) that PrefillDecodingPress runs at prefill and,
+# inside DecodingPress, during decoding; every scorer of kvpress 0.5.5 that scores decoding steps offline
+# from the keys, values or the buffered hidden states (SnapKV's window, half the interval, fits the decoding buffer)
+DECODING_SCORERS: dict[str, Callable[[Any, float, int], Any]] = {
+    "streaming_llm": lambda kvpress, ratio, every: kvpress.StreamingLLMPress(compression_ratio=ratio),
+    "knorm": lambda kvpress, ratio, every: kvpress.KnormPress(compression_ratio=ratio),
+    "tova": lambda kvpress, ratio, every: kvpress.TOVAPress(compression_ratio=ratio),
+    "snapkv": lambda kvpress, ratio, every: kvpress.SnapKVPress(
+        compression_ratio=ratio, window_size=min(64, every // 2)
+    ),
+    "expected_attention": lambda kvpress, ratio, every: kvpress.ExpectedAttentionPress(
+        compression_ratio=ratio
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Every compressing method keeps ``tokens`` entries per key head after each eviction, and evicts every
+    ``every`` generated tokens (so it holds at most ``tokens + every``, plus the question's, per head)."""
+
+    tokens: int = 256
+    every: int = 32
+
+    def __post_init__(self) -> None:
+        if self.tokens < 1 or self.every < 1:
+            raise ValueError(f"a token budget and an interval are >= 1, got {self.tokens} and {self.every}")
+
+
+@dataclass
+class Decoder:
+    """A prefilled ``cache`` and the context every later forward runs inside (kvpress's hooks, or none)."""
+
+    cache: Cache
+    decoding: Callable[[], AbstractContextManager[Any]] = field(default=nullcontext)
+
+
+class LongMethod(ABC):
+    """A cache of the long-generation benchmark; ``label`` names it in the results."""
+
+    name: str
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @abstractmethod
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+        """Prefill ``context_ids [1, n]`` into a new cache (compressed to ``budget``)."""
+
+
+def _prefill(model: PreTrainedModel, cache: Cache, context_ids: torch.Tensor) -> Cache:
+    model.model(input_ids=context_ids, **cache_argument(model.model, cache))
+    return cache
+
+
+@dataclass(frozen=True)
+class FullDecoding(LongMethod):
+    """No compression: the reference."""
+
+    name: str = "full"
+
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+        return Decoder(_prefill(model, DynamicCache(), context_ids))
+
+
+@dataclass(frozen=True)
+class RCDecoding(LongMethod):
+    """RCKVCache with the budget at prefill; with ``decode_time``, also every ``budget.every`` tokens, scored
+    against the recent tokens (and, with ``question_window``, the question's window too)."""
+
+    decode_time: bool = True
+    question_window: bool = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        if not self.decode_time:
+            return "rc_prefill_only"
+        return "rc_question" if self.question_window else "rc"
+
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+        every = budget.every if self.decode_time else None
+        cache = RCKVCache(
+            model, budget=budget.tokens, decode_every=every, question_window=self.question_window
+        )
+        return Decoder(_prefill(model, cache, context_ids))
+
+
+def prefill_ratio(context_tokens: int, kept: int) -> float:
+    """The compression ratio with which a kvpress scorer keeps ``kept`` of ``context_tokens`` (it keeps
+    ``int(n · (1 - ratio))``); 0 when the context fits."""
+    return max(0.0, 1.0 - (kept + 0.5) / context_tokens)
+
+
+@dataclass(frozen=True)
+class DecodingPressMethod(LongMethod):
+    """kvpress's ``PrefillDecodingPress`` of the scorer ``scorer`` (a key of :data:`DECODING_SCORERS`)."""
+
+    scorer: str
+
+    def __post_init__(self) -> None:
+        if self.scorer not in DECODING_SCORERS:
+            raise ValueError(f"unknown scorer {self.scorer!r}; choose from {', '.join(DECODING_SCORERS)}")
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"kvpress_{self.scorer}"
+
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+        kvpress, make = import_kvpress(), DECODING_SCORERS[self.scorer]
+        press = kvpress.PrefillDecodingPress(
+            prefilling_press=make(kvpress, prefill_ratio(context_ids.shape[1], budget.tokens), budget.every),
+            decoding_press=kvpress.DecodingPress(
+                make(kvpress, 0.0, budget.every),
+                compression_interval=budget.every,
+                target_size=budget.tokens,
+            ),
+        )
+        with press(model):
+            cache = _prefill(model, DynamicCache(), context_ids)
+        return Decoder(cache, lambda: press(model))
+
+
+def long_methods() -> dict[str, LongMethod]:
+    """Every method by name: the full cache, RCKVCache with and without decode-time eviction, then kvpress's
+    decoding press of every scorer."""
+    methods: list[LongMethod] = [
+        FullDecoding(),
+        RCDecoding(),
+        RCDecoding(question_window=True),
+        RCDecoding(decode_time=False),
+        *(DecodingPressMethod(scorer) for scorer in DECODING_SCORERS),
+    ]
+    return {method.name: method for method in methods}

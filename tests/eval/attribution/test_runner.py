@@ -1,0 +1,177 @@
+"""The attribution benchmark runner end to end on a tiny saved model and a tiny QuoteSum-format file."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.eval.attribution.cli import (
+    AttributionBenchmark,
+    BenchmarkConfig,
+    SpanAttributorMethod,
+    default_methods,
+    main,
+)
+from rcattr.eval.attribution.recipes import ablation
+from rcattr.models import load_model
+from rcattr.result import RCAttributionResult
+
+
+def _run(saved_llama, out, *extra: str) -> dict:
+    arguments = ["--dataset", "quotesum", "--model", str(saved_llama), "--out", str(out), "--ig-steps", "2"]
+    assert main([*arguments, *extra]) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.mark.usefixtures("unchanged_process_state")
+def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, capsys) -> None:
+    out = quotesum_data / "run"
+    results = _run(saved_llama, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1")
+    methods = results["methods"]
+    for name in ("rc", "rc_paper", "attention", "hidden_state", "ig", "bm25", "ablation", "random"):
+        assert 0.0 <= methods[name]["accuracy"] <= 1.0
+        assert methods[name]["seconds_per_example"] > 0 or name in ("bm25", "random")
+    assert methods["rc"]["n_spans"] == 6 and methods["ig"]["n_records"] == 1
+    recipes = {recipe.label: recipe for recipe in ablation()}
+    assert set(recipes) <= set(methods) and methods["paper · bottom-20 heads"]["from"] == "sweep"
+    # the standalone default and paper attributors are the sweep's default and paper rows, computed separately
+    default, paper = (
+        next(label for label, r in recipes.items() if r.lever == lever) for lever in ("default", "paper")
+    )
+    for method, row in (("rc", default), ("rc_paper", paper)):
+        assert methods[method]["accuracy"] == methods[row]["accuracy"]
+        assert methods[method]["interval"] == methods[row]["interval"]
+    assert methods["rc"]["rc_default_same_records"] == methods["rc"]["accuracy"]
+    assert results["reference"] == "rc" and methods["rc"]["difference_to_default"] == 0.0
+    assert results["paper_reference"] == "rc_paper" and methods["rc_paper"]["difference_to_paper"] == 0.0
+    low, high = methods["bm25"]["interval"]
+    assert low <= methods["bm25"]["accuracy"] <= high
+    for reference in ("default", "paper"):
+        low, high = methods["bm25"][f"difference_to_{reference}_interval"]
+        assert low <= methods["bm25"][f"difference_to_{reference}"] <= high
+    assert 0.0 <= methods["ig"]["rc_default_same_records"] <= 1.0  # ig ran on 1 record: RC on that one
+    assert set(results["sweep"]) >= {"attention/top/1", "attention/bottom/all", "rc/top/10"}
+    assert results["faithfulness"]["bm25"]["n_records"] == 2
+    assert results["faithfulness"]["ig"]["n_records"] == 1  # ig ran on one record only
+    table = (out / "results.md").read_text()
+    assert "| bm25 |" in table and "teacher-forced" in table and "ig: first 1 records only" in table
+    assert "| − paper (paired 95% CI) |" in table
+    assert (out / "sweep.png").stat().st_size > 0
+    assert "| rc |" in capsys.readouterr().out
+
+
+def test_a_reference_run_on_fewer_records_gives_way_to_its_sweep_row(saved_llama, quotesum_data) -> None:
+    results = _run(
+        saved_llama,
+        quotesum_data / "subset",
+        "--methods",
+        "rc_paper,sweep,bm25",
+        "--method-limit",
+        "rc_paper=1",
+    )
+    methods = results["methods"]
+    paper = next(recipe.label for recipe in ablation() if recipe.lever == "paper")
+    assert methods["rc_paper"]["n_records"] == 1 and methods[paper]["n_records"] == 3
+    assert results["paper_reference"] == paper  # pairs bm25 on all 3 records, not on rc_paper's one
+    assert methods["bm25"]["difference_to_paper"] == pytest.approx(
+        methods["bm25"]["accuracy"] - methods[paper]["accuracy"]
+    )
+
+
+def test_bm25_accuracy_is_exact_on_a_lexical_case(saved_llama, quotesum_data) -> None:
+    results = _run(saved_llama, quotesum_data / "bm25", "--methods", "bm25")
+    assert results["methods"]["bm25"]["accuracy"] == 1.0  # each span shares its words with one source only
+    assert results["methods"]["bm25"]["location_accuracy"] == 1.0
+
+
+def test_resumes_without_recomputing_and_refuses_other_settings(saved_llama, quotesum_data) -> None:
+    out = quotesum_data / "resume"
+    _run(saved_llama, out, "--methods", "random", "--limit", "2")
+    lines = (out / "records" / "random.jsonl").read_text().splitlines()
+    results = _run(saved_llama, out, "--methods", "random")  # one more record, the first two kept
+    assert (out / "records" / "random.jsonl").read_text().splitlines()[:2] == lines
+    assert results["methods"]["random"]["n_records"] == 3
+    later = _run(saved_llama, out, "--methods", "bm25")  # the report keeps every method on disk
+    assert set(later["methods"]) == {"bm25", "random"}
+    with pytest.raises(ValueError, match="top_k"):
+        _run(saved_llama, out, "--methods", "random", "--top-k", "5")
+
+
+def test_cli_rejects_unknown_methods(saved_llama, quotesum_data) -> None:
+    with pytest.raises(SystemExit, match="unknown method"):
+        main(["--dataset", "quotesum", "--out", str(quotesum_data / "x"), "--methods", "rc,magic"])
+    assert not (quotesum_data / "x").exists()  # refused before anything is written
+
+
+class FirstSource(SpanAttributor):
+    """Every output unit to the first context span: right on half of the tiny file's gold spans."""
+
+    name = "first_source"
+
+    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        scores = torch.zeros(len(example.output_spans), len(example.context_spans))
+        scores[:, 0] = 1.0
+        return example.result(scores[0], scores, self.name, inp)
+
+
+def test_a_registered_method_runs_through_the_same_protocol(saved_llama, quotesum_data) -> None:
+    methods = default_methods()
+    methods.add(
+        SpanAttributorMethod("first_source", lambda model, tokenizer, config: FirstSource(model, tokenizer))
+    )
+    for taken in ("rc", "sweep", "first_source", "faithfulness", "peak_memory"):
+        with pytest.raises(ValueError, match="built-in or reserved"):
+            methods.add(
+                SpanAttributorMethod(taken, lambda model, tokenizer, config: FirstSource(model, tokenizer))
+            )
+    assert "first_source" not in default_methods()  # each registry is its own: no module state changed
+    model, tokenizer = load_model(str(saved_llama))
+    config = BenchmarkConfig("quotesum", methods=("first_source", "bm25"))
+    results = AttributionBenchmark(config, model, tokenizer, quotesum_data / "own", methods=methods).run()
+    assert results["methods"]["first_source"]["accuracy"] == 0.5
+    assert results["methods"]["first_source"]["n_spans"] == 6
+    assert "| first_source | 50.0% [" in (quotesum_data / "own" / "results.md").read_text()
+    assert len((quotesum_data / "own" / "records" / "first_source.jsonl").read_text().splitlines()) == 3
+    with pytest.raises(ValueError, match="unknown method"):  # the default registry has no first_source
+        AttributionBenchmark(config, model, tokenizer, quotesum_data / "own")
+    with pytest.raises(ValueError, match="unknown method"):
+        AttributionBenchmark(
+            BenchmarkConfig("quotesum", methods=("mine",)),
+            model,
+            tokenizer,
+            quotesum_data / "x",
+            methods=methods,
+        )
+
+
+def test_recipes_have_unique_command_line_names() -> None:
+    names = [recipe.name for recipe in ablation()]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[a-z0-9+.\-]+", name) for name in names)
+    assert {"paper", "default", "default+calibration-n-a", "default-continuation"} <= set(names)
+
+
+def test_heads_method_scores_every_selection_rule_and_counts_their_heads(saved_llama, quotesum_data) -> None:
+    from rcattr.eval.attribution.recipes import selection_ablation
+
+    out = quotesum_data / "heads"
+    results = _run(saved_llama, out, "--methods", "heads,rc,bm25")
+    methods = results["methods"]
+    rows = [recipe.label for recipe in selection_ablation()]
+    assert set(rows) <= set(methods) and all(methods[row]["from"] == "heads" for row in rows)
+    # the heads pass's default row is the default attributor run on its own
+    default = next(recipe.label for recipe in selection_ablation() if recipe.lever == "default")
+    assert methods[default]["accuracy"] == methods["rc"]["accuracy"]
+    every = methods["default · all heads"]["heads"]
+    assert every["min"] == every["max"] == 12  # the tiny Llama's 12 heads, all of them
+    assert 1 <= methods[default]["heads"]["min"] <= methods[default]["heads"]["max"] <= 12
+    assert set(results["heads"]) == {
+        f"attention/{side}/{k}" for side in ("top", "bottom") for k in (1, 2, 5, 10, "all")
+    }
+    report = (out / "results.md").read_text()
+    assert "| recipe | heads per record: mean | fewest | most |" in report and "sweep" not in results
+    assert (out / "heads.png").exists() and not (out / "sweep.png").exists()

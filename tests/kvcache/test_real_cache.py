@@ -1,0 +1,87 @@
+"""RCKVCache on the offline default model (SmolLM2-135M-Instruct) and a SQuAD v2 context; marked, run in CI."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rcattr.eval.kv.data import load_squad
+from rcattr.kvcache import RCKVCache
+from rcattr.models import load_model
+from tests.reference import evicted_reference_logits, next_logits
+
+pytestmark = pytest.mark.real_model
+
+NEW_TOKENS = 16
+
+
+@pytest.fixture(scope="module")
+def squad_prompt(smollm2) -> tuple[dict[str, torch.Tensor], str]:
+    """The first answerable question of SQuAD v2 dev with its paragraph, chat-formatted; and its gold answer."""
+    tokenizer = smollm2[1]
+    record = load_squad(limit=1)[0]
+    content = f"{record.context}\n\nAnswer in a few words. Question: {record.question}"
+    inputs = tokenizer.apply_chat_template(
+        [{"role": "user", "content": content}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
+    return dict(inputs), record.answers[0]
+
+
+def test_c_zero_generates_like_the_default_cache(smollm2, squad_prompt) -> None:
+    model, _ = smollm2
+    inputs, _ = squad_prompt
+    default = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False)
+    kept_all = model.generate(
+        **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+    )
+    assert torch.equal(default, kept_all)
+
+
+def test_c_one_evicts_most_of_the_context_and_still_answers(smollm2, squad_prompt) -> None:
+    model, tokenizer = smollm2
+    inputs, gold = squad_prompt
+    cache = RCKVCache(model, c=1.0, window=16)
+    out = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False, past_key_values=cache)
+    answer = tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert cache.compression_ratio > 0.4
+    assert cache.nbytes() < 0.7 * cache.full_nbytes()
+    assert gold.lower() in answer.lower()
+
+
+def test_logits_after_eviction_equal_the_masked_reference(smollm2, squad_prompt) -> None:
+    model, _ = smollm2
+    inputs, _ = squad_prompt
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    chunks = [torch.tensor([[504, 3575]]), torch.tensor([[314]])]
+    cache = RCKVCache(model, c=1.0, window=16)
+    got = next_logits(model, cache, ids, mask, chunks)
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+
+
+def test_gemma3_global_layers_are_compressed_exactly() -> None:
+    """Gemma-3-270m: sliding layers keep their window cache, the global ones evict; q/k norms, one key head."""
+    model, tokenizer = load_model("gemma-3-270m")
+    record = next(r for r in load_squad() if r.context.startswith("Computational complexity theory"))
+    inputs = tokenizer(record.context + "\nQuestion: " + record.question, return_tensors="pt")
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    default = model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+    kept_all = model.generate(
+        ids, attention_mask=mask, max_new_tokens=8, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+    )
+    assert torch.equal(default, kept_all)
+
+    chunks = [torch.tensor([[506, 236743]]), torch.tensor([[563]])]
+    cache = RCKVCache(model, c=1.0, window=16)
+    got = next_logits(model, cache, ids, mask, chunks)
+    assert cache.rc_layers == [
+        i for i, kind in enumerate(model.config.layer_types) if kind == "full_attention"
+    ]
+    assert cache.compression_ratio > 0.3
+    want = evicted_reference_logits(model, cache, ids, mask, chunks)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
