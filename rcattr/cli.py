@@ -283,14 +283,15 @@ def _check_output(
 def _attributor(args: argparse.Namespace) -> RCAttributor:
     from rcattr.attributor import RCAttributor
     from rcattr.models import load_model
+    from rcattr.selectors import heads_for
 
     model, tokenizer = load_model(args.model, verbose=args.verbose)
     scorer = getattr(args, "scorer", "attention")
     if args.paper:  # the paper's attention scorer reads each unit's own rows; another scorer is as named
         overrides = {} if scorer == "attention" else {"span_scorer": scorer}
         top_k = 20 if args.top_k == "outliers" else args.top_k
-        return RCAttributor.paper(model, tokenizer, top_k=top_k, head_score=args.head_score, **overrides)
-    return RCAttributor(model, tokenizer, top_k=args.top_k, span_scorer=scorer, head_score=args.head_score)
+        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k, args.head_score), **overrides)
+    return RCAttributor(model, tokenizer, heads_for(args.top_k, args.head_score), scorer)
 
 
 def _input(args: argparse.Namespace) -> ContextInput:

@@ -20,8 +20,6 @@ from rcattr.options import HEAD_SCORES
 from rcattr.stats import count_below, count_below_row_sums, rank_and_phi_row_sums, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
-HeadWeighting = Literal["equal", "margin"]
-HEAD_WEIGHTINGS: tuple[str, ...] = ("equal", "margin")
 HeadCount = int | float | Literal["outliers"]
 OUTLIER_SIGMAS = 2.0  # "outliers": heads scoring more than this many standard deviations above the mean
 MIN_HEAD_SHARE = 0.05  # a selection of fewer than this share of the model's heads is flagged (rounded up)
@@ -61,20 +59,6 @@ class LayerRC:
     row_pairs: torch.Tensor
     y_std: torch.Tensor
 
-    def per_unit(self, membership: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The three head scores of each output unit, ``[U, H]`` each, from its rows ``membership [U, A]``.
-
-        A unit's score pools the pairs of its own rows (X = X(p_ctx, unit)) against the answer's
-        Y(g, g), so the per-unit and whole-answer scores are on one scale.
-        """
-        rows, pairs = _unit_rows(membership, self.row_pairs, self.row_below.dtype)
-        rc = rows @ (self.context_rc * self.row_pairs).T / pairs  # [U, H]
-        return {
-            "superiority": rows @ self.row_below.T / pairs,
-            "rc_std": rc / self.y_std.clamp_min(torch.finfo(rc.dtype).tiny),
-            "rc": rc,
-        }
-
 
 @dataclass(frozen=True)
 class LayerSuperiority:
@@ -96,19 +80,6 @@ class LayerSuperiority:
     @property
     def every_score(self) -> dict[str, torch.Tensor]:
         return {"superiority": self.head_scores}
-
-    def per_unit(self, membership: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Each output unit's P(X > Y), ``[U, H]``, as :meth:`LayerRC.per_unit`."""
-        rows, pairs = _unit_rows(membership, self.row_pairs, self.row_below.dtype)
-        return {"superiority": rows @ self.row_below.T / pairs}
-
-
-def _unit_rows(
-    membership: torch.Tensor, row_pairs: torch.Tensor, dtype: torch.dtype
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[U, A]`` row weights of each unit and its ``[U, 1]`` number of (row, context) pairs."""
-    rows = membership.to(dtype)
-    return rows, (rows @ row_pairs.to(dtype)).clamp_min(1)[:, None]
 
 
 def layer_superiority(
@@ -259,36 +230,6 @@ def top_heads(scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False) 
     flat = scores.flatten().topk(head_count(scores, k), largest=not bottom).indices
     n_heads = scores.shape[1]
     return torch.stack([flat // n_heads, flat % n_heads], dim=1)
-
-
-def weighted_heads(
-    scores: torch.Tensor, k: HeadCount = 20, weighting: HeadWeighting = "equal"
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The top-``k`` heads of a ``[L, H]`` score table and the weight of each.
-
-    Parameters
-    ----------
-    scores : Tensor, shape [L, H]
-    k : int, float or "outliers", default 20
-        See :func:`top_heads`.
-    weighting : {"equal", "margin"}, default "equal"
-        ``"equal"``: every selected head weighs 1 (the paper). ``"margin"``: a head weighs by how far
-        its probability of superiority P(X > Y) exceeds 1/2, the data-free point where it stops
-        favouring the context over the answer itself; heads at or below 1/2 weigh 0. If no selected
-        head exceeds 1/2, the weights fall back to equal.
-
-    Returns
-    -------
-    heads : Tensor of long, shape [k, 2]
-    weights : Tensor, shape [k]
-    """
-    if weighting not in HEAD_WEIGHTINGS:
-        raise ValueError(f"unknown head weighting {weighting!r}; choose one of {list(HEAD_WEIGHTINGS)}")
-    heads = top_heads(scores, k)
-    if weighting == "equal":
-        return heads, torch.ones(len(heads), dtype=scores.dtype, device=scores.device)
-    margin = (scores[heads[:, 0], heads[:, 1]] - 0.5).clamp_min(0)
-    return heads, margin if bool((margin > 0).any()) else torch.ones_like(margin)
 
 
 def fixed_heads(heads: Sequence[tuple[int, int]], n_layers: int, n_heads: int) -> torch.Tensor:

@@ -38,12 +38,8 @@ class HeadSelection:
         The head score (``"superiority"``, ``"rc_std"``, ``"rc"``), or ``"fixed"`` for given heads.
     weights : Tensor, shape [k], optional
         Each selected head's weight (None: all 1).
-    unit_heads : Tensor of long, shape [U, k, 2], optional
-        With per-unit selection, the heads chosen for each output unit (``heads`` serve the whole answer).
-    unit_weights : Tensor, shape [U, k], optional
-        Their weights.
     outliers : int, optional
-        With the outlier rule (``top_k="outliers"``), how many heads stood out from this example's scores.
+        With the outlier rule (:class:`~rcattr.selectors.OutlierHeads`), how many heads stood out from this example's scores.
     minimum : int, optional
         The stated minimum of a selection (:func:`rcattr.heads.min_heads`, 5% of the model's heads): fewer
         selected heads are flagged (:attr:`few_heads`).
@@ -53,8 +49,6 @@ class HeadSelection:
     heads: torch.Tensor
     kind: str
     weights: torch.Tensor | None = None
-    unit_heads: torch.Tensor | None = None
-    unit_weights: torch.Tensor | None = None
     outliers: int | None = None
     minimum: int | None = None
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import torch
 
-from rcattr.spans import SpanBlock, SpanIndex, continuation_weights
+from rcattr.spans import SpanBlock, continuation_weights
 from rcattr.stats import overlap_bounds, phi
 
 
@@ -94,18 +94,14 @@ class RCBoundScorer(SpanScorer):
         return out
 
 
-SpanReduce = Literal["sum", "mean", "top"]
-
-
 @dataclass
 class AttentionScorer(SpanScorer):
     """Post-softmax attention mass from the unit's rows to each span, averaged over the rows.
 
     With RC head selection this is the paper's "standard attention-based attribution enhanced by
     RC head selection" (RCStat §5.2). The softmax runs over every key the row sees, exactly as the
-    model's own, so the mass of a span is the share of the row's attention it receives. A
-    content-free prior (:attr:`SpanBlock.prior`) is subtracted per token, clamped at 0, before
-    the span reduction.
+    model's own, so the mass of a span is the share of the row's attention it receives: the sum of
+    its tokens' mass (:meth:`token_mass`).
 
     Parameters
     ----------
@@ -115,72 +111,32 @@ class AttentionScorer(SpanScorer):
         a copied or paraphrased span the model still reads the source it came from, so these rows
         carry the unit's evidence on; a new sentence may draw on another source, so it does not
         count. 0 keeps the unit's own rows only (the paper).
-    reduce : {"sum", "mean", "top"}, default "sum"
-        A span's score from its tokens' mass: the total; the mean (length-normalised); or the mean
-        of its ``top_m`` largest (AttnTrace's top-K averaging, insensitive to span length).
-    top_m : int, default 5
-        Tokens kept per span by ``reduce="top"``.
-    skip_first : bool, default False
-        Leave out each span's first token, where attention sinks and format tokens sit.
-    calibration : str, optional
-        A content-free answer (e.g. ``"N/A"``). The attributor runs it after the prompt, reusing the
-        prompt's KV cache (its cost is its own few tokens), and the attention it gives each context
-        token is subtracted, clamped at 0, before the spans are scored: what a span receives anyway
-        does not count (the calibration of ICR and QRHead).
     """
 
     continuation: float = 0.8
-    reduce: SpanReduce = "sum"
-    top_m: int = 5
-    skip_first: bool = False
-    calibration: str | None = None
     name: ClassVar[str] = "attention"
     pools_rows: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.continuation < 1:
             raise ValueError(f"continuation={self.continuation} must be in [0, 1)")
-        if self.reduce not in ("sum", "mean", "top"):
-            raise ValueError(f"reduce={self.reduce!r}; choose 'sum', 'mean' or 'top'")
-        if self.top_m < 1:
-            raise ValueError(f"top_m={self.top_m} must be at least 1")
-        if self.calibration is not None and not self.calibration.strip():
-            raise ValueError("calibration is an empty answer; give a content-free answer such as 'N/A'")
 
     def score(self, block: SpanBlock) -> torch.Tensor:
-        mass = block.attention().index_select(-1, block.context_keys)  # [U, H, R, C]
-        if self.calibration is not None:
-            if block.prior is None:
-                raise ValueError(
-                    "a calibrated scorer needs the prior of its content-free answer in the block"
-                )
-            prior = block.prior.index_select(-1, block.context_keys).to(mass.dtype)  # [H, C]
-            mass = (mass - prior[:, None]).clamp_min(0)
+        return block.spans.sum(self.token_mass(block))
+
+    def context_mass(self, block: SpanBlock) -> torch.Tensor:
+        """``[U, H, R, C]``: each row's attention to each context token."""
+        return block.attention().index_select(-1, block.context_keys)
+
+    def token_mass(self, block: SpanBlock) -> torch.Tensor:
+        """``[U, H, C]``: each context token's mass for each unit, averaged over the unit's rows."""
+        mass = self.context_mass(block)  # [U, H, R, C]
         if block.unit_rows is not None:
             weights = continuation_weights(block.unit_rows, self.continuation, block.row_sentence)
             weights = weights.to(mass.dtype)
-            tokens = torch.einsum("ur,hrc->uhc", weights / weights.sum(-1, keepdim=True), mass[0])
-        else:
-            rows = block.visible.any(-1).sum(-1).to(mass.dtype)  # [U]
-            tokens = mass.sum(2) / rows[:, None, None]  # [U, H, C]
-        return self._reduce(tokens, block.spans)
-
-    def _reduce(self, tokens: torch.Tensor, spans: SpanIndex) -> torch.Tensor:
-        """``[U, H, C]`` token masses to ``[U, H, n_spans]``."""
-        if self.reduce == "sum" and not self.skip_first:
-            return spans.sum(tokens)
-        index, in_span = spans.padded  # [S, W]: each span's tokens, its first one in column 0
-        if self.skip_first:
-            in_span = in_span.clone()
-            in_span[:, 0] = False
-        per_span = tokens[..., index]  # [U, H, S, W]
-        if self.reduce == "top":
-            per_span = per_span.masked_fill(~in_span, float("-inf"))
-            top = per_span.topk(min(self.top_m, per_span.shape[-1]), dim=-1).values
-            kept = top.isfinite()
-            return top.masked_fill(~kept, 0.0).sum(-1) / kept.sum(-1).clamp_min(1)
-        total = (per_span * in_span).sum(-1)
-        return total if self.reduce == "sum" else total / in_span.sum(-1).clamp_min(1)
+            return torch.einsum("ur,hrc->uhc", weights / weights.sum(-1, keepdim=True), mass[0])
+        rows = block.visible.any(-1).sum(-1).to(mass.dtype)  # [U]
+        return mass.sum(2) / rows[:, None, None]  # [U, H, C]
 
 
 SPAN_SCORERS: dict[str, type[SpanScorer]] = {
@@ -188,6 +144,11 @@ SPAN_SCORERS: dict[str, type[SpanScorer]] = {
     "rc_bound": RCBoundScorer,
     "attention": AttentionScorer,
 }
+
+
+def scorer_name(scorer: SpanScorer) -> str:
+    """The name a scorer's scores are kept under: its ``name``, or its class name."""
+    return getattr(scorer, "name", "") or type(scorer).__name__
 
 
 def make_span_scorer(spec: str | SpanScorer) -> SpanScorer:

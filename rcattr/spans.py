@@ -135,8 +135,6 @@ class SpanBlock:
         units. None: each of the ``U`` padded row sets is one unit.
     row_sentence : Tensor of long, shape [R], optional
         With ``unit_rows``: the answer sentence of each row (-1 for none).
-    prior : Tensor, shape [H, K], optional
-        Attention each key receives from a content-free answer (the attributor's ``calibration``).
     """
 
     logits: torch.Tensor
@@ -148,7 +146,6 @@ class SpanBlock:
     softcap: float | None = None
     unit_rows: torch.Tensor | None = None
     row_sentence: torch.Tensor | None = None
-    prior: torch.Tensor | None = None
 
     @property
     def n_units(self) -> int:

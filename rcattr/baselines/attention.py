@@ -7,6 +7,7 @@ from transformers import PreTrainedModel
 from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
 from rcattr.scorers import AttentionScorer
+from rcattr.selectors import TopHeads
 
 
 class AttentionAttributor(RCAttributor):
@@ -21,6 +22,4 @@ class AttentionAttributor(RCAttributor):
     result_label = "attention, all heads"  # not the default RCAttributor's "attention" (over its top-k heads)
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
-        super().__init__(
-            model, tokenizer, top_k=1.0, span_scorer=AttentionScorer(continuation=0.0), votes="mass"
-        )
+        super().__init__(model, tokenizer, TopHeads(1.0), AttentionScorer(continuation=0.0), votes="mass")

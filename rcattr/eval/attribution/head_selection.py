@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 import torch
-from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
-from rcattr.attributor import RCAttributor
-from rcattr.heads import OUTLIER_SIGMAS, outlier_count, top_heads
+from rcattr.heads import OUTLIER_SIGMAS, HeadScore, outlier_count, top_heads
 from rcattr.result import HeadSelection
+from rcattr.selectors import HeadSelector
 
 Selector = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 """``[L, H]`` head scores -> ``([k, 2]`` (layer, head) pairs best first, ``[k]`` weights)."""
@@ -104,20 +102,24 @@ RULES: dict[str, Selector] = {
 }
 
 
-def selection(scores: torch.Tensor, rule: Selector, kind: str) -> HeadSelection:
-    """A :class:`~rcattr.result.HeadSelection` of the ``[L, H]`` ``scores`` by ``rule``."""
-    heads, weights = rule(scores.cpu())
-    return HeadSelection(scores.cpu(), heads, kind, weights)
+@dataclass(frozen=True)
+class RuleHeads(HeadSelector):
+    """A :class:`~rcattr.selectors.HeadSelector` of this module's selection rules (``rule``), for
+    :class:`~rcattr.RCAttributor`'s ``heads``.
 
+    Parameters
+    ----------
+    rule : callable
+        ``[L, H]`` head scores -> (heads, weights), e.g. a value of :data:`RULES`.
+    score : {"superiority", "rc_std", "rc"}, default "superiority"
+    """
 
-class RuleAttributor(RCAttributor):
-    """An :class:`~rcattr.RCAttributor` whose heads come from a selection rule of this module."""
+    rule: Selector
+    score: HeadScore = "superiority"
 
-    def __init__(
-        self, model: PreTrainedModel, tokenizer: TokenizerLike, rule: Selector, **options: Any
-    ) -> None:
-        super().__init__(model, tokenizer, **options)
-        self.rule = rule
+    def __post_init__(self) -> None:
+        self._check_score()
 
-    def select(self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None) -> HeadSelection:
-        return selection(scores, self.rule, self.head_score)
+    def select(self, scores: torch.Tensor) -> HeadSelection:
+        heads, weights = self.rule(scores.cpu())
+        return HeadSelection(scores.cpu(), heads, self.score, weights)

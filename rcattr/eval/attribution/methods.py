@@ -32,6 +32,7 @@ from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMeth
 from rcattr.eval.attribution.recipes import selection_ablation
 from rcattr.eval.attribution.sweep import CURVE_SCORERS, SweepMethod
 from rcattr.eval.common.registry import MethodRegistry
+from rcattr.selectors import heads_for
 
 if TYPE_CHECKING:
     from rcattr.eval.attribution.config import BenchmarkConfig
@@ -46,7 +47,7 @@ def rc_attributor(model: PreTrainedModel, tokenizer: TokenizerLike, config: Benc
     top_k = config.top_k
     if isinstance(top_k, int):
         top_k = min(top_k, text.num_hidden_layers * text.num_attention_heads)
-    return RCAttributor(model, tokenizer, top_k=top_k)
+    return RCAttributor(model, tokenizer, heads_for(top_k))
 
 
 def default_methods() -> AttributionMethods:

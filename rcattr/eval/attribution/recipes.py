@@ -1,11 +1,11 @@
 """The attribution ablation: RCAttributor recipes, every one scored from the same pass per record.
 
-A :class:`Recipe` is an :class:`~rcattr.RCAttributor` configuration: a span scorer and the
-attributor's head options. :func:`ablation` lists the rows of the benchmark's ablation table: the
+A :class:`Recipe` is an :class:`~rcattr.RCAttributor` configuration (a span scorer, a head selector,
+votes) with, for the levers that lost, the experimental pieces of :mod:`rcattr.eval.attribution.levers`. :func:`ablation` lists the rows of the benchmark's ablation table: the
 paper's recipe, each lever added to it alone, rcattr's default with each of its parts taken out,
 and each remaining lever added to the default. The benchmark's ``sweep`` method runs one forward
 per record that computes every span scorer the recipes need (:func:`span_scorers`) and then
-combines them per recipe (:func:`score_recipes`), so every row sees the same logits.
+combines them per recipe (:class:`RecipeScorer`), so every row sees the same logits.
 """
 
 from __future__ import annotations
@@ -18,10 +18,24 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
+from rcattr._reduction import Reducer, Reduction
 from rcattr._typing import TokenizerLike
-from rcattr.attributor import HeadSpanScores, RCAttributor
-from rcattr.eval.attribution.head_selection import RULES, RuleAttributor, Selector
+from rcattr.attributor import HeadVotes, RCAttributor
+from rcattr.base import Example
+from rcattr.eval.attribution.head_selection import RULES, RuleHeads
+from rcattr.eval.attribution.levers import (
+    HEAD_WEIGHTINGS,
+    HeadWeighting,
+    LeverScorer,
+    UnitHeadSelection,
+    margin_weights,
+    per_unit_selection,
+)
+from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, run_pass
+from rcattr.heads import HeadCount
+from rcattr.result import HeadSelection
 from rcattr.scorers import AttentionScorer, RCScorer, SpanScorer
+from rcattr.selectors import BottomHeads, HeadSelector, OutlierHeads, TopHeads, heads_for
 
 CALIBRATION = "N/A"  # the content-free answer of the calibration lever (ICR, QRHead)
 PAPER = "paper"
@@ -30,7 +44,7 @@ DEFAULT = "default"
 
 @dataclass(frozen=True)
 class Recipe:
-    """One row of the ablation: a span scorer and RCAttributor options.
+    """One row of the ablation: RCAttributor's options, and the experimental levers.
 
     Attributes
     ----------
@@ -39,23 +53,62 @@ class Recipe:
     lever : str
         What the row changes, for grouping (``"paper"``, ``"default"``, or the lever's name).
     scorer : SpanScorer
-        The span scorer.
-    options : mapping
-        RCAttributor keyword arguments besides ``span_scorer``.
-    rule : callable, optional
-        A head-selection rule of :mod:`rcattr.eval.attribution.head_selection` that replaces ``top_k``.
+        The span scorer (a :class:`~rcattr.eval.attribution.levers.LeverScorer` for its levers).
+    heads : HeadSelector
+        The head selector (a :class:`~rcattr.eval.attribution.head_selection.RuleHeads` for a rule).
+    votes : {"mass", "share"}
+    head_weighting : {"equal", "margin"}
+        ``"margin"``: :func:`~rcattr.eval.attribution.levers.margin_weights`.
+    per_unit_heads : bool
+        Select the heads of each output unit from that unit's own head scores, rather than once for the
+        whole answer.
+    rc_mix : float in [0, 1]
+        Mix RC expectation into the attention evidence: each head's two span-score distributions,
+        weighted ``1 - rc_mix`` and ``rc_mix`` (computed in the same pass).
     """
 
     label: str
     lever: str
     scorer: SpanScorer = field(default_factory=AttentionScorer)
-    options: Mapping[str, Any] = field(default_factory=dict)
-    rule: Selector | None = None
+    heads: HeadSelector = field(default_factory=OutlierHeads)
+    votes: HeadVotes = "share"
+    head_weighting: HeadWeighting = "equal"
+    per_unit_heads: bool = False
+    rc_mix: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.head_weighting not in HEAD_WEIGHTINGS:
+            raise ValueError(
+                f"unknown head_weighting {self.head_weighting!r}; choose one of {list(HEAD_WEIGHTINGS)}"
+            )
+        ranked = isinstance(self.heads, (OutlierHeads, TopHeads))
+        if self.head_weighting == "margin" and (self.heads.score != "superiority" or not ranked):
+            raise ValueError(
+                "head_weighting='margin' weighs P(X > Y) above 1/2: it needs OutlierHeads or TopHeads "
+                "with score='superiority'"
+            )
+        if self.per_unit_heads and not ranked:
+            raise ValueError(
+                "per_unit_heads selects each unit's top heads: it needs OutlierHeads or TopHeads"
+            )
+        if not 0 <= self.rc_mix <= 1:
+            raise ValueError(f"rc_mix={self.rc_mix} must be in [0, 1]")
+
+    @property
+    def experimental(self) -> bool:
+        """Whether the recipe uses a lever that :class:`~rcattr.RCAttributor` does not have."""
+        return (
+            isinstance(self.scorer, LeverScorer)
+            or self.head_weighting != "equal"
+            or self.per_unit_heads
+            or bool(self.rc_mix)
+        )
 
     def attributor(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> RCAttributor:
-        if self.rule is not None:
-            return RuleAttributor(model, tokenizer, self.rule, span_scorer=self.scorer, **self.options)
-        return RCAttributor(model, tokenizer, span_scorer=self.scorer, **self.options)
+        """The recipe's ``attribute()``: an RCAttributor, or a :class:`RecipeAttributor` for a lever."""
+        if self.experimental:
+            return RecipeAttributor(model, tokenizer, self)
+        return RCAttributor(model, tokenizer, self.heads, self.scorer, votes=self.votes)
 
     @property
     def name(self) -> str:
@@ -72,64 +125,136 @@ class Recipe:
         expectation, the key the RC mix reads)."""
         return "rc" if self.scorer == RCScorer() else repr(self.scorer)
 
+    def select(self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None) -> HeadSelection:
+        """The recipe's heads from every head's ``[L, H]`` scores (and, for ``per_unit_heads``, each
+        unit's ``[L, H, U]``)."""
+        selection = self.heads.select(scores)
+        if self.head_weighting == "margin":
+            selection = margin_weights(selection)
+        if not self.per_unit_heads or unit_scores is None:
+            return selection
+        return per_unit_selection(selection, self.heads, unit_scores, self.head_weighting)
+
+    def combine(
+        self, scores: HeadSpanScores, scorer: str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, HeadSelection]:
+        """The recipe's ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores and its head selection,
+        from a pass's per-head scores (``scorer``: the key of its span scorer there, default its own)."""
+        kind = self.heads.score
+        unit_scores = scores.unit_head_scores.get(kind) if self.per_unit_heads else None
+        selection = self.select(scores.every_head_score[kind], unit_scores)
+        seq_attr, token_attr = scores.combine(
+            selection, scorer or self.scorer_key, votes=self.votes, rc_mix=self.rc_mix
+        )
+        return seq_attr, token_attr, selection
+
+
+class RecipeAttributor(RCAttributor):
+    """``attribute()`` of a recipe with experimental levers: :class:`~rcattr.RCAttributor`'s deferred pass
+    with the levers' extras (:func:`~rcattr.eval.attribution.per_head.run_pass`), its selection and its
+    combination (:meth:`Recipe.combine`)."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike, recipe: Recipe) -> None:
+        super().__init__(model, tokenizer, recipe.heads, recipe.scorer, votes=recipe.votes)
+        self.recipe = replace(recipe, heads=self.heads)
+
+    def _pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
+        if self.recipe.rc_mix:
+            scorers = {**scorers, "rc": scorers.get("rc", RCScorer())}
+        return run_pass(
+            self.model,
+            self.tokenizer,
+            example,
+            scorers,
+            self.head_score,
+            defer=True,
+            unit_scores=self.recipe.per_unit_heads,
+        )
+
+    def _select(self, reducer: Reducer) -> HeadSelection:
+        assert isinstance(reducer, PassReducer)
+        units = reducer.unit_head_scores.get(self.head_score)
+        return self.recipe.select(
+            Reduction.stack(reducer.out.head_scores[self.head_score]),
+            None if units is None else Reduction.stack(units),
+        )
+
+    def _span_scores(
+        self, example: Example, reducer: Reducer, selection: HeadSelection
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        assert isinstance(reducer, PassReducer)
+        used = selection.heads
+        if isinstance(selection, UnitHeadSelection) and selection.unit_heads is not None:
+            used = torch.cat([used, selection.unit_heads.reshape(-1, 2)])
+        reducer.score_heads(used)
+        return HeadSpanScores.of(reducer, example, self.n_heads).combine(
+            selection, self.scorer_name, votes=self.votes, rc_mix=self.recipe.rc_mix
+        )
+
 
 PAPER_SCORER = AttentionScorer(continuation=0.0)
-PAPER_OPTIONS: dict[str, Any] = {"top_k": 20, "votes": "mass"}
 
 
-def ablation(top_k: int | float | str = "outliers") -> list[Recipe]:
+def ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
     """The ablation's rows; ``top_k`` is the default recipe's head count (the runner's ``--top-k``)."""
     paper = Recipe(
-        f"{PAPER}: attention · top-20 heads (RCAttributor.paper)", PAPER, PAPER_SCORER, PAPER_OPTIONS
+        f"{PAPER}: attention · top-20 heads (RCAttributor.paper)", PAPER, PAPER_SCORER, TopHeads(20), "mass"
     )
-    default_scorer = AttentionScorer()
-    default = Recipe(f"{DEFAULT}: RCAttributor()", DEFAULT, default_scorer, {"top_k": top_k})
+    default = Recipe(f"{DEFAULT}: RCAttributor()", DEFAULT, AttentionScorer(), heads_for(top_k))
 
-    def on(base: Recipe, label: str, lever: str, scorer: SpanScorer | None = None, **options: Any) -> Recipe:
-        return Recipe(f"{base.lever} {label}", lever, scorer or base.scorer, {**base.options, **options})
+    def on(base: Recipe, label: str, lever: str, **changes: Any) -> Recipe:
+        return replace(base, label=f"{base.lever} {label}", lever=lever, **changes)
 
-    def scorer(base: Recipe, **fields: Any) -> SpanScorer:
+    def lever(base: Recipe, **fields: Any) -> LeverScorer:
         assert isinstance(base.scorer, AttentionScorer)
-        return replace(base.scorer, **fields)
+        return LeverScorer(continuation=base.scorer.continuation, **fields)
 
     levers = [
         # levers added one at a time to the paper's recipe
-        on(paper, "+ continuation 0.8", "continuation", scorer(paper, continuation=0.8)),
+        on(paper, "+ continuation 0.8", "continuation", scorer=AttentionScorer(continuation=0.8)),
         on(paper, "+ share votes", "votes", votes="share"),
-        on(paper, "+ outlier heads", "head count", top_k="outliers"),
-        *(on(paper, f"· top-{k} heads", "head count", top_k=k) for k in (5, 10, 30)),
+        on(paper, "+ outlier heads", "head count", heads=OutlierHeads()),
+        *(on(paper, f"· top-{k} heads", "head count", heads=TopHeads(k)) for k in (5, 10, 30)),
         on(paper, "+ margin weights", "head weighting", head_weighting="margin"),
         on(paper, "+ per-unit heads", "per-unit heads", per_unit_heads=True),
-        on(paper, "+ span mean", "span length", scorer(paper, reduce="mean")),
-        on(paper, "+ top-5 tokens per span", "span length", scorer(paper, reduce="top", top_m=5)),
-        on(paper, "+ first token skipped", "sink tokens", scorer(paper, skip_first=True)),
-        on(paper, f"+ calibration {CALIBRATION!r}", "calibration", scorer(paper, calibration=CALIBRATION)),
+        on(paper, "+ span mean", "span length", scorer=lever(paper, reduce="mean")),
+        on(paper, "+ top-5 tokens per span", "span length", scorer=lever(paper, reduce="top", top_m=5)),
+        on(paper, "+ first token skipped", "sink tokens", scorer=lever(paper, skip_first=True)),
+        on(
+            paper,
+            f"+ calibration {CALIBRATION!r}",
+            "calibration",
+            scorer=lever(paper, calibration=CALIBRATION),
+        ),
         on(paper, "+ RC mix 0.3", "RC + attention", rc_mix=0.3),
-        on(paper, "· heads by E[Z]/std(Y)", "head score", head_score="rc_std"),
-        on(paper, "· heads by raw E[Z]", "head score", head_score="rc"),
-        on(paper, "· RC expectation scorer", "span scorer", RCScorer()),
-        on(paper, "· all heads", "head count", top_k=1.0),
-        on(paper, "· bottom-20 heads", "head count", bottom=True),
+        on(paper, "· heads by E[Z]/std(Y)", "head score", heads=TopHeads(20, "rc_std")),
+        on(paper, "· heads by raw E[Z]", "head score", heads=TopHeads(20, "rc")),
+        on(paper, "· RC expectation scorer", "span scorer", scorer=RCScorer()),
+        on(paper, "· all heads", "head count", heads=TopHeads(1.0)),
+        on(paper, "· bottom-20 heads", "head count", heads=BottomHeads(20)),
         # the default's parts taken out one at a time
-        on(default, "− continuation", "continuation", scorer(default, continuation=0.0)),
+        on(default, "− continuation", "continuation", scorer=AttentionScorer(continuation=0.0)),
         on(default, "− share votes", "votes", votes="mass"),
-        on(default, "− outlier heads (top-20)", "head count", top_k=20),
+        on(default, "− outlier heads (top-20)", "head count", heads=TopHeads(20)),
         # levers added to the default
         on(default, "+ margin weights", "head weighting", head_weighting="margin"),
         on(default, "+ per-unit heads", "per-unit heads", per_unit_heads=True),
-        on(default, "+ span mean", "span length", scorer(default, reduce="mean")),
-        on(default, "+ top-5 tokens per span", "span length", scorer(default, reduce="top", top_m=5)),
-        on(default, "+ first token skipped", "sink tokens", scorer(default, skip_first=True)),
+        on(default, "+ span mean", "span length", scorer=lever(default, reduce="mean")),
+        on(default, "+ top-5 tokens per span", "span length", scorer=lever(default, reduce="top", top_m=5)),
+        on(default, "+ first token skipped", "sink tokens", scorer=lever(default, skip_first=True)),
         on(
-            default, f"+ calibration {CALIBRATION!r}", "calibration", scorer(default, calibration=CALIBRATION)
+            default,
+            f"+ calibration {CALIBRATION!r}",
+            "calibration",
+            scorer=lever(default, calibration=CALIBRATION),
         ),
         on(default, "+ RC mix 0.3", "RC + attention", rc_mix=0.3),
-        on(default, "· bottom heads", "head count", bottom=True),
+        on(default, "· bottom heads", "head count", heads=BottomHeads(top_k)),
     ]
     return [paper, default, *levers]
 
 
-def selection_ablation(top_k: int | float | str = "outliers") -> list[Recipe]:
+def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
     """The rows of the head-selection table (issue 35): the default, the paper's recipe, attention over all
     heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and share
     votes), and the default with each rule of :data:`rcattr.eval.attribution.head_selection.RULES` in place of its
@@ -139,14 +264,11 @@ def selection_ablation(top_k: int | float | str = "outliers") -> list[Recipe]:
         paper,
         default,
         Recipe(
-            "attention · all heads (AttentionAttributor)",
-            "head count",
-            PAPER_SCORER,
-            {**PAPER_OPTIONS, "top_k": 1.0},
+            "attention · all heads (AttentionAttributor)", "head count", PAPER_SCORER, TopHeads(1.0), "mass"
         ),
-        Recipe(f"{DEFAULT} · all heads", "head count", default.scorer, {**default.options, "top_k": 1.0}),
+        replace(default, label=f"{DEFAULT} · all heads", lever="head count", heads=TopHeads(1.0)),
         *(
-            Recipe(f"{DEFAULT} · {name}", "head selection", default.scorer, default.options, rule)
+            replace(default, label=f"{DEFAULT} · {name}", lever="head selection", heads=RuleHeads(rule))
             for name, rule in RULES.items()
         ),
     ]
@@ -155,22 +277,26 @@ def selection_ablation(top_k: int | float | str = "outliers") -> list[Recipe]:
 def span_scorers(recipes: list[Recipe]) -> dict[str, SpanScorer]:
     """Every span scorer the recipes need, keyed as :attr:`Recipe.scorer_key` (plus ``"rc"`` for the RC mix)."""
     scorers: dict[str, SpanScorer] = {recipe.scorer_key: recipe.scorer for recipe in recipes}
-    if any(recipe.options.get("rc_mix") for recipe in recipes):
+    if any(recipe.rc_mix for recipe in recipes):
         scorers["rc"] = RCScorer()
     return scorers
 
 
 class RecipeScorer:
-    """Scores every recipe of a list from one pass's per-head scores (attributors built once)."""
+    """Scores every recipe of a list from one pass's per-head scores (head selectors checked once against
+    the model: a count above its heads is capped)."""
 
-    def __init__(self, recipes: list[Recipe], model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
-        self.recipes = [(recipe, recipe.attributor(model, tokenizer)) for recipe in recipes]
+    def __init__(self, recipes: list[Recipe], model: PreTrainedModel) -> None:
+        text = model.config.get_text_config()
+        layers, heads = text.num_hidden_layers, text.num_attention_heads
+        self.recipes = [replace(recipe, heads=recipe.heads.for_model(layers, heads)) for recipe in recipes]
         self.scorers = span_scorers(recipes)
+        self.unit_scores = any(recipe.per_unit_heads for recipe in recipes)
 
     def __call__(self, scores: HeadSpanScores) -> dict[str, tuple[torch.Tensor, torch.Tensor, int]]:
         """Each recipe's ``([n_spans], [n_outputs, n_spans])`` scores and its number of heads, by label."""
         out = {}
-        for recipe, attributor in self.recipes:
-            seq_attr, token_attr, selection = attributor.combine(scores, recipe.scorer_key)
+        for recipe in self.recipes:
+            seq_attr, token_attr, selection = recipe.combine(scores)
             out[recipe.label] = (seq_attr, token_attr, len(selection.heads))
         return out

@@ -18,8 +18,9 @@ import torch
 from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
-from rcattr.attributor import HeadSpanScores, RCAttributor
+from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units, scored_row
+from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores
 from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import accuracy, source_hits
@@ -74,18 +75,20 @@ class SweepMethod(AttributionMethod[SweepPass]):
         text = model.config.get_text_config()
         return SweepPass(
             attributor,
-            RecipeScorer(self.recipes(config.top_k), attributor.model, attributor.tokenizer),
+            RecipeScorer(self.recipes(config.top_k), attributor.model),
             text.num_hidden_layers * text.num_attention_heads,
         )
 
     def row(self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig) -> Row:
         scorers = {**built.recipes.scorers, **{f"curve/{name}": s for name, s in self.curve.items()}}
-        scores = built.attributor.head_span_scores(
+        scores = head_span_scores(
+            built.attributor,
             context_input(record),
             record.answer,
             granularity=config.granularity,
             output_granularity=output_units(record),
             span_scorers=_shared(scorers),
+            unit_scores=built.recipes.unit_scores,
         )
         spans = scores.example.context_spans
         ks = [str(k) for k in SWEEP_KS if k < built.total_heads] + ["all"]
