@@ -9,10 +9,11 @@ from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.heads import min_heads, outlier_count, top_heads
+from rcattr.heads import min_heads, outlier_count
 from rcattr.prompting import ContextInput, render_prompt
-from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer
+from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads, heads_for
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
@@ -50,7 +51,7 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
     tokenizer = char_tokenizer()
     span_scorer = AttentionScorer(continuation=continuation) if scorer == "attention" else scorer
     # "It" and "Then": units whose continuation runs on to the end of their own sentence only
-    result = RCAttributor(llama, tokenizer, top_k=5, span_scorer=span_scorer, votes="mass").attribute(
+    result = RCAttributor(llama, tokenizer, TopHeads(5), span_scorer=span_scorer, votes="mass").attribute(
         INPUT, ANSWER, granularity="chunk", output_granularity=[(0, 2), (8, 12)]
     )
     ids, start, offsets = _ids(tokenizer, ANSWER)
@@ -105,7 +106,7 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
 @pytest.mark.filterwarnings("ignore:no selected head sees the context")
 def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
     model = tiny_model(arch)
-    result = RCAttributor(model, char_tokenizer(), top_k=4, span_scorer=scorer).attribute(
+    result = RCAttributor(model, char_tokenizer(), TopHeads(4), span_scorer=scorer).attribute(
         INPUT, ANSWER, granularity="sentence", output_granularity="token"
     )
     assert isinstance(result, LLMAttributionResult) and isinstance(result, RCAttributionResult)
@@ -130,7 +131,7 @@ def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
 
 
 def test_unsupported_tokens_are_the_non_blank_ones_below_the_threshold(llama) -> None:
-    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, "It sat. Dogs bark.")
+    result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(INPUT, "It sat. Dogs bark.")
     assert result.token_support is not None and result.token_support.shape == (len(result.answer_tokens),)
     assert bool(((result.token_support >= 0) & (result.token_support <= 1)).all())
     result.token_support = torch.linspace(0, 1, len(result.answer_tokens))
@@ -143,7 +144,7 @@ def test_unsupported_tokens_are_the_non_blank_ones_below_the_threshold(llama) ->
 
 
 def test_unit_context_reliance_is_the_mean_groundedness_of_each_units_tokens(llama) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
     result = attributor.attribute(
         INPUT, "It sat. Dogs bark.", granularity="sentence", output_granularity="sentence"
     )
@@ -159,7 +160,7 @@ def test_unit_context_reliance_is_the_mean_groundedness_of_each_units_tokens(lla
 
 @pytest.mark.parametrize("scorer", ["rc", "rc_bound", "attention"])
 def test_batched_units_equal_units_scored_alone(llama, scorer: str) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=3, span_scorer=scorer)
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3), span_scorer=scorer)
     tokens = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="token")
     sentences = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
     for unit, bounds in [(3, (3, 4)), (20, (20, 21))]:
@@ -170,7 +171,7 @@ def test_batched_units_equal_units_scored_alone(llama, scorer: str) -> None:
 
 
 def test_generated_and_given_answers_agree(llama) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
     generated = attributor.attribute(INPUT, gen_args={"max_new_tokens": 12, "min_new_tokens": 12})
     given = attributor.attribute(INPUT, generated.answer)
     assert generated.answer
@@ -186,7 +187,7 @@ def test_generated_and_given_answers_agree(llama) -> None:
 
 def test_captum_inputs(llama) -> None:
     tokenizer = char_tokenizer()
-    attributor = RCAttributor(llama, tokenizer, top_k=3)
+    attributor = RCAttributor(llama, tokenizer, TopHeads(3))
     template = TextTemplateInput("{} lives in {}, {}.", values=["Dave", "Palm Coast", "FL"], mask=[0, 1, 1])
     result = attributor.attribute(template, "Florida")
     assert result.input_tokens == ["Dave", "Palm Coast FL"] and result.inp is template
@@ -198,18 +199,18 @@ def test_captum_inputs(llama) -> None:
 
 def test_fixed_bottom_and_head_scores(llama) -> None:
     tokenizer = char_tokenizer()
-    scores = RCAttributor(llama, tokenizer, top_k=4).head_scores(INPUT, ANSWER)
+    scores = RCAttributor(llama, tokenizer, TopHeads(4)).head_scores(INPUT, ANSWER)
     assert scores.shape == (3, 4)
-    bottom = RCAttributor(llama, tokenizer, top_k=2, bottom=True).attribute(INPUT, ANSWER)
+    bottom = RCAttributor(llama, tokenizer, BottomHeads(2)).attribute(INPUT, ANSWER)
     assert bottom.head_selection.heads.tolist() == [
         [int(i) // 4, int(i) % 4] for i in scores.flatten().argsort()[:2]
     ]
-    fixed = RCAttributor(llama, tokenizer, heads=[(2, 1)]).attribute(INPUT, ANSWER)
+    fixed = RCAttributor(llama, tokenizer, FixedHeads([(2, 1)])).attribute(INPUT, ANSWER)
     assert fixed.head_selection.as_pairs() == [(2, 1)] and fixed.head_selection.kind == "fixed"
 
 
 def test_result_table_and_top(llama) -> None:
-    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, ANSWER, granularity="chunk")
+    result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(INPUT, ANSWER, granularity="chunk")
     table = result.to_dataframe()
     assert list(table.columns) == ["score", "document", "source", "start", "end", "text"]
     assert table["score"].is_monotonic_decreasing and sorted(table["source"]) == [0, 1, 2]
@@ -226,7 +227,7 @@ def test_result_table_and_top(llama) -> None:
 
 def test_identical_documents_keep_their_own_scores(llama) -> None:
     twice = ContextInput(["The cat sat.", "A dog ran.", "The cat sat."], QUESTION)
-    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(twice, ANSWER, granularity="chunk")
+    result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(twice, ANSWER, granularity="chunk")
     scores = result.seq_attr_dict
     assert list(scores) == ["The cat sat. [doc 1]", "A dog ran.", "The cat sat. [doc 3]"]
     assert list(scores.values()) == result.seq_attr.tolist()
@@ -236,7 +237,7 @@ def test_to_dict_is_json_and_notebooks_get_escaped_html(llama) -> None:
     import json
 
     inp = ContextInput(["<script>alert(1)</script> The cat sat.", "A dog ran."], QUESTION)
-    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(
+    result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(
         inp, ANSWER, output_granularity="sentence"
     )
     data = json.loads(json.dumps(result.to_dict()))
@@ -252,7 +253,9 @@ def test_captum_plots_get_short_labels(llama) -> None:
 
     matplotlib.use("Agg")
     long_docs = ContextInput(["word " * 8, "other " * 7], QUESTION)
-    result = RCAttributor(llama, char_tokenizer(), top_k=3).attribute(long_docs, ANSWER, granularity="chunk")
+    result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(
+        long_docs, ANSWER, granularity="chunk"
+    )
     figure, axes = result.plot_seq_attr()
     labels = [label.get_text() for label in axes.get_xticklabels()]
     assert [label[:8] for label in labels] == ["[1] word", "[2] othe"]
@@ -285,7 +288,7 @@ def test_captum_plots_get_short_labels(llama) -> None:
 )
 def test_bad_input_is_named(llama, inp, target, kwargs, error, message) -> None:
     with pytest.raises(error, match=message):
-        RCAttributor(llama, char_tokenizer(), top_k=4).attribute(inp, target, **kwargs)
+        RCAttributor(llama, char_tokenizer(), TopHeads(4)).attribute(inp, target, **kwargs)
 
 
 def test_bad_configuration_is_named(llama) -> None:
@@ -293,13 +296,13 @@ def test_bad_configuration_is_named(llama) -> None:
     with pytest.raises(ValueError, match="unknown span_scorer"):
         RCAttributor(llama, tokenizer, span_scorer="grad")
     with pytest.raises(ValueError, match="unknown head_score"):
-        RCAttributor(llama, tokenizer, head_score="max")  # type: ignore[arg-type]
+        RCAttributor(llama, tokenizer, OutlierHeads(score="max"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="top_k=0"):
-        RCAttributor(llama, tokenizer, top_k=0)
+        RCAttributor(llama, tokenizer, TopHeads(0))
     with pytest.warns(UserWarning, match="has 12 heads; using all of them"):
-        assert RCAttributor(llama, tokenizer, top_k=13).top_k == 12
+        assert RCAttributor(llama, tokenizer, TopHeads(13)).heads == TopHeads(12)
     with pytest.raises(ValueError, match="does not exist"):
-        RCAttributor(llama, tokenizer, heads=[(3, 0)])
+        RCAttributor(llama, tokenizer, FixedHeads([(3, 0)]))
 
 
 @pytest.mark.parametrize(
@@ -318,7 +321,7 @@ def test_bad_context_input_is_named_when_built(make, error, message) -> None:
 
 
 def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=4)
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
     monkeypatch.setattr(
         llama, "generate", lambda *a, **k: pytest.fail("generated before checking the window")
     )
@@ -327,7 +330,7 @@ def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> N
 
 
 def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=4)
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
     with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
         result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
     assert result.answer
@@ -335,7 +338,7 @@ def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
 
 def test_top_k_true_is_not_one_head(llama) -> None:
     with pytest.raises(ValueError, match="top_k=True"):
-        RCAttributor(llama, char_tokenizer(), top_k=True)
+        RCAttributor(llama, char_tokenizer(), TopHeads(True))
 
 
 def test_unsupported_model_is_named() -> None:
@@ -344,92 +347,18 @@ def test_unsupported_model_is_named() -> None:
         RCAttributor(bloom, char_tokenizer())
 
 
-def _normalised(table: torch.Tensor) -> torch.Tensor:
-    return table / table.sum(-1, keepdim=True)
-
-
-@pytest.mark.parametrize("votes", ["mass", "share"])
-@pytest.mark.parametrize("rc_mix", [0.0, 0.4])
-def test_combine_weights_votes_and_mix_like_brute_force(llama, votes: str, rc_mix: float) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=3)
-    scores = attributor.head_span_scores(
-        INPUT, ANSWER, granularity="chunk", output_granularity="sentence", span_scorers=["attention", "rc"]
-    )
-    heads = torch.tensor([[2, 1], [0, 3], [1, 0]])
-    weights = torch.tensor([0.5, 2.0, 1.0])
-    selection = HeadSelection(scores.head_scores, heads, "superiority", weights)
-    answer, units = scores.combine(selection, "attention", votes=votes, rc_mix=rc_mix)  # type: ignore[arg-type]
-    expected_units = torch.zeros(2, 3, dtype=torch.float64)
-    for (layer, head), weight in zip(heads.tolist(), weights.tolist(), strict=True):
-        evidence = scores.units["attention"][layer, head].double()  # [U, S]
-        if votes == "share" or rc_mix:
-            evidence = _normalised(evidence)
-        if rc_mix:
-            evidence = (1 - rc_mix) * evidence + rc_mix * _normalised(
-                scores.units["rc"][layer, head].double()
-            )
-        expected_units += weight * evidence
-    torch.testing.assert_close(units.double(), _normalised(expected_units))
-    assert answer.shape == (3,)
-
-
-def test_per_unit_heads_are_each_units_own_top_heads(llama) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=2, votes="mass", per_unit_heads=True)
-    result = attributor.attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
-    scores = attributor.head_span_scores(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
-    selection = result.head_selection
-    assert selection.unit_heads is not None and selection.unit_heads.shape == (2, 2, 2)
-    for unit in range(2):
-        unit_scores = scores.unit_head_scores["superiority"][..., unit]
-        assert selection.unit_heads[unit].tolist() == top_heads(unit_scores, 2).tolist()
-        layers, heads = selection.unit_heads[unit].unbind(-1)
-        expected = scores.units["attention"][layers, heads, unit].sum(0)
-        torch.testing.assert_close(result.token_attr[unit], _normalised(expected).float())
-    # the whole answer keeps the answer's heads
-    assert selection.heads.tolist() == top_heads(scores.head_scores, 2).tolist()
-
-
-def test_calibration_subtracts_what_a_content_free_answer_attends_to(llama) -> None:
-    tokenizer = char_tokenizer()
-    scorer = AttentionScorer(continuation=0.0, calibration="N/A")
-    heads = [(1, 2), (2, 0)]
-    result = RCAttributor(llama, tokenizer, span_scorer=scorer, heads=heads, votes="mass").attribute(
-        INPUT, ANSWER, granularity="chunk"
-    )
-    ids, start, offsets = _ids(tokenizer, ANSWER)
-    null_ids, _, _ = _ids(tokenizer, "N/A")
-    answer_store, null_store = _store(llama, ids, start), _store(llama, null_ids, start)
-    prompt = render_prompt(tokenizer, INPUT)
-    chunk_keys = [
-        [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]
-        for c, s in zip(prompt.chunks, prompt.chunk_starts, strict=True)
-    ]
-    totals = torch.zeros(3, dtype=torch.float64)
-    for layer, head in heads:
-        answer = torch.softmax(answer_store.layer(layer, fill=float("-inf"))[0][0, head] / 4.0, -1)  # [A, S]
-        prior = torch.softmax(null_store.layer(layer, fill=float("-inf"))[0][0, head] / 4.0, -1).mean(0)
-        calibrated = (answer[:, :start] - prior[:start]).clamp_min(0)
-        for chunk, keys in enumerate(chunk_keys):
-            totals[chunk] += calibrated[:, keys].sum(-1).mean()
-    torch.testing.assert_close(result.seq_attr, (totals / totals.sum()).float(), atol=1e-5, rtol=1e-4)
-    with pytest.raises(ValueError, match="one calibration answer"):
-        RCAttributor(llama, tokenizer).head_span_scores(
-            INPUT, ANSWER, span_scorers={"a": scorer, "b": AttentionScorer(calibration="none")}
-        )
-
-
 def test_paper_preset_and_the_default_recipe(llama) -> None:
     tokenizer = char_tokenizer()
     with pytest.warns(UserWarning, match="has 12 heads"):
         paper = RCAttributor.paper(llama, tokenizer)
-    assert (paper.top_k, paper.votes, paper.head_weighting) == (12, "mass", "equal")  # 20 capped at 12 heads
+    assert (paper.heads, paper.votes) == (TopHeads(12), "mass")  # 20 capped at 12 heads
     assert isinstance(paper.scorer, AttentionScorer) and paper.scorer.continuation == 0.0
     default = RCAttributor(llama, tokenizer)
-    assert (default.top_k, default.votes) == ("outliers", "share")
+    assert (default.heads, default.votes) == (OutlierHeads(), "share")
     assert isinstance(default.scorer, AttentionScorer) and default.scorer.continuation == 0.8
-    assert RCAttributor.paper(llama, tokenizer, top_k=3).top_k == 3
+    assert RCAttributor.paper(llama, tokenizer, heads=TopHeads(3)).heads == TopHeads(3)
     explicit = RCAttributor(
-        llama, tokenizer, top_k=12, span_scorer=AttentionScorer(continuation=0.0), votes="mass"
+        llama, tokenizer, TopHeads(12), span_scorer=AttentionScorer(continuation=0.0), votes="mass"
     ).attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
     preset = paper.attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
     torch.testing.assert_close(preset.token_attr, explicit.token_attr)
@@ -439,59 +368,14 @@ def test_paper_preset_and_the_default_recipe(llama) -> None:
     ("options", "message"),
     [
         ({"votes": "vote"}, "unknown votes"),
-        ({"head_weighting": "soft"}, "unknown head_weighting"),
-        ({"head_weighting": "margin", "head_score": "rc"}, "margin"),
-        ({"rc_mix": 1.5}, "rc_mix=1.5"),
-        ({"top_k": "some"}, "'outliers'"),
+        ({"heads": 3}, "give a HeadSelector"),
     ],
 )
-def test_bad_recipe_options_are_named(llama, options, message) -> None:
+def test_bad_options_are_named(llama, options, message) -> None:
     with pytest.raises(ValueError, match=message):
         RCAttributor(llama, char_tokenizer(), **options)
-
-
-RECIPES = [
-    {},
-    {"per_unit_heads": True, "top_k": 3},
-    {"span_scorer": AttentionScorer(calibration="N/A"), "rc_mix": 0.3},
-    {"span_scorer": "rc", "head_score": "rc_std", "votes": "mass"},
-    {"span_scorer": "rc_bound", "head_weighting": "margin"},
-    {"bottom": True, "top_k": 2},
-    {"heads": [(1, 0), (0, 3)]},
-]
-
-
-@pytest.mark.parametrize("arch", ["llama", "gemma3"])
-@pytest.mark.parametrize("options", RECIPES, ids=lambda options: ",".join(options) or "default")
-def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str, options: dict) -> None:
-    """attribute() scores the selected heads after the pass; every head's scores give the same result."""
-    attributor = RCAttributor(tiny_model(arch), char_tokenizer(), **options)
-    result = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
-    every = attributor.head_span_scores(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
-    assert every.scored is None
-    seq_attr, token_attr, selection = attributor.combine(every)
-    assert result.head_selection.heads.tolist() == selection.heads.tolist()
-    torch.testing.assert_close(result.seq_attr, seq_attr.float())
-    torch.testing.assert_close(result.token_attr, token_attr.float())
-    torch.testing.assert_close(result.groundedness, every.groundedness(selection.heads).float())
-    torch.testing.assert_close(result.token_support, every.token_support(selection.heads).float())
-
-
-def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
-    from rcattr.attributor import _Reducer
-
-    attributor = RCAttributor(llama, char_tokenizer(), top_k=2)
-    example = attributor.prepare(INPUT, ANSWER)
-    reducer = attributor._forward(example, {"attention": attributor.scorer}, defer=True)
-    assert isinstance(reducer, _Reducer)
-    reducer.score_heads(torch.tensor([[0, 1]]))
-    scores = reducer.result(example, "superiority", attributor.n_heads)
-    assert scores.scored is not None and scores.scored.sum() == 1
-    scores.combine(torch.tensor([[0, 1]]), "attention")
-    with pytest.raises(ValueError, match="computed for other heads"):
-        scores.combine(torch.tensor([[0, 1], [1, 1]]), "attention")
-    with pytest.raises(ValueError, match="computed for other heads"):
-        scores.groundedness(torch.tensor([[1, 0]]))
+    with pytest.raises(ValueError, match="'outliers'"):
+        heads_for("some")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
@@ -500,7 +384,7 @@ def test_a_generated_answer_is_explained_from_its_generation_cache_without_runni
     arch: str,
 ) -> None:
     model = tiny_model(arch)
-    attributor = RCAttributor(model, char_tokenizer(), top_k=3)
+    attributor = RCAttributor(model, char_tokenizer(), TopHeads(3))
     prompt_tokens = len(attributor.prepare(INPUT, ANSWER).ids[0]) - len(ANSWER)
     processed: list[int] = []
     hook = model.register_forward_pre_hook(
@@ -528,6 +412,17 @@ def test_the_outlier_selection_records_its_stand_outs_and_minimum(llama) -> None
     assert len(selection.heads) == max(selection.outliers, 1)
     assert selection.few_heads == (len(selection.heads) < selection.minimum)
     assert (
-        RCAttributor(llama, char_tokenizer(), top_k=3).attribute(INPUT, "It sat.").head_selection.outliers
+        RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(INPUT, "It sat.").head_selection.outliers
         is None
     )
+
+
+def test_the_default_pass_computes_only_what_it_uses(llama) -> None:
+    """One head score, no per-unit head scores, no span scores until the selected heads are known."""
+    attributor = RCAttributor(llama, char_tokenizer())
+    reducer = attributor._pass(attributor.prepare(INPUT, ANSWER), {"attention": attributor.scorer})
+    assert set(reducer.out.head_scores) == {"superiority"} and not reducer.out.scored
+    selection = attributor._select(reducer)
+    attributor._span_scores(attributor.prepare(INPUT, ANSWER), reducer, selection)
+    scored = {(layer, int(head)) for layer, heads in reducer.out.scored.items() for head in heads}
+    assert scored == set(selection.as_pairs()) and set(reducer.out.answer_scores) == {"attention"}

@@ -17,7 +17,6 @@ from rcattr.heads import (
     min_heads,
     outlier_count,
     top_heads,
-    weighted_heads,
 )
 from rcattr.options import parse_head_count
 
@@ -127,35 +126,6 @@ def test_a_row_that_sees_no_context_has_no_support() -> None:
     assert bool((stats.context_peak[:, 1] == 1).all())  # huge context logits beat every self logit
 
 
-def test_per_unit_head_scores_match_brute_force() -> None:
-    cross, cross_visible, own, own_visible = _layer()
-    stats = layer_rc(cross, cross_visible, own, own_visible)
-    membership = torch.tensor(
-        [[True, True, False, False], [False, False, True, True], [False, True, True, False]]
-    )
-    per_unit = stats.per_unit(membership)
-    for unit, rows in enumerate(membership.tolist()):
-        for head in range(3):
-            y = own[head][own_visible].tolist()  # the answer's Y(g, g), as for the whole-answer score
-            x = [
-                float(cross[head, r, c])
-                for r, keep in enumerate(rows)
-                if keep
-                for c in range(5)
-                if cross_visible[r, c]
-            ]
-            superiority = sum(a > b for a in x for b in y) / (len(x) * len(y))
-            rc = sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y))
-            spread = torch.tensor(y, dtype=torch.float64).std(correction=0).item()
-            assert per_unit["superiority"][unit, head].item() == pytest.approx(superiority, rel=1e-9)
-            assert per_unit["rc"][unit, head].item() == pytest.approx(rc, rel=1e-9)
-            assert per_unit["rc_std"][unit, head].item() == pytest.approx(rc / spread, rel=1e-9)
-    # every row at once is the whole answer's score
-    whole = stats.per_unit(torch.ones(1, 4, dtype=torch.bool))
-    for kind, score in stats.every_score.items():
-        torch.testing.assert_close(whole[kind][0], score)
-
-
 def test_outlier_head_count_adapts_to_the_score_table() -> None:
     scores = torch.zeros(4, 6)
     scores[1, 2], scores[3, 0] = 5.0, 4.0  # two heads far above the other 22
@@ -186,22 +156,6 @@ def test_outlier_count_against_brute_force(layers: int, heads: int, seed: int) -
     brute = sum(x > mean + 2 * spread for x in flat)
     assert outlier_count(scores) == brute
     assert head_count(scores, "outliers") == max(brute, 1)
-
-
-@given(st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6))
-@settings(max_examples=50, deadline=None)
-def test_margin_weights_are_the_excess_over_one_half(values: list[float]) -> None:
-    scores = torch.tensor(values, dtype=torch.float64).view(2, 3)
-    heads, weights = weighted_heads(scores, 4, "margin")
-    chosen = scores[heads[:, 0], heads[:, 1]]
-    if bool((chosen > 0.5).any()):
-        torch.testing.assert_close(weights, (chosen - 0.5).clamp_min(0))
-    else:  # no head favours the context: equal weights rather than none
-        assert weights.tolist() == [1.0] * 4
-    equal_heads, equal = weighted_heads(scores, 4, "equal")
-    assert torch.equal(equal_heads, heads) and equal.tolist() == [1.0] * 4
-    with pytest.raises(ValueError, match="unknown head weighting"):
-        weighted_heads(scores, 4, "soft")  # type: ignore[arg-type]
 
 
 def test_parse_head_count() -> None:

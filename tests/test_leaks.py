@@ -18,6 +18,7 @@ from rcattr.baselines import BASELINES
 from rcattr.capture import LogitCapture, LogitStore
 from rcattr.kvcache import RCKVCache
 from rcattr.prompting import ContextInput
+from rcattr.selectors import TopHeads
 from rcattr.viz import save_head_heatmap, save_html
 from tests.helpers import char_tokenizer, tiny_model
 
@@ -46,7 +47,7 @@ def _capture(model, tokenizer, tmp_path: Path) -> None:
 
 
 def _explain_and_draw(model, tokenizer, tmp_path: Path) -> None:
-    result = RCAttributor(model, tokenizer, top_k=4).attribute(INPUT, ANSWER, granularity="chunk")
+    result = RCAttributor(model, tokenizer, TopHeads(4)).attribute(INPUT, ANSWER, granularity="chunk")
     save_html(result, tmp_path / "report.html")
     save_head_heatmap(result, tmp_path / "heads.png")
 

@@ -9,6 +9,7 @@ from rcattr.attributor import RCAttributor
 from rcattr.demo import ANSWER, example_input
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
+from rcattr.selectors import TopHeads
 
 pytestmark = pytest.mark.real_model
 
@@ -64,6 +65,6 @@ def test_gemma_copy_and_head_selection_across_layers() -> None:
     result = RCAttributor(model, tokenizer).attribute(inp, FACTS[3], granularity="chunk")
     assert int(result.seq_attr.argmax()) == 3
     assert 1 <= len(result.head_selection.heads) < 10  # the outlier heads of 72, not a fixed 20
-    wide = RCAttributor(model, tokenizer, top_k=20).attribute(inp, FACTS[3], granularity="chunk")
+    wide = RCAttributor(model, tokenizer, TopHeads(20)).attribute(inp, FACTS[3], granularity="chunk")
     layers = {layer for layer, _ in wide.head_selection.as_pairs()}
     assert len(layers) > 3  # the scale-free score does not collapse onto a few early layers

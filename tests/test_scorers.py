@@ -11,6 +11,7 @@ from rcattr.attributor import RCAttributor
 from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.prompting import ContextInput
 from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
+from rcattr.selectors import TopHeads
 from rcattr.spans import SpanBlock, SpanIndex, continuation_weights
 from rcattr.stats import overlap_bounds
 from tests.helpers import char_tokenizer, tiny_model
@@ -155,7 +156,7 @@ def test_a_custom_scorer_plugs_in() -> None:
             return scores
 
     model = tiny_model("llama")
-    result = RCAttributor(model, char_tokenizer(), top_k=2, span_scorer=FirstToken()).attribute(
+    result = RCAttributor(model, char_tokenizer(), TopHeads(2), span_scorer=FirstToken()).attribute(
         ContextInput(["aa", "bb"], "q"), target="ab", granularity="chunk"
     )
     assert result.seq_attr.tolist() == [1.0, 0.0]
@@ -176,21 +177,15 @@ def test_continuation_weights_stay_in_the_units_sentence() -> None:
     assert continuation_weights(rows, 0.5, between)[0, 3:].tolist() == [0.0] * 4
 
 
-def _answer_block(window: int | None = None, prior: bool = False) -> tuple[SpanBlock, torch.Tensor]:
+def _answer_block(window: int | None = None) -> tuple[SpanBlock, torch.Tensor]:
     """Every answer row once (the block a row-averaging scorer sees), and each unit's row weights."""
     padded = _block(window)
     logits = torch.cat([padded.logits[0], padded.logits[1]], dim=1)[None]  # [1, H, 4 rows, 8]
     visible = torch.cat([padded.visible[0], padded.visible[1]])[None]
     unit_rows = torch.tensor([[True, False, False, False], [False, True, True, False]])
     sentence = torch.tensor([0, 0, 0, 1])
-    generator = torch.Generator().manual_seed(1)
     block = dataclasses.replace(
-        padded,
-        logits=logits,
-        visible=visible,
-        unit_rows=unit_rows,
-        row_sentence=sentence,
-        prior=torch.rand(3, 8, generator=generator, dtype=torch.float64) * 0.2 if prior else None,
+        padded, logits=logits, visible=visible, unit_rows=unit_rows, row_sentence=sentence
     )
     weights = torch.tensor(
         [[1.0, 0.5, 0.25, 0.0], [0.0, 1.0, 1.0, 0.0]], dtype=torch.float64
@@ -198,52 +193,27 @@ def _answer_block(window: int | None = None, prior: bool = False) -> tuple[SpanB
     return block, weights
 
 
-def _brute_mass(block: SpanBlock, weights: torch.Tensor, calibrated: bool = False) -> torch.Tensor:
-    """``[U, H, C]`` weighted mean over rows of each context token's attention (minus the prior)."""
+def _brute_mass(block: SpanBlock, weights: torch.Tensor, prior: torch.Tensor | None = None) -> torch.Tensor:
+    """``[U, H, C]`` weighted mean over rows of each context token's attention (minus ``prior [H, K]``)."""
     out = torch.zeros(weights.shape[0], 3, 3, dtype=torch.float64)
     for unit in range(weights.shape[0]):
         for head in range(3):
             for row in range(4):
                 scores = (block.logits[0, head, row] * 0.5).masked_fill(~block.visible[0, row], float("-inf"))
                 mass = torch.softmax(scores, -1)[CONTEXT_KEYS]
-                if calibrated:
-                    assert block.prior is not None
-                    mass = (mass - block.prior[head, CONTEXT_KEYS]).clamp_min(0)
+                if prior is not None:
+                    mass = (mass - prior[head, CONTEXT_KEYS]).clamp_min(0)
                 out[unit, head] += weights[unit, row] * mass / weights[unit].sum()
     return out
 
 
-@pytest.mark.parametrize("calibrated", [False, True])
-def test_attention_scorer_weights_rows_and_subtracts_the_prior(calibrated: bool) -> None:
-    block, weights = _answer_block(prior=True)
-    scorer = AttentionScorer(continuation=0.5, calibration="N/A" if calibrated else None)
-    tokens = _brute_mass(block, weights, calibrated)
-    expected = torch.stack([tokens[..., [0, 1]].sum(-1), tokens[..., [1, 2]].sum(-1)], dim=-1)
-    torch.testing.assert_close(scorer.score(block), expected)
-    with pytest.raises(ValueError, match="prior"):
-        AttentionScorer(calibration="N/A").score(dataclasses.replace(block, prior=None))
-
-
-def test_attention_scorer_span_reductions() -> None:
+def test_attention_scorer_weights_rows() -> None:
     block, weights = _answer_block()
-    tokens = _brute_mass(block, weights)  # [U, H, 3 tokens]; spans {0, 1} and {1, 2}
-    spans = [[0, 1], [1, 2]]
-
-    def per_span(reduce) -> torch.Tensor:
-        return torch.stack([torch.stack([reduce(tokens[..., s]) for s in spans], -1)])[0]
-
-    scorer = AttentionScorer(continuation=0.5, reduce="mean")
-    torch.testing.assert_close(scorer.score(block), per_span(lambda t: t.mean(-1)))
-    top = AttentionScorer(continuation=0.5, reduce="top", top_m=1)
-    torch.testing.assert_close(top.score(block), per_span(lambda t: t.max(-1).values))
-    # each span without its own first token: span {0, 1} keeps token 1, span {1, 2} keeps token 2
-    skipped = AttentionScorer(continuation=0.5, skip_first=True).score(block)
-    torch.testing.assert_close(skipped, torch.stack([tokens[..., 1], tokens[..., 2]], -1))
-    skipped_mean = AttentionScorer(continuation=0.5, skip_first=True, reduce="mean").score(block)
-    torch.testing.assert_close(skipped_mean, skipped)
-    for bad in ({"reduce": "max"}, {"top_m": 0}, {"continuation": 1.0}, {"calibration": " "}):
-        with pytest.raises(ValueError):
-            AttentionScorer(**bad)  # type: ignore[arg-type]
+    tokens = _brute_mass(block, weights)
+    expected = torch.stack([tokens[..., [0, 1]].sum(-1), tokens[..., [1, 2]].sum(-1)], dim=-1)
+    torch.testing.assert_close(AttentionScorer(continuation=0.5).score(block), expected)
+    with pytest.raises(ValueError, match="continuation=1.0"):
+        AttentionScorer(continuation=1.0)
 
 
 def test_the_cli_names_every_span_scorer() -> None:

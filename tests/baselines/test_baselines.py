@@ -26,6 +26,7 @@ from rcattr.baselines.hybrid import reciprocal_rank_fusion
 from rcattr.eval.attribution.faithfulness import answer_log_probs
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
+from rcattr.selectors import FixedHeads
 from tests.helpers import char_tokenizer, tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark {loudly}.", "Birds fly south in May."]
@@ -67,7 +68,7 @@ def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granul
 
 def test_attention_baseline_is_rc_over_every_head(llama, tokenizer) -> None:
     every_head = [(layer, head) for layer in range(3) for head in range(4)]
-    fixed = RCAttributor.paper(llama, tokenizer, heads=every_head).attribute(
+    fixed = RCAttributor.paper(llama, tokenizer, heads=FixedHeads(every_head)).attribute(
         INPUT, ANSWER, granularity="chunk"
     )
     baseline = AttentionAttributor(llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rcattr.eval.attribution.head_selection import (
     RULES,
+    RuleHeads,
     knee,
     layer_outliers,
     outliers,
@@ -101,14 +102,16 @@ def test_selection_ablation_keeps_the_default_row_and_adds_one_row_per_rule():
     recipes = selection_ablation()
     labels = [recipe.label for recipe in recipes]
     assert sum(recipe.lever == DEFAULT for recipe in recipes) == 1
-    assert sum(recipe.rule is not None for recipe in recipes) == len(RULES)
+    assert sum(isinstance(recipe.heads, RuleHeads) for recipe in recipes) == len(RULES)
     assert len(set(labels)) == len(labels)
 
 
 @pytest.mark.parametrize("name", list(RULES))
 def test_rule_attributor_uses_its_rule(name):
     model, tokenizer = tiny_model("llama"), char_tokenizer()
-    recipe = next(r for r in selection_ablation() if r.rule is RULES[name])
+    recipe = next(
+        r for r in selection_ablation() if isinstance(r.heads, RuleHeads) and r.heads.rule is RULES[name]
+    )
     attributor = recipe.attributor(model, tokenizer)
     scores = torch.rand(attributor.n_layers, attributor.n_heads, dtype=torch.float64)
-    assert attributor.select(scores).heads.tolist() == RULES[name](scores)[0].tolist()
+    assert attributor.heads.select(scores).heads.tolist() == RULES[name](scores)[0].tolist()

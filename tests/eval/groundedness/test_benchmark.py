@@ -14,6 +14,7 @@ from rcattr.eval.groundedness.benchmark import SIGNALS, answer_signals, auroc_ta
 from rcattr.eval.groundedness.context_signals import LookbackReducer, PeakSuperiorityReducer
 from rcattr.eval.kv import data as kv_data
 from rcattr.prompting import ContextInput
+from rcattr.selectors import TopHeads
 from tests.helpers import char_tokenizer, tiny_model
 
 ARTICLES = [
@@ -94,7 +95,7 @@ def test_auroc_table_on_hand_made_cases():
 
 @torch.no_grad()
 def test_answer_signals_are_finite_and_bounded():
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), top_k=3)
+    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
     row = answer_signals(
         attributor,
         "Cats sit. Dogs run.",
@@ -143,7 +144,7 @@ def test_peak_superiority_equals_brute_force():
 def test_context_reliance_equals_brute_force_groundedness():
     """Per answer token j, on the selected heads: sum E[max(X - Y, 0)] / sum (E[max(X - Y, 0)] + E[max(Y - X, 0)]),
     X the row's context logits, Y every answer self logit Y(g, g), from the captured logits."""
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), top_k=3)
+    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
     inp, answer = ContextInput("Cats sit. Dogs run.", "Who sits?"), "Cats do."
     result = attributor.attribute(inp, target=answer, granularity="sentence")
     example = attributor.prepare(inp, target=answer, granularity="sentence")

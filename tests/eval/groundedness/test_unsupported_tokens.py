@@ -17,6 +17,7 @@ from rcattr.eval.groundedness.unsupported_tokens import (
     token_auroc_table,
     token_rows,
 )
+from rcattr.selectors import TopHeads
 from tests.helpers import char_tokenizer, tiny_model
 
 RECORD = AttributionRecord(
@@ -69,7 +70,7 @@ def test_token_auroc_table_on_hand_made_cases():
 
 @torch.no_grad()
 def test_token_rows_score_every_answer_token():
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), top_k=3)
+    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
     row = token_rows(attributor, EDITED, random.Random(0))
     n = len(EDITED.answer)  # one token per character
     assert row["tokens"] == list(EDITED.answer)

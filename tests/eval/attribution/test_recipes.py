@@ -1,0 +1,178 @@
+"""The ablation's recipes on tiny random models: per-head scores of one pass, the experimental levers'
+``attribute()`` (:class:`~rcattr.eval.attribution.recipes.RecipeAttributor`) and its agreement with them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from rcattr.attributor import RCAttributor
+from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
+from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores, run_pass
+from rcattr.eval.attribution.recipes import Recipe, span_scorers
+from rcattr.heads import top_heads
+from rcattr.prompting import render_prompt
+from rcattr.result import HeadSelection
+from rcattr.scorers import AttentionScorer, RCBoundScorer, RCScorer
+from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
+from tests.helpers import char_tokenizer, tiny_model
+from tests.test_attributor import ANSWER, INPUT, _ids, _store
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_model("llama")
+
+
+def _normalised(table: torch.Tensor) -> torch.Tensor:
+    return table / table.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("votes", ["mass", "share"])
+@pytest.mark.parametrize("rc_mix", [0.0, 0.4])
+def test_combine_weights_votes_and_mix_like_brute_force(llama, votes: str, rc_mix: float) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+    scores = head_span_scores(
+        attributor,
+        INPUT,
+        ANSWER,
+        granularity="chunk",
+        output_granularity="sentence",
+        span_scorers=["attention", "rc"],
+    )
+    heads = torch.tensor([[2, 1], [0, 3], [1, 0]])
+    weights = torch.tensor([0.5, 2.0, 1.0])
+    selection = HeadSelection(scores.head_scores, heads, "superiority", weights)
+    answer, units = scores.combine(selection, "attention", votes=votes, rc_mix=rc_mix)  # type: ignore[arg-type]
+    expected_units = torch.zeros(2, 3, dtype=torch.float64)
+    for (layer, head), weight in zip(heads.tolist(), weights.tolist(), strict=True):
+        evidence = scores.units["attention"][layer, head].double()  # [U, S]
+        if votes == "share" or rc_mix:
+            evidence = _normalised(evidence)
+        if rc_mix:
+            evidence = (1 - rc_mix) * evidence + rc_mix * _normalised(
+                scores.units["rc"][layer, head].double()
+            )
+        expected_units += weight * evidence
+    torch.testing.assert_close(units.double(), _normalised(expected_units))
+    assert answer.shape == (3,)
+
+
+def test_per_unit_heads_are_each_units_own_top_heads(llama) -> None:
+    recipe = Recipe("per-unit", "per-unit heads", AttentionScorer(), TopHeads(2), "mass", per_unit_heads=True)
+    attributor = recipe.attributor(llama, char_tokenizer())
+    result = attributor.attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
+    scores = head_span_scores(
+        attributor, INPUT, ANSWER, granularity="chunk", output_granularity="sentence", unit_scores=True
+    )
+    selection = result.head_selection
+    assert isinstance(selection, UnitHeadSelection)
+    assert selection.unit_heads is not None and selection.unit_heads.shape == (2, 2, 2)
+    for unit in range(2):
+        unit_scores = scores.unit_head_scores["superiority"][..., unit]
+        assert selection.unit_heads[unit].tolist() == top_heads(unit_scores, 2).tolist()
+        layers, heads = selection.unit_heads[unit].unbind(-1)
+        expected = scores.units["attention"][layers, heads, unit].sum(0)
+        torch.testing.assert_close(result.token_attr[unit], _normalised(expected).float())
+    # the whole answer keeps the answer's heads
+    assert selection.heads.tolist() == top_heads(scores.head_scores, 2).tolist()
+
+
+def test_calibration_subtracts_what_a_content_free_answer_attends_to(llama) -> None:
+    tokenizer = char_tokenizer()
+    scorer = LeverScorer(continuation=0.0, calibration="N/A")
+    heads = [(1, 2), (2, 0)]
+    recipe = Recipe("calibrated", "calibration", scorer, FixedHeads(heads), "mass")
+    result = recipe.attributor(llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
+    ids, start, offsets = _ids(tokenizer, ANSWER)
+    null_ids, _, _ = _ids(tokenizer, "N/A")
+    answer_store, null_store = _store(llama, ids, start), _store(llama, null_ids, start)
+    prompt = render_prompt(tokenizer, INPUT)
+    chunk_keys = [
+        [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]
+        for c, s in zip(prompt.chunks, prompt.chunk_starts, strict=True)
+    ]
+    totals = torch.zeros(3, dtype=torch.float64)
+    for layer, head in heads:
+        answer = torch.softmax(answer_store.layer(layer, fill=float("-inf"))[0][0, head] / 4.0, -1)  # [A, S]
+        prior = torch.softmax(null_store.layer(layer, fill=float("-inf"))[0][0, head] / 4.0, -1).mean(0)
+        calibrated = (answer[:, :start] - prior[:start]).clamp_min(0)
+        for chunk, keys in enumerate(chunk_keys):
+            totals[chunk] += calibrated[:, keys].sum(-1).mean()
+    torch.testing.assert_close(result.seq_attr, (totals / totals.sum()).float(), atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="one calibration answer"):
+        head_span_scores(
+            RCAttributor(llama, tokenizer),
+            INPUT,
+            ANSWER,
+            span_scorers={"a": scorer, "b": LeverScorer(calibration="none")},
+        )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"head_weighting": "soft"}, "unknown head_weighting"),
+        ({"head_weighting": "margin", "heads": OutlierHeads("rc")}, "margin"),
+        ({"head_weighting": "margin", "heads": BottomHeads(2)}, "margin"),
+        ({"per_unit_heads": True, "heads": FixedHeads([(0, 0)])}, "per_unit_heads"),
+        ({"rc_mix": 1.5}, "rc_mix=1.5"),
+    ],
+)
+def test_bad_recipe_options_are_named(options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        Recipe("bad", "bad", **options)
+
+
+RECIPES = [
+    Recipe("default", "default"),
+    Recipe("per-unit heads", "x", heads=TopHeads(3), per_unit_heads=True),
+    Recipe("calibration and RC mix", "x", LeverScorer(calibration="N/A"), rc_mix=0.3),
+    Recipe("RC scorer, heads by rc_std", "x", RCScorer(), OutlierHeads("rc_std"), "mass"),
+    Recipe("RC bound, margin weights", "x", RCBoundScorer(), head_weighting="margin"),
+    Recipe("bottom heads", "x", heads=BottomHeads(2)),
+    Recipe("fixed heads", "x", heads=FixedHeads([(1, 0), (0, 3)])),
+]
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda recipe: recipe.label)
+def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str, recipe: Recipe) -> None:
+    """attribute() scores the selected heads after the pass; every head's scores give the same result."""
+    attributor = recipe.attributor(tiny_model(arch), char_tokenizer())
+    result = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
+    every = head_span_scores(
+        attributor,
+        INPUT,
+        ANSWER,
+        granularity="sentence",
+        output_granularity="sentence",
+        span_scorers=span_scorers([recipe]),
+        unit_scores=recipe.per_unit_heads,
+    )
+    assert every.scored is None
+    seq_attr, token_attr, selection = replace(recipe, heads=attributor.heads).combine(every)
+    assert result.head_selection.heads.tolist() == selection.heads.tolist()
+    torch.testing.assert_close(result.seq_attr, seq_attr.float())
+    torch.testing.assert_close(result.token_attr, token_attr.float())
+    torch.testing.assert_close(result.groundedness, every.groundedness(selection.heads).float())
+    torch.testing.assert_close(result.token_support, every.token_support(selection.heads).float())
+
+
+def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
+    tokenizer = char_tokenizer()
+    attributor = RCAttributor(llama, tokenizer, TopHeads(2))
+    example = attributor.prepare(INPUT, ANSWER)
+    reducer = run_pass(llama, tokenizer, example, {"attention": attributor.scorer}, "superiority", defer=True)
+    reducer.score_heads(torch.tensor([[0, 1]]))
+    scores = HeadSpanScores.of(reducer, example, attributor.n_heads)
+    assert scores.scored is not None and scores.scored.sum() == 1
+    scores.combine(torch.tensor([[0, 1]]), "attention")
+    with pytest.raises(ValueError, match="computed for other heads"):
+        scores.combine(torch.tensor([[0, 1], [1, 1]]), "attention")
+    with pytest.raises(ValueError, match="computed for other heads"):
+        scores.groundedness(torch.tensor([[1, 0]]))
+    with pytest.raises(ValueError, match=r"head \(1, 1\) was not scored"):
+        reducer.out.gather(reducer.out.context_rc, torch.tensor([[0, 1], [1, 1]]))
