@@ -12,14 +12,18 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "BottomHeads": "rcattr.selectors",
     "CaptureStep": "rcattr.capture",
     "ContextInput": "rcattr.prompting",
+    "FixedHeads": "rcattr.selectors",
     "HeadSelection": "rcattr.result",
     "LogitCapture": "rcattr.capture",
     "LogitStore": "rcattr.capture",
+    "OutlierHeads": "rcattr.selectors",
     "RCAttributionResult": "rcattr.result",
     "RCAttributor": "rcattr.attributor",
     "TextSpan": "rcattr.segmentation",
+    "TopHeads": "rcattr.selectors",
     "expected_rc": "rcattr.stats",
     "load_model": "rcattr.models",
     "overlap_bounds": "rcattr.stats",
@@ -28,14 +32,18 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BottomHeads",
     "CaptureStep",
     "ContextInput",
+    "FixedHeads",
     "HeadSelection",
     "LogitCapture",
     "LogitStore",
+    "OutlierHeads",
     "RCAttributionResult",
     "RCAttributor",
     "TextSpan",
+    "TopHeads",
     "expected_rc",
     "load_model",
     "overlap_bounds",
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
     from rcattr.prompting import ContextInput
     from rcattr.result import HeadSelection, RCAttributionResult
     from rcattr.segmentation import TextSpan
+    from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
     from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
 
 
