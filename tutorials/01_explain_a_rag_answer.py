@@ -81,8 +81,8 @@ print(f"\nQuestion: {question}")
 # - `output_granularity="sentence"` gives one row of scores per answer sentence.
 
 # %%
-# Defaults: top_k="outliers" (heads more than 2 standard deviations above the heads' mean score),
-# span_scorer=AttentionScorer(continuation=0.8), head_score="superiority", votes="share".
+# Defaults: heads=OutlierHeads() (heads more than 2 standard deviations above the heads' mean
+# P(X > Y) score), span_scorer=AttentionScorer(continuation=0.8), votes="share".
 # RCAttributor.paper(model, tokenizer) is the RCStat paper's recipe (top 20 heads, mass votes).
 attributor = RCAttributor(model, tokenizer)
 
