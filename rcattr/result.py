@@ -310,7 +310,7 @@ class RCAttributionResult(LLMAttributionResult):
 
     def _repr_html_(self) -> str:
         """A compact table for notebooks: the answer, then each output unit's top 3 sources."""
-        from rcattr.viz import result_table_html
+        from rcattr.viz.table import result_table_html
 
         return result_table_html(self)
 

@@ -179,19 +179,21 @@ def markdown(table: dict[str, dict[str, float]], reference: str = "lookback") ->
     )
 
 
-def run_relevance(attributor: RCAttributor, store: RunStore, args: argparse.Namespace) -> dict[str, Any]:
-    """The context-relevance rows (resuming), and their AUROC table."""
+def run_relevance(
+    attributor: RCAttributor | None, store: RunStore, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The context-relevance rows (resuming; none computed without an attributor), and their AUROC table."""
     gen_args = {"max_new_tokens": args.max_new_tokens, "do_sample": False}
     pairs = relevance_pairs(args.limit, args.seed)
     keys = [f"{pair.id}:{condition}" for pair in pairs for condition in CONDITIONS]
-    todo = set(store.todo("signals", keys, key=record_id))
+    todo = set(store.todo("signals", keys, key=record_id)) if attributor is not None else set()
     rng = random.Random(args.seed)
     with store.appending("signals") as write:
-        for pair in tqdm(pairs, desc="context relevance"):
+        for pair in tqdm(pairs, desc="context relevance", disable=not todo):
             for condition in CONDITIONS:
                 key = f"{pair.id}:{condition}"
                 draw = rng.random()  # drawn for every row, so a resumed run gives the same values
-                if key not in todo:
+                if key not in todo or attributor is None:
                     continue
                 context = pair.own if condition == "own" else pair.other
                 row = answer_signals(attributor, context, pair.question, gen_args, random.Random(draw))
@@ -201,18 +203,19 @@ def run_relevance(attributor: RCAttributor, store: RunStore, args: argparse.Name
 
 
 def run_unsupported(
-    attributor: RCAttributor, store: RunStore, args: argparse.Namespace
+    attributor: RCAttributor | None, store: RunStore, args: argparse.Namespace
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """The unsupported-token rows of each dataset (resuming), and their token AUROC tables."""
+    """The unsupported-token rows of each dataset (resuming; none computed without an attributor), and
+    their token AUROC tables."""
     tables = {}
     for dataset in args.datasets:
         edited = edit_answers(load_attribution(dataset, limit=args.records), args.seed, args.max_edits)
         stem = f"tokens-{dataset}"
         keys = [e.record.id for e in edited]
-        todo = set(store.todo(stem, keys, key=record_id))
+        todo = set(store.todo(stem, keys, key=record_id)) if attributor is not None else set()
         with store.appending(stem) as write:
-            for answer in tqdm(edited, desc=f"unsupported tokens ({dataset})"):
-                if answer.record.id not in todo:
+            for answer in tqdm(edited, desc=f"unsupported tokens ({dataset})", disable=not todo):
+                if answer.record.id not in todo or attributor is None:
                     continue
                 rng = random.Random(f"{args.seed}:{answer.record.id}")
                 edits = [asdict(edit) for edit in answer.edits]
@@ -275,13 +278,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="other-paragraph draw, edits and random signal (default 0)"
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write the report from the rows on disk (the model is not loaded)",
+    )
     args = parser.parse_args(argv)
 
     from rcattr.models import load_model
 
     torch.set_grad_enabled(False)
-    model, tokenizer = load_model(args.model)
-    attributor = RCAttributor(model, tokenizer)
+    attributor = None if args.report_only else RCAttributor(*load_model(args.model))
     store = RunStore(args.out, rows="records")
     settings = {"model": args.model, "max_new_tokens": args.max_new_tokens, "seed": args.seed}
     if "unsupported" in args.task:  # a context-relevance run folder from before the edits resumes as it was

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import random
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.eval.groundedness.benchmark import SIGNALS, answer_signals, auroc_table, relevance_pairs
+from rcattr.eval.groundedness.benchmark import SIGNALS, answer_signals, auroc_table, main, relevance_pairs
 from rcattr.eval.groundedness.context_signals import LookbackReducer, PeakSuperiorityReducer
 from rcattr.eval.kv import data as kv_data
 from rcattr.prompting import ContextInput
@@ -46,6 +47,22 @@ def test_relevance_pairs_take_answerable_questions_and_another_articles_paragrap
     assert relevance_pairs(limit=3) == pairs[:3]
     assert relevance_pairs(seed=0) == pairs
     assert any(a.other != b.other for a, b in zip(relevance_pairs(seed=1), pairs, strict=True))
+
+
+@pytest.mark.slow
+def test_report_only_rewrites_the_report_from_the_rows_without_the_model(monkeypatch, saved_llama, tmp_path):
+    monkeypatch.setattr(kv_data, "squad_articles", lambda: ARTICLES)
+    out = tmp_path / "run"
+    common = ["--task", "relevance", "--limit", "4", "--max-new-tokens", "3", "--out", str(out)]
+    main([*common, "--model", str(saved_llama)])
+    results = json.loads((out / "results.json").read_text())
+    (out / "results.json").unlink()
+    monkeypatch.setattr(
+        "rcattr.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
+    )
+    main([*common, "--model", str(saved_llama), "--report-only"])
+    assert json.loads((out / "results.json").read_text()) == results
+    assert results["context_relevance"]["random"]["questions"] == 4
 
 
 @torch.no_grad()

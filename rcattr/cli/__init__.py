@@ -1,0 +1,44 @@
+"""Command line: ``rcattr explain``, ``heads``, ``compress`` and ``demo`` (or ``python -m rcattr ...``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+
+from rcattr.cli.arguments import build_parser
+from rcattr.cli.commands import COMMANDS, report
+from rcattr.cli.inputs import CommandError, check_output, image_suffixes, read_input
+
+__all__ = ["main", "report"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    prog = f"rcattr {args.command}"
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning(prog)
+        try:
+            check_output("--html", getattr(args, "html", None))
+            check_output("--out", getattr(args, "out", None), image_suffixes)
+            check_output("--heatmap", getattr(args, "heatmap", None), image_suffixes)
+            return COMMANDS[args.command](args, read_input(args))
+        except CommandError as error:
+            return _fail(prog, error, status=2)
+        except (ValueError, TypeError, OSError, ImportError, NotImplementedError) as error:
+            return _fail(prog, error, status=1)
+
+
+def _fail(prog: str, error: Exception, status: int) -> int:
+    if os.environ.get("RCATTR_TRACEBACK"):
+        raise error
+    print(f"{prog}: error: {error}", file=sys.stderr)
+    return status
+
+
+def _one_line_warning(prog: str) -> Callable[..., None]:
+    def show(message: Warning | str, *args: object, **kwargs: object) -> None:
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+
+    return show

@@ -1,0 +1,145 @@
+"""The commands: ``explain`` (and ``demo``), ``heads`` and ``compress``, each given its parsed arguments and input."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rcattr.attributor import RCAttributor
+    from rcattr.prompting import ContextInput
+    from rcattr.result import RCAttributionResult
+
+
+def _attributor(args: argparse.Namespace) -> RCAttributor:
+    from rcattr.attributor import RCAttributor
+    from rcattr.models import load_model
+    from rcattr.selectors import heads_for
+
+    model, tokenizer = load_model(args.model, verbose=args.verbose)
+    scorer = getattr(args, "scorer", "attention")
+    if args.paper:  # the paper's attention scorer reads each unit's own rows; another scorer is as named
+        overrides = {} if scorer == "attention" else {"span_scorer": scorer}
+        top_k = 20 if args.top_k == "outliers" else args.top_k
+        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k, args.head_score), **overrides)
+    return RCAttributor(model, tokenizer, heads_for(args.top_k, args.head_score), scorer)
+
+
+def report(result: RCAttributionResult, top: int) -> str:
+    """The answer and, for each of its parts, the ``top`` context spans it came from; then the answer's
+    context reliance and its tokens the context does not support."""
+    from rcattr.result import SUPPORT_THRESHOLD
+
+    lines = [f"Answer: {result.answer}", ""]
+    several = len(result.chunks) > 1
+    for unit, span in enumerate(result.output_spans):
+        lines.append(f"{span.text!r}")
+        for rank, (source, score) in enumerate(result.top(top, output=unit), start=1):
+            where = f"[doc {source.source + 1}] " if several else ""
+            text = source.text if len(source.text) <= 90 else source.text[:87] + "..."
+            lines.append(f"  {rank}. {score:6.1%}  {where}{text}")
+    if result.context_reliance is not None:
+        lines += [
+            "",
+            f"Context reliance: {result.context_reliance:.2f} (mean groundedness of the answer's tokens)",
+        ]
+    unsupported = result.unsupported_tokens()
+    if unsupported and result.token_support is not None:
+        support = result.token_support.tolist()
+        listed = ", ".join(
+            f"{result.answer_tokens[i].text.strip()!r} ({support[i]:.2f})" for i in unsupported[:8]
+        )
+        more = f" and {len(unsupported) - 8} more" if len(unsupported) > 8 else ""
+        lines += [
+            "",
+            f"Not supported by the context (token support < {SUPPORT_THRESHOLD:.2f}, the cut-off chosen on the "
+            f"unsupported-tokens benchmark): {listed}{more}",
+        ]
+    return "\n".join(lines)
+
+
+def _explain(args: argparse.Namespace, inp: ContextInput) -> int:
+    from rcattr.viz import save_html, shade_context
+
+    attributor = _attributor(args)
+    result = attributor.attribute(
+        inp,
+        getattr(args, "answer", None),
+        granularity=args.granularity,
+        output_granularity=args.output_granularity,
+        gen_args={"max_new_tokens": args.max_new_tokens},
+    )
+    color = {"auto": sys.stdout.isatty() and not os.environ.get("NO_COLOR"), "always": True, "never": False}
+    if color[args.color]:
+        print(shade_context(result, color=True), end="\n\n")
+    print(report(result, args.top))
+    if args.html:
+        print(f"\nHTML report: {save_html(result, args.html)}")
+    return 0
+
+
+def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
+    from rcattr.viz import save_head_heatmap
+
+    attributor = _attributor(args)
+    result = attributor.attribute(
+        inp, args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
+    )
+    path = save_head_heatmap(result, args.out)
+    assert result.head_selection is not None  # RCAttributor always selects heads
+    best = ", ".join(f"L{layer}.H{head}" for layer, head in result.head_selection.as_pairs()[:10])
+    print(
+        f"Answer: {result.answer}\n{result.head_selection.describe()}.\n"
+        f"Top heads ({args.head_score}): {best}\nHeat map: {path}"
+    )
+    return 0
+
+
+def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
+    from rcattr.kvcache import RCKVCache
+    from rcattr.kvcache.compare import compare_generations
+    from rcattr.models import load_model
+    from rcattr.viz import save_head_heatmap
+
+    model, tokenizer = load_model(args.model, verbose=args.verbose)
+    cache = RCKVCache(model, c=args.c, window=args.window, ratio=args.ratio)
+    compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens)
+    full, compressed = (
+        str(tokenizer.decode(ids, skip_special_tokens=True)).strip()
+        for ids in (compared.full, compared.compressed)
+    )
+    layers = f"{len(cache.rc_layers)} of {len(cache.layers)} layers"
+    print(f"Prompt: {compared.prompt_tokens} tokens\nFull cache: {full}\nRCKVCache:  {compressed}\n")
+    agreement = compared.agreement
+    if agreement.first_difference is None:
+        print(f"The two answers are identical ({agreement.length} tokens).")
+    else:
+        index = agreement.first_difference
+        common = str(tokenizer.decode(compared.full[:index], skip_special_tokens=True)).strip()
+        where = f"after {'…' * (len(common) > 40) + common[-40:]!r}" if common else "from the first token"
+        print(
+            f"The answers diverge at token {index + 1} ({where}); {agreement.agreement:.0%} of "
+            f"{agreement.length} token positions agree. Lower --c (or --ratio) to evict less."
+        )
+    print(
+        f"Evicted {cache.compression_ratio:.1%} of the prompt's KV entries ({layers}); the cache holds "
+        f"{cache.nbytes() / 2**20:.2f} MiB against {cache.full_nbytes() / 2**20:.2f} MiB for the full cache"
+    )
+    if args.heatmap:
+        title = f"share of each key head's prompt evicted ({cache.compression_ratio:.0%} overall)"
+        path = save_head_heatmap(
+            cache.head_compression_ratio[:, 0], args.heatmap, title=title, label="evicted"
+        )
+        print(f"Heat map: {path}")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, ContextInput], int]] = {
+    "explain": _explain,
+    "demo": _explain,
+    "heads": _heads,
+    "compress": _compress,
+}

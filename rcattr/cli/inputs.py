@@ -1,0 +1,89 @@
+"""The command line's inputs and outputs, checked before any model work: the context file, the output paths."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rcattr.prompting import ContextInput
+
+
+class CommandError(Exception):
+    """A problem with the command's arguments or input files: reported in one line, exit status 2."""
+
+
+def _read_context(path: str, encoding: str, by_blank_line: bool) -> str | list[str]:
+    """The context file's text (or its blank-line-separated paragraphs), checked before any model work."""
+    if path == "-":
+        data, name = sys.stdin.buffer.read(), "standard input"
+    else:
+        file, name = Path(path), path
+        if not file.exists():
+            raise CommandError(f"--context: {path} does not exist")
+        if file.is_dir():
+            raise CommandError(f"--context: {path} is a directory; give a text file")
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise CommandError(f"--context: cannot read {path} ({error.strerror})") from None
+    if b"\x00" in data:
+        raise CommandError(f"--context: {name} is not a text file (it contains NUL bytes)")
+    try:
+        text = data.decode(encoding)
+    except LookupError:
+        raise CommandError(f"--encoding: unknown text encoding {encoding!r}") from None
+    except UnicodeDecodeError as error:
+        raise CommandError(
+            f"--context: {name} is not {encoding} text (byte 0x{data[error.start]:02x} at offset {error.start}); "
+            "give its encoding, e.g. --encoding latin-1"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise CommandError(f"--context: {name} is empty")
+    if not by_blank_line:
+        return text
+    return [part.strip() for part in text.replace("\r\n", "\n").split("\n\n") if part.strip()]
+
+
+def image_suffixes() -> Collection[str]:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return {f".{suffix}" for suffix in FigureCanvasBase.get_supported_filetypes()}
+
+
+def check_output(
+    option: str, value: str | None, suffixes: Callable[[], Collection[str]] | None = None
+) -> None:
+    """Refuse, before any model work, an output path that could not be written."""
+    if value is None:
+        return
+    path = Path(value)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise CommandError(f"{option}: {value} is a directory; give a file name")
+    if not folder.is_dir():
+        raise CommandError(f"{option}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{option}: cannot write in the folder {folder}")
+    if suffixes is not None:
+        allowed = suffixes()
+        if path.suffix.lower() not in allowed:
+            raise CommandError(
+                f"{option}: cannot tell an image format from {path.suffix or 'no extension'!r}; end the name "
+                f"with one of {', '.join(sorted(allowed))}"
+            )
+
+
+def read_input(args: argparse.Namespace) -> ContextInput:
+    from rcattr.demo import example_input
+    from rcattr.prompting import ContextInput
+
+    if getattr(args, "context", None) is None:
+        return example_input()
+    context = _read_context(args.context, args.encoding, args.chunks_by_blank_line)
+    return ContextInput(context, args.question)

@@ -1,0 +1,26 @@
+"""Views of an :class:`~rcattr.result.RCAttributionResult`: an HTML page, terminal text and head heat maps.
+
+The HTML page and the terminal view shade every context span by its score, for the whole answer
+or for one output unit; the page also underlines each answer token by how little it draws on the
+context (1 - groundedness) and marks the tokens the context does not support
+(:meth:`~rcattr.result.RCAttributionResult.unsupported_tokens`: token support below the cut-off chosen
+on the unsupported-tokens benchmark). The heat map shows every head's score as in the paper's Fig. 4, with the
+selected heads outlined.
+"""
+
+from rcattr.viz.html import save_html, to_html
+from rcattr.viz.plots import HeadsLike, plot_head_scores, plot_token_support, save_head_heatmap
+from rcattr.viz.table import result_table_html
+from rcattr.viz.terminal import shade_context, to_terminal
+
+__all__ = [
+    "HeadsLike",
+    "plot_head_scores",
+    "plot_token_support",
+    "result_table_html",
+    "save_head_heatmap",
+    "save_html",
+    "shade_context",
+    "to_html",
+    "to_terminal",
+]

@@ -1,0 +1,55 @@
+"""What the views of a result share: cutting a chunk into its spans and the gaps between them, and a
+span's shading intensity."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from rcattr.segmentation import TextSpan
+
+if TYPE_CHECKING:
+    from rcattr.result import RCAttributionResult
+
+Piece = tuple[int, int, int | None]  # (start, end, index): characters and their span (None in a gap)
+
+
+def text_pieces(spans: Sequence[tuple[int, TextSpan]], start: int, end: int) -> list[Piece]:
+    """Cut ``[start, end)`` into the ``(index, span)`` spans, in text order, and the gaps between them.
+
+    Spans are clipped to the range and to the end of the previous span, so touching or overlapping
+    spans still give each character exactly once.
+    """
+    pieces: list[Piece] = []
+    cursor = start
+    for index, span in sorted(spans, key=lambda item: (item[1].start, item[1].end)):
+        low, high = max(span.start, cursor), min(span.end, end)
+        if low >= high:
+            continue
+        if low > cursor:
+            pieces.append((cursor, low, None))
+        pieces.append((low, high, index))
+        cursor = high
+    if cursor < end:
+        pieces.append((cursor, end, None))
+    return pieces
+
+
+def chunk_pieces(result: RCAttributionResult, source: int) -> list[Piece]:
+    spans = [(i, span) for i, span in enumerate(result.context_spans) if span.source == source]
+    return text_pieces(spans, 0, len(result.chunks[source]))
+
+
+def document_name(result: RCAttributionResult, source: int) -> str:
+    return f"Document [{source + 1}]" if len(result.chunks) > 1 else "Context"
+
+
+def shade_intensity(scores: torch.Tensor) -> list[float]:
+    """``[n_spans]`` shading intensities in [0, 1]: the square root of each span's share of the answer.
+
+    Absolute, not relative to the best span, so a context that explains nothing stays pale; the square
+    root keeps shares of a few percent visible (0.01 -> 0.1, 0.25 -> 0.5, 1 -> 1).
+    """
+    return scores.detach().float().cpu().clamp(0, 1).sqrt().tolist()
