@@ -23,7 +23,8 @@ import torch
 from tqdm import tqdm
 
 from rcattr.eval.kv.data import load_squad
-from rcattr.kvcache import RCKVCache
+from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, Threshold
 from rcattr.models import load_model
 
 
@@ -77,17 +78,19 @@ def main() -> None:
         answer = out[:, prompt.shape[1] :]
         full_logp = model(out).logits[0, prompt.shape[1] - 1 : -1].log_softmax(-1)
         for reduce in ("mean", "max"):
-            cache = RCKVCache(model, c=args.c, window=args.window, group_reduce=reduce)
+            scorer = AblationScorer(group_reduce=reduce)  # "max": a measured loser, kept with the benchmark
+            policy = EvictionPolicy(Threshold(args.c), scorer)
+            cache = RCKVCache(model, window=args.window, policy=policy)
             rows.setdefault(f"c={args.c} {reduce}", []).append(
                 compare(model, prompt, answer, full_logp, cache)
             )
             for ratio in args.ratios:
-                cache = RCKVCache(model, window=args.window, ratio=ratio, group_reduce=reduce)
+                cache = RCKVCache(model, window=args.window, policy=EvictionPolicy(Ratio(ratio), scorer))
                 rows.setdefault(f"ratio={ratio} {reduce}", []).append(
                     compare(model, prompt, answer, full_logp, cache)
                 )
         reached = rows[f"c={args.c} mean"][-1][2]
-        cache = RCKVCache(model, window=args.window, ratio=reached)
+        cache = RCKVCache(model, window=args.window, policy=EvictionPolicy(Ratio(reached)))
         rows.setdefault(f"ratio=r(c={args.c}) mean", []).append(
             compare(model, prompt, answer, full_logp, cache)
         )

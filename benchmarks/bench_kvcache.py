@@ -8,7 +8,8 @@ only side-by-side figures mean anything):
 - ``default``: ``DynamicCache``, no eviction;
 - ``rc``: ``RCKVCache(model, c, window)``, or ``RCKVCache(model, budget=B)`` with ``--budget``;
 - ``rc+decode``: the same with decode-time eviction every ``--decode-every`` tokens (and
-  ``rc+decode+question`` with ``question_window=True``, with ``--question-window``);
+  ``rc+decode+question`` with the question's window too, :class:`~rcattr.eval.kv_long.question.QuestionWindow`,
+  with ``--question-window``);
 - ``snapkv``: kvpress's ``SnapKVPress`` at the compression ratio RCKVCache reached, when kvpress is
   importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
   compression column is the ratio it was given; its bytes held are measured.
@@ -32,7 +33,8 @@ import torch
 from transformers import DynamicCache
 
 from rcattr.eval.kv.data import load_squad
-from rcattr.kvcache import RCKVCache, cache_nbytes
+from rcattr.eval.kv_long.question import QuestionWindow
+from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, TokenBudget, cache_nbytes
 from rcattr.models import load_model
 
 try:
@@ -97,12 +99,13 @@ def variants(
             lambda: RCKVCache(model, window=window, decode_every=decode_every, **threshold),
             contextlib.nullcontext,
         )
-        if question_window:
+        if question_window:  # the long-generation benchmark's rc_question
+            rule = TokenBudget(budget) if budget is not None else Threshold(c)
+            decode = QuestionWindow(decode_every, None if budget is not None else Threshold(c, scope="layer"))
+            policy = EvictionPolicy(rule, decode=decode)
             yield (
                 "rc+decode+question",
-                lambda: RCKVCache(
-                    model, window=window, decode_every=decode_every, question_window=True, **threshold
-                ),
+                lambda: RCKVCache(model, window=window, policy=policy),
                 contextlib.nullcontext,
             )
     if SnapKVPress is not None and ratio is not None:

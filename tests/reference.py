@@ -74,9 +74,9 @@ def evicted_reference_logits(model, cache, ids, mask, chunks) -> list[torch.Tens
 
     def mask_evicted(seen: int) -> None:
         _KEEP.clear()
-        for index, layer in enumerate(cache.layers):
-            made = [(e.start + e.kept.shape[-1], e.start, e.kept) for e in getattr(layer, "evictions", [])]
-            made += [(d.seen, 0, d.held) for d in getattr(layer, "decode_evictions", [])]
+        for index, state in cache.states.items():
+            made = [(e.start + e.kept.shape[-1], e.start, e.kept) for e in state.evictions]
+            made += [(d.seen, 0, d.held) for d in state.decode_evictions]
             made = sorted((m for m in made if m[0] <= seen), key=lambda m: m[0])
             if not made:
                 continue

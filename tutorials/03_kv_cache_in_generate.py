@@ -259,9 +259,10 @@ print(f"saved {OUT / 'choosing_c.png'}")
 # **Picking `c`.** One question is a small sample: on your own data, run the same sweep on a few dozen
 # prompts and pick the largest `c` whose top-1 agreement (or task metric) you can accept. `c=1` (evict
 # what scores below the mean score over all layers and key heads) is the default and a good start. If
-# you need a fixed memory budget instead, `RCKVCache(model, ratio=0.6)` evicts that share of the
-# prompt's entries, lowest scores first over all layers and heads (with `layer_budget="layer"`, the same
-# share of every key head's prompt).
+# you need a fixed memory budget instead, `RCKVCache(model, budget=256)` keeps 256 entries per key head
+# on average, shared by score over all layers and heads, and
+# `RCKVCache(model, policy=EvictionPolicy(Ratio(0.6)))` evicts that share of the prompt's entries
+# (`Ratio(0.6, scope="head")`: the same share of every key head's prompt).
 #
 # ## 5. Against a kvpress press at the same compression
 #

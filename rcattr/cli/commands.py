@@ -99,13 +99,16 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
-    from rcattr.kvcache import RCKVCache
+    from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache
     from rcattr.kvcache.compare import compare_generations
     from rcattr.models import load_model
     from rcattr.viz import save_head_heatmap
 
     model, tokenizer = load_model(args.model, verbose=args.verbose)
-    cache = RCKVCache(model, c=args.c, window=args.window, ratio=args.ratio)
+    policy = (
+        None if args.ratio is None else EvictionPolicy(Ratio(args.ratio))
+    )  # --c and --ratio exclude each other
+    cache = RCKVCache(model, c=args.c, window=args.window, policy=policy)
     compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens)
     full, compressed = (
         str(tokenizer.decode(ids, skip_special_tokens=True)).strip()

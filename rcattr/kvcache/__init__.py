@@ -1,8 +1,10 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
-from rcattr.kvcache.layer import DecodeEviction, DecodeScores, Eviction, EvictionPolicy, RCLayer, WindowScores
+from rcattr.kvcache.layer import RCLayer
+from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
 from rcattr.kvcache.scoring import (
+    WindowScorer,
     adaptive_keep,
     budget_keep,
     fixed_ratio_keep,
@@ -10,16 +12,22 @@ from rcattr.kvcache.scoring import (
     value_weighted,
     window_rc_scores,
 )
+from rcattr.kvcache.state import DecodeRecord, Eviction, LayerState
 
 # RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [
     "DecodeEviction",
-    "DecodeScores",
+    "DecodeRecord",
     "Eviction",
     "EvictionPolicy",
+    "LayerState",
     "RCKVCache",
     "RCLayer",
-    "WindowScores",
+    "Ratio",
+    "Rule",
+    "Threshold",
+    "TokenBudget",
+    "WindowScorer",
     "adaptive_keep",
     "budget_keep",
     "cache_nbytes",

@@ -10,7 +10,7 @@ kvpress runs (it pins transformers < 5.3; ``make setup-kvpress``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -19,7 +19,7 @@ from kvpress.utils import get_prerope_query_states
 from torch import nn
 
 from rcattr.capture import raw_logits
-from rcattr.kvcache.scoring import GroupReduce, Statistic, value_weighted, window_rc_scores
+from rcattr.kvcache.scoring import WindowScorer
 
 __all__ = ["RCPress"]
 
@@ -29,11 +29,12 @@ class RCPress(ScorerPress):
     """Relative contextualization (RCStat) as a kvpress ``ScorerPress``: evict ``compression_ratio`` of
     every key head's prompt, lowest expected RC against the prompt's last ``window`` queries first.
 
-    The score of a key before the window is :class:`~rcattr.kvcache.RCKVCache`'s (docs/design.md §3):
-    ``E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)]`` over the window ĝ's raw logits, aggregated over the query heads of
-    each key head, times the norm of the key's value. kvpress then keeps ``int(n · (1 -
-    compression_ratio))`` of the ``n`` prompt entries of every key head, the window and the sinks
-    among them: ``RCPress(r)`` keeps what ``RCKVCache(model, ratio=r, layer_budget="layer")`` keeps.
+    The score of a key before the window is :class:`~rcattr.kvcache.RCKVCache`'s, by the same
+    :class:`~rcattr.kvcache.WindowScorer` (docs/design.md §3): ``E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)]`` over the
+    window ĝ's raw logits, averaged over the query heads of each key head, times the norm of the key's
+    value. kvpress then keeps ``int(n · (1 - compression_ratio))`` of the ``n`` prompt entries of every key
+    head, the window and the sinks among them: ``RCPress(r, scorer=s)`` keeps what
+    ``RCKVCache(model, policy=EvictionPolicy(Ratio(r, scope="head"), s))`` keeps.
     Unlike RCKVCache it cannot give heads different budgets, evict in later turns of a chat, or run
     outside kvpress's transformers line. Paper: RCStat, arXiv 2506.19549.
 
@@ -43,14 +44,8 @@ class RCPress(ScorerPress):
         Share of each key head's prompt entries to evict, in [0, 1) (0 leaves the cache as it is).
     window : int, default 16
         The last prompt tokens whose queries score the rest (always kept), >= 1.
-    value_norm : bool, default True
-        Multiply each score by the norm of the key's value vector.
-    sinks : int, default 4
-        The first prompt tokens, always kept, >= 0.
-    group_reduce : {"mean", "max"}, default "mean"
-        How a key head aggregates the scores of its query heads.
-    statistic : {"expected", "upper_bound"}, default "expected"
-        Expected RC, or the paper's coupling-free upper bound of it.
+    scorer : WindowScorer, default ``WindowScorer()``
+        The statistic, the value norm and the sinks (the first prompt tokens, always kept).
 
     Examples
     --------
@@ -63,10 +58,7 @@ class RCPress(ScorerPress):
 
     compression_ratio: float = 0.0
     window: int = 16
-    value_norm: bool = True
-    sinks: int = 4
-    group_reduce: GroupReduce = "mean"
-    statistic: Statistic = "expected"
+    scorer: WindowScorer = field(default_factory=WindowScorer)
 
     def __post_init__(self) -> None:
         ratio = self.compression_ratio
@@ -74,14 +66,8 @@ class RCPress(ScorerPress):
             raise ValueError(f"compression_ratio must be a number in [0, 1), got {ratio!r}")
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
             raise ValueError(f"window must be an int >= 1, got {self.window!r}")
-        if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
-            raise ValueError(f"sinks must be an int >= 0, got {self.sinks!r}")
-        if not isinstance(self.value_norm, bool):
-            raise ValueError(f"value_norm must be True or False, got {self.value_norm!r}")
-        if self.group_reduce not in ("mean", "max"):
-            raise ValueError(f"group_reduce must be 'mean' or 'max', got {self.group_reduce!r}")
-        if self.statistic not in ("expected", "upper_bound"):
-            raise ValueError(f"statistic must be 'expected' or 'upper_bound', got {self.statistic!r}")
+        if not isinstance(self.scorer, WindowScorer):
+            raise ValueError(f"scorer must be a WindowScorer, got {self.scorer!r}")
 
     def score(
         self,
@@ -112,7 +98,7 @@ class RCPress(ScorerPress):
         -------
         torch.Tensor
             ``[B, Hkv, n]`` float32 scores: RC (>= 0) before the window, ``inf`` for the window and the
-            first ``sinks`` tokens so that they are always kept.
+            first ``scorer.sinks`` tokens so that they are always kept.
         """
         batch, kv_heads, n, _ = keys.shape
         window = min(self.window, n)
@@ -124,16 +110,10 @@ class RCPress(ScorerPress):
         query = _apply_rope(query, cos.to(query.dtype), sin.to(query.dtype))
         positions = torch.arange(n, device=keys.device)
         visible = positions[None, :] <= positions[n - window :, None]  # [w, n] causality
-        before = window_rc_scores(
-            raw_logits(query, keys),
-            visible.expand(batch, window, n),
-            kv_heads,
-            group_reduce=self.group_reduce,
-            statistic=self.statistic,
-        )  # [B, Hkv, n - w]
-        if self.value_norm:
-            before = value_weighted(before, values)
-        scores[..., self.sinks : n - window] = before[..., self.sinks :]
+        logits = raw_logits(query, keys, dtype=self.scorer.dtype)
+        before = self.scorer(logits, visible.expand(batch, window, n), values)  # [B, Hkv, n - w]
+        sinks = self.scorer.sinks
+        scores[..., sinks : n - window] = before[..., sinks:]
         return scores
 
 

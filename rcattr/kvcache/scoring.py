@@ -6,33 +6,69 @@ At prefill the last ``w`` prompt tokens (the window ĝ) stand in for the future 
     score_h(i) = E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)] = mean_{j in ĝ} phi_Y(f(i, j)),
 
 with X(i, ĝ) the w logits of the window's queries on key i and Y(ĝ, ĝ) the window's own causal
-logits, or the paper's coupling-free upper bound A(X(i, ĝ), Y(ĝ, ĝ)) of that expectation
-(``statistic="upper_bound"``). A key head's score aggregates its query heads (grouped-query attention).
+logits. A key head's score is the mean of its query heads' (grouped-query attention); :class:`WindowScorer`
+adds the value norm and the sinks.
 Only the window's query rows are needed, as in SnapKV: the cost is O(H · w · n), never a prompt x
 prompt matrix.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
-from rcattr.stats import overlap_bounds, phi
+from rcattr.stats import phi
 
 __all__ = [
-    "GroupReduce",
-    "Statistic",
+    "WindowLogits",
+    "WindowScorer",
     "adaptive_keep",
     "budget_keep",
+    "expected_rc",
     "fixed_ratio_keep",
     "leading_tokens",
+    "split_window",
     "value_weighted",
     "window_rc_scores",
 ]
 
-GroupReduce = Literal["mean", "max"]
-Statistic = Literal["expected", "upper_bound"]
+
+class WindowLogits(NamedTuple):
+    """The window's logits split into the two samples RC compares (see :func:`split_window`)."""
+
+    cross: torch.Tensor  # [B, H, m * w] key i's logits from the w window queries, key-major
+    own: torch.Tensor  # [B, H, w * w] the window's causal logits on itself
+    cross_visible: torch.Tensor  # [B, 1, m, w] bool
+    own_visible: torch.Tensor  # [B, 1, w * w] bool
+    seen_by: torch.Tensor  # [B, 1, m] window queries that see each key (0: padding)
+
+
+def split_window(window_logits: torch.Tensor, window_visible: torch.Tensor) -> WindowLogits:
+    """Split ``[B, H, w, n]`` window logits and their ``[B, w, n]`` visibility into the keys before the
+    window (``m = n - w``) and the window's own logits."""
+    batch, heads, w, n = window_logits.shape
+    context = n - w
+    cross_visible = window_visible[:, :, :context].transpose(-1, -2)[:, None]
+    return WindowLogits(
+        cross=window_logits[..., :context].transpose(-1, -2).reshape(batch, heads, context * w),
+        own=window_logits[..., context:].reshape(batch, heads, w * w),
+        cross_visible=cross_visible,
+        own_visible=window_visible[:, :, context:].reshape(batch, 1, w * w),
+        seen_by=cross_visible.sum(-1),
+    )
+
+
+def expected_rc(split: WindowLogits, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``[B, H, m]`` per query head, ``mean_{j in ĝ} phi_Y(f(i, j))`` of every key i before the window over
+    the window queries that see it (0 where none does)."""
+    batch, heads = split.cross.shape[:2]
+    context, w = split.cross_visible.shape[-2:]
+    per_row = phi(split.cross, split.own, y_mask=split.own_visible, dtype=dtype).view(
+        batch, heads, context, w
+    )
+    return (per_row * split.cross_visible).sum(-1) / split.seen_by.clamp_min(1)
 
 
 def window_rc_scores(
@@ -40,11 +76,9 @@ def window_rc_scores(
     window_visible: torch.Tensor,
     kv_heads: int,
     *,
-    group_reduce: GroupReduce = "mean",
-    statistic: Statistic = "expected",
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Expected RC (or its upper bound) of every key outside the window against the window, per key head.
+    """Expected RC of every key outside the window against the window, per key head.
 
     Parameters
     ----------
@@ -53,44 +87,64 @@ def window_rc_scores(
     window_visible : torch.Tensor
         ``[B, w, n]`` bool, True where window query j may attend to key i (causality and padding).
     kv_heads : int
-        Number of key heads; query head h belongs to key head ``h // (H / kv_heads)``.
-    group_reduce : {"mean", "max"}
-        How a key head aggregates the scores of the query heads that read it.
-    statistic : {"expected", "upper_bound"}
-        ``E[max(X - Y, 0)]`` under the product coupling, or the bound
-        ``A = ∫ min(F_Y, 1 - F_X) dt`` that holds for every coupling (RCStat Thm 3.1).
+        Number of key heads; query head h belongs to key head ``h // (H / kv_heads)``, whose score is
+        the mean of its query heads'.
     dtype : torch.dtype
         Accumulation dtype.
 
     Returns
     -------
     torch.Tensor
-        ``[B, kv_heads, n - w]`` scores (>= 0) of the keys before the window; keys no window query
-        sees (padding) are ``nan``.
+        ``[B, kv_heads, n - w]`` scores ``E[max(X - Y, 0)]`` (>= 0) of the keys before the window; keys
+        no window query sees (padding) are ``nan``.
     """
     batch, heads, w, n = window_logits.shape
     if heads % kv_heads:
         raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
-    context = n - w
-    self_logits = window_logits[..., context:].reshape(batch, heads, w * w)
-    self_visible = window_visible[:, :, context:].reshape(batch, 1, w * w)
-    cross = window_logits[..., :context].transpose(-1, -2).reshape(batch, heads, context * w)
-    cross_visible = window_visible[:, :, :context].transpose(-1, -2)[:, None]  # [B, 1, context, w]
-    seen_by = cross_visible.sum(-1)  # [B, 1, context]
-    if statistic == "expected":
-        per_row = phi(cross, self_logits, y_mask=self_visible, dtype=dtype).view(batch, heads, context, w)
-        score = (per_row * cross_visible).sum(-1) / seen_by.clamp_min(1)  # [B, H, context]
-    else:  # keys no window query sees get a dummy sample and are set to nan below
-        _, score = overlap_bounds(
-            cross.view(batch, heads, context, w),
-            self_logits[:, :, None],
-            x_mask=cross_visible | (seen_by == 0)[..., None],
-            y_mask=self_visible[:, :, None],
-            dtype=dtype,
-        )
-    grouped = score.view(batch, kv_heads, heads // kv_heads, context)
-    reduced = grouped.mean(2) if group_reduce == "mean" else grouped.amax(2)
-    return reduced.masked_fill(seen_by == 0, float("nan"))
+    split = split_window(window_logits, window_visible)
+    grouped = expected_rc(split, dtype).view(batch, kv_heads, heads // kv_heads, n - w)
+    return grouped.mean(2).masked_fill(split.seen_by == 0, float("nan"))
+
+
+@dataclass(frozen=True)
+class WindowScorer:
+    """How a key before the window is scored: its expected RC against the window (RCStat, docs/design.md §3),
+    times the norm of its value, the first ``sinks`` tokens kept whatever their score. Shared by
+    :class:`~rcattr.kvcache.RCKVCache` and :class:`~rcattr.kvcache.press.RCPress`; a subclass changes the
+    statistic by overriding :meth:`key_head_scores`.
+
+    Parameters
+    ----------
+    value_norm : bool, default True
+        Multiply each key's score by the norm of its value vector (as Expected Attention does).
+    sinks : int, default 4
+        The first real tokens of the sequence, always kept (attention sinks); they count in a head's mean
+        score and in a ratio's or a budget's share.
+    dtype : torch.dtype, default torch.float32
+        Accumulation dtype of the scores (float32 or float64).
+    """
+
+    value_norm: bool = True
+    sinks: int = 4
+    dtype: torch.dtype = torch.float32
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value_norm, bool):
+            raise ValueError(f"value_norm must be True or False, got {self.value_norm!r}")
+        if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
+            raise ValueError(f"sinks must be an int >= 0, got {self.sinks!r}")
+        if self.dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {self.dtype}")
+
+    def __call__(self, logits: torch.Tensor, visible: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """``[B, Hkv, m]`` the score of every key before the window, from the window's ``[B, H, w, m + w]``
+        logits, their ``[B, w, m + w]`` visibility and the ``[B, Hkv, >= m, d]`` values."""
+        scores = self.key_head_scores(logits, visible, values.shape[1])
+        return value_weighted(scores, values) if self.value_norm else scores
+
+    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
+        """``[B, kv_heads, m]`` the statistic of every key, before the value norm (:func:`window_rc_scores`)."""
+        return window_rc_scores(logits, visible, kv_heads, dtype=self.dtype)
 
 
 def value_weighted(scores: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

@@ -19,8 +19,13 @@ from transformers import (
 
 from rcattr.capture import LogitCapture, LogitStore
 from rcattr.kvcache import (
+    DecodeEviction,
     EvictionPolicy,
+    Ratio,
     RCKVCache,
+    Threshold,
+    TokenBudget,
+    WindowScorer,
     adaptive_keep,
     budget_keep,
     fixed_ratio_keep,
@@ -87,17 +92,8 @@ def brute_scores(
     return grouped.mean(2) if reduce == "mean" else grouped.amax(2)
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    seed=st.integers(0, 2**16),
-    window=st.integers(1, 5),
-    context=st.integers(1, 7),
-    pad=st.integers(0, 4),
-    kv_heads=st.sampled_from([1, 2]),
-    reduce=st.sampled_from(["mean", "max"]),
-    statistic=st.sampled_from(["expected", "upper_bound"]),
-)
-def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads, reduce, statistic) -> None:
+def random_window(seed: int, window: int, context: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[2, 4, w, n]`` float64 logits and their causal ``[2, w, n]`` visibility, the second row left-padded."""
     generator = torch.Generator().manual_seed(seed)
     n = window + context
     pad = min(pad, context)
@@ -105,11 +101,25 @@ def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads, r
     positions = torch.arange(n)
     visible = (positions[None, :] <= positions[n - window :, None]).expand(2, window, n).clone()
     visible[1, :, :pad] = False  # left padding of the second row
-    got = window_rc_scores(
-        logits, visible, kv_heads, group_reduce=reduce, statistic=statistic, dtype=torch.float64
-    )
-    want = brute_scores(logits, visible, kv_heads, reduce, statistic)
+    return logits, visible
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    window=st.integers(1, 5),
+    context=st.integers(1, 7),
+    pad=st.integers(0, 4),
+    kv_heads=st.sampled_from([1, 2]),
+)
+def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads) -> None:
+    logits, visible = random_window(seed, window, context, pad)
+    got = window_rc_scores(logits, visible, kv_heads, dtype=torch.float64)
+    want = brute_scores(logits, visible, kv_heads, "mean")
     torch.testing.assert_close(got, want, equal_nan=True)
+    scorer = WindowScorer(value_norm=False, dtype=torch.float64)
+    values = torch.ones(2, kv_heads, logits.shape[-1], 3, dtype=torch.float64)
+    torch.testing.assert_close(scorer(logits, visible, values), want, equal_nan=True)
 
 
 def test_adaptive_keep_threshold_is_c_times_mean() -> None:
@@ -141,10 +151,10 @@ def test_leading_tokens_skip_left_padding() -> None:
 def test_protected_keys_are_kept_and_count_in_the_budget() -> None:
     scores = torch.tensor([[[0.0, 1.0, 2.0, 5.0, 4.0, 3.0]]])
     protected = torch.tensor([[[True, False, False, False, False, False]]])
-    keep, threshold = EvictionPolicy(c=1.0).keep(scores, protected, 2)
+    keep, threshold = Threshold(1.0).keep(scores, protected, 2, 1)
     assert threshold.item() == pytest.approx(2.5)  # the sink's score still counts in the mean
     assert keep.tolist() == [[[True, False, False, True, True, True]]]
-    keep, _ = EvictionPolicy(ratio=0.5).keep(scores, protected, 2)  # 8 tokens -> 4 kept, 2 of them window
+    keep, _ = Ratio(0.5).keep(scores, protected, 2, 1)  # 8 tokens -> 4 kept, 2 of them window
     assert keep.tolist() == [[[True, False, False, True, False, False]]]
 
 
@@ -208,19 +218,19 @@ def test_a_later_turn_is_evicted_against_its_own_window_and_earlier_entries_stay
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
-    rc_layers = [cache.layers[index] for index in cache.rc_layers]
-    for layer in rc_layers:
-        prefill, short, turn = (
-            layer.evictions
-        )  # the 2-token turn is all window; the 1-token ones are not chunks
+    for index in cache.rc_layers:
+        layer = cache.layers[index]
+        prefill, short, turn = cache.states[
+            index
+        ].evictions  # the 2-token turn is all window; 1-token ones are not chunks
         assert [prefill.start, short.start, turn.start] == [0, 41, 43]
         assert short.kept.all() and turn.kept[..., -4:].all() and not turn.kept.all()
         for head, held in enumerate(layer.kept_indices()):  # what the prompt kept is still held
             for row in range(batch):
                 earlier = held[row][(held[row] >= 0) & (held[row] < 40)]
                 assert earlier.tolist() == prefill.kept[row, head].nonzero().flatten().tolist()
-    kept = sum(int(e.kept.sum()) for layer in rc_layers for e in layer.evictions)
-    entries = sum(e.prompt_entries for layer in rc_layers for e in layer.evictions)
+    kept = sum(int(e.kept.sum()) for state in cache.states.values() for e in state.evictions)
+    entries = sum(e.prompt_entries for state in cache.states.values() for e in state.evictions)
     assert cache.compression_ratio == pytest.approx(1 - kept / entries)
 
 
@@ -259,33 +269,35 @@ def test_window_is_kept_and_evictions_are_per_head() -> None:
     assert per_head.unique().numel() > 1  # budgets differ across heads and layers
 
 
-OPTIONS = [  # changes to the defaults (one budget over the model, value norms, 4 sinks), and the paper's recipe
-    {"layer_budget": "layer", "value_norm": False, "sinks": 0},
-    {"value_norm": False},
-    {"sinks": 0},
-    {"statistic": "upper_bound"},
-    {"layer_budget": "layer"},
-    {"ratio": 0.5, "sinks": 2},
-    {"ratio": 0.5, "layer_budget": "layer"},
-]
+POLICIES = {  # changes to the default (one threshold over the model, value norms, 4 sinks), the paper's recipe
+    "paper": EvictionPolicy(Threshold(1.0, "head"), WindowScorer(value_norm=False, sinks=0)),
+    "value_norm=False": EvictionPolicy(scorer=WindowScorer(value_norm=False)),
+    "sinks=0": EvictionPolicy(scorer=WindowScorer(sinks=0)),
+    "threshold per head": EvictionPolicy(Threshold(1.0, "head")),
+    "threshold per layer": EvictionPolicy(Threshold(1.0, "layer")),
+    "ratio,sinks=2": EvictionPolicy(Ratio(0.5), WindowScorer(sinks=2)),
+    "ratio per head": EvictionPolicy(Ratio(0.5, "head")),
+    "ratio per layer": EvictionPolicy(Ratio(0.5, "layer")),
+    "budget per head": EvictionPolicy(TokenBudget(20, "head")),
+}
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("policy", POLICIES.values(), ids=POLICIES.keys())
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
-def test_every_scoring_option_still_equals_masking_the_evicted_positions(attn, options) -> None:
+def test_every_policy_still_equals_masking_the_evicted_positions(attn, policy) -> None:
     model = kv_model("qwen3", attn)
     ids, mask = prompt(batch=2, pad=5)
     chunks = [torch.randint(3, 120, (2, q)) for q in (3, 1)]
     assert_equals_masking_the_evicted_positions(
-        model, RCKVCache(model, window=4, **options), ids, mask, chunks
+        model, RCKVCache(model, window=4, policy=policy), ids, mask, chunks
     )
 
 
 def test_value_norm_multiplies_each_score_by_its_value_norm() -> None:
     model = kv_model("llama")
     ids, _ = prompt()
-    plain = RCKVCache(model, c=0.0, window=4, value_norm=False)
-    weighted = RCKVCache(model, c=0.0, window=4, value_norm=True)
+    plain = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(0.0), WindowScorer(value_norm=False)))
+    weighted = RCKVCache(model, c=0.0, window=4)
     model(ids, past_key_values=plain)
     model(ids, past_key_values=weighted)
     for index in plain.rc_layers:
@@ -298,7 +310,7 @@ def test_value_norm_multiplies_each_score_by_its_value_norm() -> None:
 def test_sinks_are_kept_in_every_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=4)
-    cache = RCKVCache(model, c=3.0, window=4, sinks=2)
+    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(3.0), WindowScorer(sinks=2)))
     model(ids, attention_mask=mask, past_key_values=cache)
     for eviction in cache.evictions:
         assert eviction.kept[0, :, :2].all() and eviction.kept[1, :, 4:6].all()
@@ -309,7 +321,7 @@ def test_sinks_are_kept_in_every_head() -> None:
 def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=4)
-    cache = RCKVCache(model, c=1.2, window=4, layer_budget="model", sinks=0)
+    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(1.2, "model"), WindowScorer(sinks=0)))
     model(ids, attention_mask=mask, past_key_values=cache)
     evictions = [e for e in cache.evictions if e is not None]
     scores = torch.stack([e.scores[..., :-4] for e in evictions])  # [L, B, Hkv, m]
@@ -320,21 +332,27 @@ def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
             torch.testing.assert_close(eviction.threshold[row], (1.2 * mean).expand(2))
     per_layer = cache.layer_compression_ratio
     assert per_layer.max() - per_layer.min() > 0.01  # budgets differ across layers
-    ratio = RCKVCache(model, window=4, ratio=0.6, layer_budget="model")
+    ratio = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.6, "model")))
     model(ids, past_key_values=ratio)
     assert ratio.compression_ratio == pytest.approx(0.6, abs=1 / (3 * 2 * 40))
 
 
 @pytest.mark.parametrize("window", [5, 16, 1000])
 @pytest.mark.parametrize(
-    "options",
-    [{}, {"layer_budget": "layer"}, {"ratio": 0.5}, {"ratio": 0.5, "layer_budget": "layer"}, {"sinks": 0}],
+    "policy",
+    [
+        EvictionPolicy(),
+        EvictionPolicy(Threshold(1.0, "head")),
+        EvictionPolicy(Ratio(0.5)),
+        EvictionPolicy(Ratio(0.5, "head")),
+        EvictionPolicy(scorer=WindowScorer(sinks=0)),
+    ],
 )
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 2)])
-def test_a_prompt_no_longer_than_the_window_is_kept_whole(window, options, batch, pad) -> None:
+def test_a_prompt_no_longer_than_the_window_is_kept_whole(window, policy, batch, pad) -> None:
     model = kv_model("gemma3")
     ids, mask = prompt(batch=batch, length=5, pad=pad)
-    cache = RCKVCache(model, window=window, **options)
+    cache = RCKVCache(model, window=window, policy=policy)
     out = model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=cache)
     assert out.shape == (batch, 8) and cache.compression_ratio == 0.0
 
@@ -343,18 +361,13 @@ def test_the_paper_recipe_is_per_layer_thresholds_on_expected_rc_alone() -> None
     model = kv_model("llama")
     ids, _ = prompt()
     paper = RCKVCache.paper(model, c=1.0, window=4)
-    assert (paper.policy.layer_budget, paper.policy.value_norm, paper.policy.sinks) == ("layer", False, 0)
+    assert paper.policy == EvictionPolicy(Threshold(1.0, "head"), WindowScorer(value_norm=False, sinks=0))
     default = RCKVCache(model, c=1.0, window=4)
-    assert (default.policy.layer_budget, default.policy.value_norm, default.policy.sinks) == (
-        "model",
-        True,
-        4,
-    )
+    assert default.policy == EvictionPolicy(Threshold(1.0, "model"), WindowScorer(value_norm=True, sinks=4))
     model(ids, past_key_values=paper)
     for eviction in paper.evictions:  # each key head's own threshold: c times its own mean score
         before = eviction.scores[..., :-4]
         torch.testing.assert_close(eviction.threshold, before.mean(-1))
-    assert RCKVCache.paper(model, ratio=0.5, sinks=2).policy.sinks == 2  # options override the recipe
 
 
 def test_compression_grows_with_c() -> None:
@@ -372,7 +385,7 @@ def test_compression_grows_with_c() -> None:
 def test_ratio_mode_evicts_the_asked_share_of_every_head() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=50)
-    cache = RCKVCache(model, window=5, ratio=0.6, layer_budget="layer")
+    cache = RCKVCache(model, window=5, policy=EvictionPolicy(Ratio(0.6, "head")))
     model(ids, past_key_values=cache)
     assert all(int(e.kept[0, h].sum()) == 20 for e in cache.evictions if e is not None for h in range(2))
     assert cache.compression_ratio == pytest.approx(0.6)
@@ -491,19 +504,38 @@ def test_wrappers_accept_dropout_by_position_as_kvpress_patches_them(monkeypatch
         ({"c": -1.0}, "c must be"),
         ({"c": float("nan")}, "c must be"),
         ({"window": 0}, "window must be"),
-        ({"ratio": 1.0}, "ratio must be"),
-        ({"group_reduce": "median"}, "group_reduce"),
-        ({"score_dtype": torch.float16}, "score_dtype"),
-        ({"statistic": "median"}, "statistic"),
-        ({"value_norm": 1}, "value_norm"),
-        ({"sinks": -1}, "sinks"),
-        ({"sinks": True}, "sinks"),
-        ({"layer_budget": "global"}, "layer_budget"),
+        ({"budget": 0}, "budget must be"),
+        ({"c": 1.0, "budget": 100}, "give one of c"),
+        ({"c": 1.0, "policy": EvictionPolicy()}, r"give policy alone .*: c=1.0"),
+        ({"decode_every": 4, "policy": EvictionPolicy()}, r"give policy alone .*: decode_every=4"),
+        ({"policy": Threshold(1.0)}, "policy must be an EvictionPolicy"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         RCKVCache(kv_model("llama"), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Ratio(1.0), "ratio must be"),
+        (lambda: Threshold(-1.0), "c must be"),
+        (lambda: TokenBudget(0), "budget must be"),
+        (lambda: Threshold(1.0, scope="global"), "scope must be one of head, layer, model"),  # type: ignore[arg-type]
+        (lambda: WindowScorer(dtype=torch.float16), "dtype"),
+        (lambda: WindowScorer(value_norm=1), "value_norm"),  # type: ignore[arg-type]
+        (lambda: WindowScorer(sinks=-1), "sinks"),
+        (lambda: WindowScorer(sinks=True), "sinks"),
+        (lambda: DecodeEviction(0), "decode_every must be"),
+        (lambda: DecodeEviction(4, rule=0.5), "rule must be"),  # type: ignore[arg-type]
+        (lambda: EvictionPolicy(rule=0.5), "rule must be"),  # type: ignore[arg-type]
+        (lambda: EvictionPolicy(scorer=None), "scorer must be"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_policy_pieces_are_refused(make, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
 
 
 def test_right_padding_is_refused() -> None:
@@ -571,20 +603,24 @@ def test_cropping_is_refused() -> None:
         cache.crop(-2)
 
 
-def test_a_layer_on_random_tensors_keeps_what_its_policy_decides() -> None:
+def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
     from rcattr.attention import AttentionCall
     from rcattr.capture import raw_logits
-    from rcattr.kvcache import RCLayer, value_weighted
+    from rcattr.kvcache import LayerState, RCLayer, value_weighted
+    from rcattr.kvcache.eviction import apply_chunk, decide, score_chunk
 
     torch.manual_seed(0)
     batch, kv_heads, heads, n, d, window = 1, 2, 4, 20, 8, 4
     keys, values = torch.randn(batch, kv_heads, n, d), torch.randn(batch, kv_heads, n, d)
     query = torch.randn(batch, heads, n, d)
-    layer = RCLayer(0, EvictionPolicy(c=1.0, window=window, sinks=2, layer_budget="layer"))
+    layer, state = RCLayer(), LayerState()
     layer.update(keys, values)
     attention = torch.nn.Module()
     attention.layer_idx = 0
-    layer.evict(AttentionCall(attention, query, keys, values, None, "sdpa"))  # plain causality
+    call = AttentionCall(attention, query, keys, values, None, "sdpa")  # plain causality
+    scored = score_chunk(layer, call, window, WindowScorer(sinks=2))
+    ((keep, threshold),) = decide(Threshold(1.0, "head"), [scored])
+    apply_chunk(layer, state, scored, keep, threshold)
     visible = (torch.arange(n)[None, :] <= torch.arange(n - window, n)[:, None])[None]
     scores = value_weighted(
         window_rc_scores(raw_logits(query[:, :, -window:], keys), visible, kv_heads), values
@@ -592,13 +628,13 @@ def test_a_layer_on_random_tensors_keeps_what_its_policy_decides() -> None:
     keep, _ = adaptive_keep(scores, 1.0)
     keep[..., :2] = True  # the sinks
     expected = torch.cat([keep, torch.ones(batch, kv_heads, window, dtype=torch.bool)], -1)
-    assert torch.equal(layer.eviction.kept, expected)
+    assert torch.equal(state.evictions[0].kept, expected)
     for head, held in enumerate(layer.kept_indices()):
         assert held[0].tolist() == expected[0, head].nonzero().flatten().tolist()
         torch.testing.assert_close(layer.keys[0, 0, layer.segments()[head]], keys[0, head, held[0]])
     new_key, new_value = torch.randn(batch, kv_heads, 1, d), torch.randn(batch, kv_heads, 1, d)
     layer.update(new_key, new_value)  # one decoded token: appended to every head, nothing evicted
-    assert layer.get_seq_length() == n + 1 and len(layer.evictions) == 1
+    assert layer.get_seq_length() == n + 1 and len(state.evictions) == 1
     for head, held in enumerate(layer.kept_indices()):
         assert held[0, -1] == n
         torch.testing.assert_close(layer.values[0, 0, layer.segments()[head]][-1], new_value[0, head, 0])
@@ -662,35 +698,44 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
-@pytest.mark.parametrize("attn", ["sdpa", "eager"])
-@pytest.mark.parametrize(("budget", "question_window"), [(None, False), (9, False), (13, True)])
-def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
-    arch, attn, batch, pad, budget, question_window
-) -> None:
-    model = kv_model(arch, attn)
+def assert_decode_time_eviction_is_exact(model, batch, pad, budget, policy=None) -> None:
+    """Three decode-time evictions (every 3 tokens, window 4) through ``RCKVCache(model, c=1.0 or budget=...)``
+    or ``policy``: the logits equal masking what was evicted, the windows stay, something older goes; a
+    budget shared by every layer and head holds."""
     ids, mask = prompt(batch=batch, pad=pad)
     chunks = [torch.randint(3, 120, (batch, 1)) for _ in range(11)]
-    threshold = {"c": 1.0} if budget is None else {"budget": budget}
-    cache = RCKVCache(model, window=4, decode_every=3, question_window=question_window, **threshold)
+    if policy is None:
+        threshold = {"c": 1.0} if budget is None else {"budget": budget}
+        cache = RCKVCache(model, window=4, decode_every=3, **threshold)
+    else:
+        cache = RCKVCache(model, window=4, policy=policy)
+    question_window = policy is not None and policy.decode is not None and policy.decode.windows == 2
     got = next_logits(model, cache, ids, mask, chunks)
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
-    for index in cache.rc_layers:
-        layer = cache.layers[index]
-        assert [d.seen for d in layer.decode_evictions] == [43, 46, 49]
-        for eviction in layer.decode_evictions:
+    for state in cache.states.values():
+        assert [d.seen for d in state.decode_evictions] == [43, 46, 49]
+        for eviction in state.decode_evictions:
             held = eviction.held
             assert held[..., -4:].all()  # the window stays
             if question_window:
                 assert held[..., 36:40].all()  # so does the prompt's (the last chunk's) window
             before = held[..., : eviction.seen - 4]
             assert not before.all()  # something older was evicted
-    if budget is not None:  # shared by every layer and head (layer_budget="model")
-        for evictions in zip(*(cache.layers[i].decode_evictions for i in cache.rc_layers), strict=True):
+    if budget is not None:  # shared by every layer and head ("model" scope)
+        for evictions in zip(*(state.decode_evictions for state in cache.states.values()), strict=True):
             held = torch.stack([e.held.sum((1, 2)) for e in evictions])  # [layers, B]
             assert int(held.sum(0).max()) <= budget * evictions[0].held.shape[1] * len(evictions)
+
+
+@pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("budget", [None, 9])
+def test_decode_time_eviction_equals_masking_exactly_the_evicted_positions(
+    arch, attn, batch, pad, budget
+) -> None:
+    assert_decode_time_eviction_is_exact(kv_model(arch, attn), batch, pad, budget)
 
 
 def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
@@ -702,7 +747,7 @@ def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
         token = ids if step == 0 else torch.randint(3, 120, (1, 1))
         model(token, past_key_values=cache)
         sizes.append(cache.nbytes())
-    per_token = cache.layers[cache.rc_layers[0]]._slot_nbytes()
+    per_token = cache.layers[cache.rc_layers[0]].slot_nbytes()
     heads, layers = cache.layers[cache.rc_layers[0]].kv_heads, len(cache.rc_layers)
     bound = (
         (10 + 4) * heads * layers * (per_token + 4)
@@ -718,11 +763,10 @@ def test_without_a_budget_decode_time_eviction_judges_each_entry_once() -> None:
     model(ids, past_key_values=cache)
     for _ in range(24):
         model(torch.randint(3, 120, (1, 1)), past_key_values=cache)
-    for index in cache.rc_layers:
-        layer = cache.layers[index]
-        evictions = layer.decode_evictions
+    for state in cache.states.values():
+        evictions = state.decode_evictions
         assert [e.seen for e in evictions] == [34, 38, 42, 46, 50, 54]
-        prefill = layer.eviction.kept[0]  # type: ignore[union-attr]
+        prefill = state.evictions[0].kept[0]
         for earlier, later in zip(evictions, evictions[1:], strict=False):
             judged = earlier.seen - 4  # what the earlier one judged stays as it left it
             assert torch.equal(later.held[..., :judged], earlier.held[..., :judged])
@@ -737,11 +781,10 @@ def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None
     cache = RCKVCache(model, c=3.0, window=4, decode_every=2)
     model.generate(ids, max_new_tokens=6, do_sample=False, past_key_values=cache)
     for index in cache.rc_layers:
-        for eviction in cache.layers[index].decode_evictions:
+        for eviction in cache.states[index].decode_evictions:
             assert eviction.held[..., :4].all() and eviction.threshold is not None
-    for threshold in ({"c": 1.0}, {"ratio": 0.5}):
-        with pytest.raises(ValueError, match="give one of c"):
-            RCKVCache(model, budget=100, **threshold)
+    with pytest.raises(ValueError, match="give one of c"):
+        RCKVCache(model, budget=100, c=1.0)
     with pytest.raises(ValueError, match="decode_every must be an int"):
         RCKVCache(model, decode_every=0)
     with pytest.raises(ValueError, match="leaves no room"):
@@ -752,21 +795,26 @@ def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None
 def test_a_budget_keeps_the_best_budget_entries_of_the_model_or_of_every_layer(layer_budget) -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
-    cache = RCKVCache(model, window=4, budget=10, layer_budget=layer_budget, decode_every=4)
+    if layer_budget == "model":
+        cache = RCKVCache(model, window=4, budget=10, decode_every=4)
+    else:
+        policy = EvictionPolicy(TokenBudget(10, scope="layer"), decode=DecodeEviction(every=4))
+        cache = RCKVCache(model, window=4, policy=policy)
     model(ids, past_key_values=cache)
-    per_head = torch.stack([cache.layers[i].eviction.kept[0].sum(-1) for i in cache.rc_layers])  # type: ignore[union-attr]
+    prefill = [state.evictions[0] for state in cache.states.values()]
+    per_head = torch.stack([eviction.kept[0].sum(-1) for eviction in prefill])
     assert per_head.unique().numel() > 1  # shared by the heads by score, not 10 each
     if layer_budget == "layer":
         assert per_head.sum(-1).tolist() == [10 * per_head.shape[1]] * per_head.shape[0]
     else:  # shared by the layers too
         assert int(per_head.sum()) == 10 * per_head.numel() and per_head.sum(-1).unique().numel() > 1
-    scores = torch.cat([cache.layers[i].eviction.scores[0, :, 4:26] for i in cache.rc_layers])  # type: ignore[union-attr]
-    kept = torch.cat([cache.layers[i].eviction.kept[0, :, 4:26] for i in cache.rc_layers])  # type: ignore[union-attr]
+    scores = torch.cat([eviction.scores[0, :, 4:26] for eviction in prefill])
+    kept = torch.cat([eviction.kept[0, :, 4:26] for eviction in prefill])
     if layer_budget == "model":  # neither sinks nor window: the best of the model are kept
         assert float(scores[kept].min()) >= float(scores[~kept].max())
     for _ in range(8):
         model(torch.randint(3, 120, (1, 1)), past_key_values=cache)
-    for evictions in zip(*(cache.layers[i].decode_evictions for i in cache.rc_layers), strict=True):
+    for evictions in zip(*(state.decode_evictions for state in cache.states.values()), strict=True):
         held = torch.stack([e.held[0].sum(-1) for e in evictions])  # [layers, heads]
         if layer_budget == "layer":
             assert held.sum(-1).tolist() == [10 * held.shape[1]] * held.shape[0]
@@ -780,3 +828,27 @@ def test_budget_keep_keeps_the_protected_then_the_best_scores() -> None:
     assert budget_keep(scores, protected, 3).tolist() == [[False, False, True, True, True, False]]
     assert budget_keep(scores, protected, 1).tolist() == [[False, False, False, True, False, False]]
     assert budget_keep(scores, protected, 10).sum() == 5  # padding is never kept
+
+
+@pytest.mark.parametrize("budget", [None, 10])
+def test_a_dropped_cache_is_freed_without_the_garbage_collector(budget) -> None:
+    """Neither the layers nor the model's hook refer back to the cache: dropping the last reference frees it
+    (and gives the model its attention back) at once, with the cross-layer decisions done."""
+    import weakref
+
+    from rcattr._compat import registered_attention
+
+    gc.collect()  # caches other tests left behind give their models back first
+    model = kv_model("llama")
+    before = registered_attention()
+    threshold = {"c": 1.0} if budget is None else {"budget": budget}
+    gc.disable()
+    try:
+        cache = RCKVCache(model, window=4, decode_every=2, **threshold)
+        model.generate(prompt(length=30)[0], max_new_tokens=5, do_sample=False, past_key_values=cache)
+        dropped = weakref.ref(cache)
+        del cache
+        assert dropped() is None
+        assert model.config._attn_implementation == "sdpa" and registered_attention() == before
+    finally:
+        gc.enable()

@@ -8,7 +8,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from rcattr.kvcache import RCKVCache
+from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, WindowScorer
 from tests.helpers import char_tokenizer, tiny_model
 
 WINDOW = 6
@@ -47,23 +48,27 @@ def _kept_positions(model, ids, cache: DynamicCache, layer: int) -> list[set[int
 @pytest.mark.kvpress
 @pytest.mark.parametrize("arch", ["llama", "qwen3", "phi3", "gemma3", "qwen2"])
 @pytest.mark.parametrize(
-    "options",
-    [{}, {"value_norm": False, "sinks": 0}, {"statistic": "upper_bound", "group_reduce": "max"}],
+    "scorer",
+    [
+        WindowScorer(),
+        WindowScorer(value_norm=False, sinks=0),
+        AblationScorer(statistic="upper_bound", group_reduce="max"),
+    ],
 )
-def test_press_scores_are_rckvcaches_scores(monkeypatch, arch, options) -> None:
+def test_press_scores_are_rckvcaches_scores(monkeypatch, arch, scorer) -> None:
     """Before the window the press scores every key as RCKVCache does (queries rebuilt from the hidden
     states, q-norm and RoPE included); the window and the sinks get inf."""
     from rcattr.kvcache import RCPress
 
     model = tiny_model(arch)
     ids = torch.randint(3, 120, (1, 30))
-    press = RCPress(compression_ratio=0.5, window=WINDOW, **options)
+    press = RCPress(compression_ratio=0.5, window=WINDOW, scorer=scorer)
     recorded, _ = _recorded_scores(monkeypatch, press, model, ids)
-    with torch.no_grad(), RCKVCache(model, window=WINDOW, **options) as cache:
+    with torch.no_grad(), RCKVCache(model, window=WINDOW, policy=EvictionPolicy(scorer=scorer)) as cache:
         model(ids, past_key_values=cache)
     compared = [layer for layer, eviction in enumerate(cache.evictions) if eviction is not None]
     assert compared  # gemma3 and qwen2: the full-attention layers that RCKVCache evicts
-    sinks = press.sinks
+    sinks = press.scorer.sinks
     for layer in compared:
         ours, theirs = recorded[layer], cache.evictions[layer].scores  # [1, Hkv, 30]
         assert ours.shape == theirs.shape == (1, 2, 30)
@@ -81,12 +86,11 @@ def test_press_keeps_kvpress_share_with_window_and_sinks(monkeypatch, ratio, sin
     model = tiny_model("llama")
     n = 41
     ids = torch.randint(3, 120, (1, n))
-    press = RCPress(compression_ratio=ratio, window=WINDOW, sinks=sinks)
+    scorer = WindowScorer(sinks=sinks)
+    press = RCPress(compression_ratio=ratio, window=WINDOW, scorer=scorer)
     _, cache = _recorded_scores(monkeypatch, press, model, ids)
-    with (
-        torch.no_grad(),
-        RCKVCache(model, window=WINDOW, ratio=ratio, layer_budget="layer", sinks=sinks) as rc,
-    ):
+    policy = EvictionPolicy(Ratio(ratio, scope="head"), scorer)
+    with torch.no_grad(), RCKVCache(model, window=WINDOW, policy=policy) as rc:
         model(ids, past_key_values=rc)
     always = {*range(sinks), *range(n - WINDOW, n)}
     for layer in range(model.config.num_hidden_layers):
@@ -165,10 +169,7 @@ def test_press_around_generate_and_inside_adakv() -> None:
         ({"compression_ratio": True}, "compression_ratio"),
         ({"window": 0}, "window"),
         ({"window": 2.0}, "window"),
-        ({"sinks": -1}, "sinks"),
-        ({"value_norm": 1}, "value_norm"),
-        ({"group_reduce": "sum"}, "group_reduce"),
-        ({"statistic": "median"}, "statistic"),
+        ({"scorer": None}, "scorer"),
     ],
 )
 def test_bad_press_settings_are_named(options, named) -> None:
@@ -192,10 +193,7 @@ def test_press_is_a_kvpress_scorer_dataclass() -> None:
     assert defaults == {
         "compression_ratio": 0.0,
         "window": 16,
-        "value_norm": True,
-        "sinks": 4,
-        "group_reduce": "mean",
-        "statistic": "expected",
+        "scorer": WindowScorer(value_norm=True, sinks=4),
     }
 
 

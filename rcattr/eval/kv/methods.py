@@ -24,7 +24,8 @@ import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
 from rcattr._compat import attention_implementation, cache_argument, set_attention_implementation
-from rcattr.kvcache import RCKVCache, cache_nbytes
+from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, WindowScorer, cache_nbytes
 
 # name -> how to build the kvpress press at a compression ratio (the press classes' default settings): every
 # press of kvpress 0.5.5 that prunes the context at prefill offline, and Expected Attention, kvpress's strongest,
@@ -65,20 +66,20 @@ PAPER_OPTIONS: dict[str, Any] = {
     "statistic": "expected",
     "value_norm": False,
     "sinks": 0,
-    "layer_budget": "layer",
+    "scope": "head",
 }
 RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "value_norm": {"value_norm": True},
-    "upper_bound": {"statistic": "upper_bound"},
-    "model_budget": {"layer_budget": "model"},
+    "upper_bound": {"statistic": "upper_bound"},  # a measured loser: rcattr.eval.kv.scorers
+    "model_budget": {"scope": "model"},
 }
 DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
 
 
 def rc_options(variant: str) -> dict[str, Any]:
-    """RCKVCache's scoring options for ``variant``: "paper", or words of :data:`RC_VARIANT_WORDS` and
-    ``sinks=N`` joined by "+", each a change to the paper's recipe. Every option is spelled out, so a
-    variant means the same cache whatever RCKVCache's defaults are."""
+    """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope): "paper",
+    or words of :data:`RC_VARIANT_WORDS` and ``sinks=N`` joined by "+", each a change to the paper's recipe.
+    Every setting is spelled out, so a variant means the same cache whatever RCKVCache's defaults are."""
     options = dict(PAPER_OPTIONS)
     if variant == PAPER_VARIANT:
         return options
@@ -92,6 +93,17 @@ def rc_options(variant: str) -> dict[str, Any]:
             known = ", ".join([*RC_VARIANT_WORDS, "sinks=N"])
             raise ValueError(f"unknown RCKVCache variant {word!r} in {variant!r}; choose from {known}")
     return options
+
+
+def rc_policy(variant: str, c: float = 1.0) -> EvictionPolicy:
+    """RCKVCache's policy for ``variant`` (:func:`rc_options`) at the threshold ``c``."""
+    options = rc_options(variant)
+    scorer = (
+        AblationScorer(options["value_norm"], options["sinks"], statistic=options["statistic"])
+        if options["statistic"] != "expected"
+        else WindowScorer(options["value_norm"], options["sinks"])
+    )
+    return EvictionPolicy(Threshold(c, scope=options["scope"]), scorer)
 
 
 KVPRESS_HINT = (
@@ -200,7 +212,7 @@ class RCMethod(KVMethod):
         return {"c": self.c, "window": self.window, **variant}
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
-        cache = RCKVCache(model, c=self.c, window=self.window, **rc_options(self.variant))
+        cache = RCKVCache(model, window=self.window, policy=rc_policy(self.variant, self.c))
         model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache
 

@@ -2,8 +2,8 @@
 
 * :class:`FullDecoding`: transformers' ``DynamicCache``, the reference; it grows with every token.
 * :class:`RCDecoding`: :class:`~rcattr.kvcache.RCKVCache` with ``budget`` entries per key head at prefill and,
-  with ``decode_every``, cut back to them every ``every`` generated tokens (``rc``; ``rc_question`` also scores
-  against the question's window); without it (``rc_prefill_only``), every generated token is kept.
+  with decode-time eviction, cut back to them every ``every`` generated tokens (``rc``; ``rc_question`` also
+  scores against the question's window, :class:`~rcattr.eval.kv_long.question.QuestionWindow`); without it (``rc_prefill_only``), every generated token is kept.
 * :class:`DecodingPressMethod`: kvpress's ``PrefillDecodingPress``: a scorer press prunes the context to the
   budget at prefill, and a ``DecodingPress`` of the same scorer cuts the cache back to it every ``every``
   tokens, with kvpress's own hooks (``with press(model)`` around the prefill, then around the decoding, as
@@ -26,7 +26,9 @@ from transformers import Cache, DynamicCache, PreTrainedModel
 
 from rcattr._compat import cache_argument
 from rcattr.eval.kv.methods import import_kvpress
-from rcattr.kvcache import RCKVCache
+from rcattr.eval.kv_long.question import QuestionWindow
+from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache
+from rcattr.kvcache import TokenBudget as KVTokenBudget
 
 # name -> the kvpress scorer press (at a compression ratio) that PrefillDecodingPress runs at prefill and,
 # inside DecodingPress, during decoding; every scorer of kvpress 0.5.5 that scores decoding steps offline
@@ -97,7 +99,7 @@ class FullDecoding(LongMethod):
 @dataclass(frozen=True)
 class RCDecoding(LongMethod):
     """RCKVCache with the budget at prefill; with ``decode_time``, also every ``budget.every`` tokens, scored
-    against the recent tokens (and, with ``question_window``, the question's window too)."""
+    against the recent tokens (and, with ``question_window``, the question's window too: :class:`QuestionWindow`)."""
 
     decode_time: bool = True
     question_window: bool = False
@@ -109,11 +111,11 @@ class RCDecoding(LongMethod):
         return "rc_question" if self.question_window else "rc"
 
     def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
-        every = budget.every if self.decode_time else None
-        cache = RCKVCache(
-            model, budget=budget.tokens, decode_every=every, question_window=self.question_window
-        )
-        return Decoder(_prefill(model, cache, context_ids))
+        decode = None
+        if self.decode_time:
+            decode = (QuestionWindow if self.question_window else DecodeEviction)(budget.every)
+        policy = EvictionPolicy(KVTokenBudget(budget.tokens), decode=decode)
+        return Decoder(_prefill(model, RCKVCache(model, policy=policy), context_ids))
 
 
 def prefill_ratio(context_tokens: int, kept: int) -> float:

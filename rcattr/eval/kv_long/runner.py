@@ -16,7 +16,6 @@ from it; :meth:`~LongGenerationBenchmark.report` writes the table, ``results.jso
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -205,7 +204,6 @@ class LongGenerationBenchmark(MethodRecordRun):
             else:
                 forced = decode(model, start(method), prompt, prefix, config.answer_tokens, full.tokens)
                 greedy = decode(model, start(method), prompt, prefix, config.answer_tokens)
-            gc.collect()  # an RCKVCache and its layers form a reference cycle: free the last run's tensors now
             kl, top1 = divergence(full.log_probs, forced.log_probs)
             text = self.tokenizer.decode(greedy.tokens, skip_special_tokens=True).strip()  # type: ignore[attr-defined]
             quality = (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import sys
@@ -13,14 +12,23 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from rcattr.eval.kv.cli import KVBenchmark, KVBenchmarkConfig, default_kv_methods, main
-from rcattr.eval.kv.methods import PRESSES, KVMethod, PressMethod, RCMethod, import_kvpress, rc_options
+from rcattr.eval.kv.methods import (
+    PRESSES,
+    KVMethod,
+    PressMethod,
+    RCMethod,
+    import_kvpress,
+    rc_options,
+    rc_policy,
+)
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt
 from rcattr.eval.kv.registry import KVFamily
 from rcattr.eval.kv.results import summarise
+from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.kvcache import RCKVCache
 from rcattr.models import load_model
-from tests.helpers import COMMON, char_tokenizer, data_folder, save_tiny, without_timings
+from tests.helpers import COMMON, char_tokenizer, data_folder, save_tiny, tiny_model, without_timings
 
 PARAGRAPHS = [
     "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
@@ -208,15 +216,16 @@ def test_matched_differences_interpolate_each_record_and_pair_the_records() -> N
 
 
 def test_the_default_variant_is_rckvcaches_defaults() -> None:
-    defaults = inspect.signature(RCKVCache.__init__).parameters
-    options = rc_options(KVBenchmarkConfig("squad").rc_variants[0])
-    assert options == {name: defaults[name].default for name in options}
+    default = RCKVCache(tiny_model("llama"))
+    assert rc_policy(KVBenchmarkConfig("squad").rc_variants[0], c=1.0) == default.policy
     assert rc_options("paper") == {
         "statistic": "expected",
         "value_norm": False,
         "sinks": 0,
-        "layer_budget": "layer",
+        "scope": "head",
     }
+    assert rc_policy("paper", c=0.7) == RCKVCache.paper(tiny_model("llama"), c=0.7).policy
+    assert isinstance(rc_policy("upper_bound").scorer, AblationScorer)
 
 
 @dataclass(frozen=True)

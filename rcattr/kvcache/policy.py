@@ -1,0 +1,190 @@
+"""How :class:`~rcattr.kvcache.RCKVCache` decides, as small objects that compose (docs/design.md §3).
+
+* A selection rule, :class:`Threshold` (``c`` times the mean score), :class:`Ratio` (a share of the entries)
+  or :class:`TokenBudget` (entries per key head), applies at a ``scope``: each key head alone (``"head"``),
+  the key heads of a layer together (``"layer"``), or every key head of every evicting layer together
+  (``"model"``, decided once the last layer has scored), so heads and layers whose context scores high
+  keep more (AdaKV's cross-head budget, across layers too).
+* :class:`DecodeEviction` evicts again every ``every`` generated tokens, scored against the last window of
+  queries, with its own rule or the prefill's.
+* :class:`EvictionPolicy` puts a rule, a :class:`~rcattr.kvcache.scoring.WindowScorer` and an optional
+  :class:`DecodeEviction` together.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+import torch
+
+from rcattr.kvcache.scoring import WindowScorer, adaptive_keep, budget_keep, fixed_ratio_keep
+from rcattr.kvcache.state import LayerState
+
+__all__ = ["DecodeEviction", "EvictionPolicy", "Ratio", "Rule", "Scope", "Threshold", "TokenBudget"]
+
+Scope = Literal["head", "layer", "model"]
+SCOPES = ("head", "layer", "model")
+
+
+class Rule(ABC):
+    """Which scored entries a group keeps; a group is one key head, one layer or the model (``scope``)."""
+
+    scope: Scope
+    reranks: ClassVar[bool] = False  # at decode time, judge again what earlier evictions kept
+
+    def _check_scope(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {self.scope!r}")
+
+    @abstractmethod
+    def keep(
+        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int, heads: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The decision for ``[B, G, m]`` scores of G groups (``nan``: not a candidate).
+
+        ``protected [B, G, m]`` entries (the sinks, at decode time the windows) are kept whatever their
+        score and count in a ratio's or a budget's share; ``window_entries`` are the entries a group holds
+        besides its ``m`` (the prefill's window), and ``heads`` the key heads it spans. Returns the
+        ``[B, G, m]`` decision and the ``[B, G]`` thresholds (None where the rule has none).
+        """
+
+
+@dataclass(frozen=True)
+class Threshold(Rule):
+    """Keep the entries whose score reaches ``c`` times the group's mean score; ``c = 0`` keeps everything,
+    larger ``c`` evicts more, and each group reaches its own compression."""
+
+    c: float = 1.0
+    scope: Scope = "model"
+
+    def __post_init__(self) -> None:
+        c = self.c
+        if isinstance(c, bool) or not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
+            raise ValueError(f"c must be a finite number >= 0, got {c!r}")
+        self._check_scope()
+
+    def keep(
+        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int, heads: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        keep, threshold = adaptive_keep(scores, self.c)
+        return keep | protected, threshold
+
+
+@dataclass(frozen=True)
+class Ratio(Rule):
+    """Evict the share ``r`` of the group's entries, lowest scores first (window and sinks count as kept)."""
+
+    r: float
+    scope: Scope = "model"
+
+    def __post_init__(self) -> None:
+        r = self.r
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0.0 <= r < 1.0:
+            raise ValueError(f"ratio must be in [0, 1), got {r!r}")
+        self._check_scope()
+
+    def keep(
+        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int, heads: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        ranked = scores.masked_fill(protected, float("inf"))
+        return fixed_ratio_keep(ranked, self.r, window_entries), None
+
+
+@dataclass(frozen=True)
+class TokenBudget(Rule):
+    """Keep ``n`` entries per key head on average, window and sinks included, shared by score over the group;
+    at decode time everything held is ranked again, so the cache stays within ``n + every`` per head."""
+
+    n: int
+    scope: Scope = "model"
+    reranks: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"budget must be an int >= 1, got {self.n!r}")
+        self._check_scope()
+
+    def keep(
+        self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int, heads: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return budget_keep(scores, protected, self.n * heads - window_entries), None
+
+
+@dataclass(frozen=True)
+class DecodeEviction:
+    """Evict again after every ``every`` generated tokens: each layer scores what it holds against its last
+    ``window`` queries, the windows and the sinks kept, and decides with ``rule`` (default: the prefill's).
+    A :class:`TokenBudget` ranks everything held again; a :class:`Threshold` or :class:`Ratio` judges the
+    entries no eviction has judged yet (the tokens generated since the last), so what was kept stays.
+
+    Subclasses may score against more than the recent queries (override :meth:`observe` and :meth:`window`,
+    and set ``windows``, the windows always kept).
+    """
+
+    every: int
+    rule: Rule | None = None
+    windows: ClassVar[int] = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1:
+            raise ValueError(f"decode_every must be an int >= 1, got {self.every!r}")
+        if self.rule is not None and not isinstance(self.rule, Rule):
+            raise ValueError(f"rule must be a Threshold, Ratio or TokenBudget, got {self.rule!r}")
+
+    def new_state(self) -> LayerState:
+        """A layer's state before its first token."""
+        return LayerState()
+
+    def observe(self, state: LayerState, query: torch.Tensor, seen: int, window: int) -> None:
+        """Keep the last ``window`` queries ``[B, H, q, d]`` the layer read (``seen`` tokens so far)."""
+        recent = torch.cat([state.recent, query], dim=2) if state.recent.numel() else query
+        state.recent = recent[:, :, -window:]
+
+    def window(self, state: LayerState, seen: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The queries ``[B, H, w, d]`` to score against and their ``[w]`` positions, in order."""
+        recent = state.recent
+        return recent, torch.arange(seen - recent.shape[-2], seen, device=recent.device)
+
+
+@dataclass(frozen=True)
+class EvictionPolicy:
+    """A rule, a scorer and, optionally, decode-time eviction: what ``RCKVCache(model, policy=...)`` does.
+
+    Parameters
+    ----------
+    rule : Threshold, Ratio or TokenBudget, default ``Threshold(1.0, scope="model")``
+        How each chunk (the prompt, a chat's next turn) is cut.
+    scorer : WindowScorer, default ``WindowScorer()``
+        How its entries are scored (expected RC, value norm, sinks).
+    decode : DecodeEviction, optional
+        Evict again while generating. Default: generated tokens are all kept.
+
+    Examples
+    --------
+    >>> EvictionPolicy(Ratio(0.6, scope="head"), WindowScorer(value_norm=False, sinks=0))
+    >>> EvictionPolicy(TokenBudget(256), decode=DecodeEviction(every=32))
+    """
+
+    rule: Rule = field(default_factory=Threshold)
+    scorer: WindowScorer = field(default_factory=WindowScorer)
+    decode: DecodeEviction | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rule, Rule):
+            raise ValueError(f"rule must be a Threshold, Ratio or TokenBudget, got {self.rule!r}")
+        if not isinstance(self.scorer, WindowScorer):
+            raise ValueError(f"scorer must be a WindowScorer, got {self.scorer!r}")
+        if self.decode is not None and not isinstance(self.decode, DecodeEviction):
+            raise ValueError(f"decode must be a DecodeEviction or None, got {self.decode!r}")
+
+    @property
+    def decode_rule(self) -> Rule:
+        """The rule of decode-time evictions."""
+        rule = None if self.decode is None else self.decode.rule
+        return self.rule if rule is None else rule
+
+    def new_state(self) -> LayerState:
+        return LayerState() if self.decode is None else self.decode.new_state()
