@@ -6,8 +6,9 @@ for torch, transformers and captum until something needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rcattr._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -62,13 +63,4 @@ if TYPE_CHECKING:
     from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'rcattr' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -11,6 +11,7 @@ __all__ = [
     "OUTPUT_GRANULARITIES",
     "SPAN_SCORER_NAMES",
     "parse_head_count",
+    "positive_int",
 ]
 
 GRANULARITIES: tuple[str, ...] = ("token", "sentence", "chunk")
@@ -25,4 +26,11 @@ def parse_head_count(text: str) -> int | str:
         return text
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"--top-k must be at least 1 or 'outliers', got {text!r}")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1 from the command line (a count: records, tokens, steps)."""
+    if not text.strip().lstrip("+").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return int(text)

@@ -98,6 +98,10 @@ class AttributionBenchmark(StoredRun):
             for step, records in self._steps().items()
         )
 
+    def size(self) -> int:
+        """How many (step, record) runs the whole run has."""
+        return sum(map(len, self._steps().values()))
+
     def compute(self) -> None:
         """Run this shard's records of every method, then its faithfulness pass."""
         for name in self.config.methods:
@@ -156,13 +160,14 @@ class AttributionBenchmark(StoredRun):
         peaks: dict[str, float] = {}
         for row in self.store.rows("peak_memory"):  # the highest of every shard's runs
             peaks[row["method"]] = max(peaks.get(row["method"], 0.0), row["mib"])
+        done = {name: self._done(name) for name in self.methods}
+        on_disk = [name for name in dict.fromkeys([*self.config.methods, *done]) if done[name]]  # the table's
         header = {
-            "config": asdict(self.config),
+            "config": {**asdict(self.config), "methods": on_disk},
             "model": self.model.config.name_or_path,
             "protocol": PROTOCOL,
             "total_heads": self.total_heads,
             "n_records": len(self.records),
             "skipped_too_long": self.too_long,
         }
-        done = {name: self._done(name) for name in self.methods}
         return summarise(header, self.methods, done, peaks, self._done("faithfulness"))

@@ -4,13 +4,19 @@ run folder itself is :class:`rcattr.eval.common.run_store.RunStore`)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 from transformers import PreTrainedModel
 
 from rcattr._typing import TokenizerLike
 from rcattr.eval.common.registry import check_methods
+from rcattr.eval.common.row_files import RowFileError
+from rcattr.eval.common.run_lock import RunLock, RunLockedError
+from rcattr.eval.common.run_store import RunSettingsError
 from rcattr.eval.common.sharding import Processes, Shard
+from rcattr.options import positive_int
 
 
 def add_run_arguments(
@@ -19,7 +25,7 @@ def add_run_arguments(
     """``--out``, ``--limit`` and ``--methods`` (comma-separated, from ``methods``; by default all but
     the ``optional`` ones)."""
     parser.add_argument("--out", required=True, help="output folder (resumes a run already there)")
-    parser.add_argument("--limit", type=int, help="first N records only")
+    parser.add_argument("--limit", type=positive_int, help="first N records only (N >= 1; default: all)")
     default = [name for name in methods if name not in optional]
     parser.add_argument(
         "--methods",
@@ -81,3 +87,23 @@ def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
     except ValueError as error:
         raise SystemExit(str(error)) from error
     return methods
+
+
+@contextmanager
+def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iterator[Path]:
+    """The run folder of a command line, held for ``shard``'s writes while the command runs (not with
+    ``--report-only``, which only reads). What stops a run ends the command with one line: an ``--out``
+    that is a file or cannot be made (checked first), a folder another live run writes, a folder holding
+    a run with other settings, a file of rows with a damaged line."""
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise SystemExit(f"--out {out} is a file; give a folder (made if missing)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SystemExit(f"--out {out}: cannot make the folder ({error.strerror or error})") from None
+    try:
+        with nullcontext() if report_only else RunLock(folder, shard):
+            yield folder
+    except (RunLockedError, RunSettingsError, RowFileError) as error:
+        raise SystemExit(str(error)) from None

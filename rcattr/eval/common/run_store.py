@@ -6,12 +6,13 @@ and the report files rewritten from every row on disk. A file of rows is named b
 runner has one per method, ``records/METHOD.jsonl``; the KV runner one for everything, ``records.jsonl``)
 and by the shard that wrote it (``STEM.shard-I-of-N.jsonl``, :mod:`rcattr.eval.common.sharding`); reading a stem
 reads every shard's file, and ``STEM.jsonl.gz`` too, the form in which runs are committed under
-``docs/records/``. A runner resumes by asking the store what is done and running the rest.
+``docs/records/``. A runner resumes by asking the store what is done and running the rest. Rows are
+written so that a killed run loses at most the row it was writing (:mod:`rcattr.eval.common.row_files`), and
+the command lines hold the folder's lock while they write (:mod:`rcattr.eval.common.run_lock`).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import tempfile
@@ -21,10 +22,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from rcattr.eval.common.row_files import Row, appending_rows, parse_rows
 from rcattr.eval.common.sharding import Processes, Shard
 
 K = TypeVar("K", bound=Hashable)
-Row = dict[str, Any]
+
+
+class RunSettingsError(ValueError):
+    """The run folder holds a run with other settings."""
 
 
 def record_id(row: Row) -> str:
@@ -65,7 +70,7 @@ class RunStore:
 
         Raises
         ------
-        ValueError
+        RunSettingsError
             Naming the settings that differ from the run already in the folder.
         """
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -76,8 +81,12 @@ class RunStore:
                 key for key in settings if key not in resumable and previous.get(key) != settings[key]
             )
             if changed:
-                raise ValueError(
-                    f"{self.out} holds a run with other settings ({', '.join(changed)}); use a new --out"
+                differences = "; ".join(
+                    f"{key}: {previous.get(key)!r} there, {settings[key]!r} now" for key in changed
+                )
+                raise RunSettingsError(
+                    f"{self.out} holds a run with other settings ({differences}); use a new --out, or the "
+                    "settings of that run"
                 )
         write_atomically(path, json.dumps(settings, indent=2))  # the processes of a sharded run all claim it
 
@@ -98,34 +107,41 @@ class RunStore:
 
     @contextmanager
     def appending(self, stem: str) -> Iterator[Callable[[Row], None]]:
-        """A function that appends a row to this shard's file of ``stem`` and flushes it, so that a run cut
-        short keeps every row written."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.shard.path(self.folder, stem), "a") as sink:
-
-            def write(row: Row) -> None:
-                sink.write(json.dumps(row) + "\n")
-                sink.flush()
-
+        """A function that appends a row to this shard's file of ``stem``, one whole line at a time, so that a
+        run cut short keeps every row written (:func:`~rcattr.eval.common.row_files.appending_rows`)."""
+        with appending_rows(self.shard.path(self.folder, stem)) as write:
             yield write
 
     def write_report(self, results: dict[str, Any], markdown: str) -> None:
-        """Write ``results.json`` and ``results.md``."""
-        (self.out / "results.json").write_text(json.dumps(results, indent=2))
-        (self.out / "results.md").write_text(markdown)
+        """Write ``results.json`` and ``results.md`` (each in one step), and say where."""
+        write_atomically(self.out / "results.json", json.dumps(results, indent=2))
+        write_atomically(self.out / "results.md", markdown)
+        print(f"report written to {self.out / 'results.md'} (and results.json)")
 
 
 def read_rows(folder: Path, stem: str) -> Iterator[Row]:
     """The rows of every shard's ``stem`` file in ``folder`` (the whole run's first, then by name), the
-    committed ``stem.jsonl.gz`` before them."""
+    committed ``stem.jsonl.gz`` before them; a partial last line (a row being written, or a killed run's)
+    is left out.
+
+    Raises
+    ------
+    RowFileError
+        Naming the file and line of a line that is not a row.
+    """
     packed = folder / f"{stem}.jsonl.gz"
     whole = folder / f"{stem}.jsonl"
     paths = [path for path in (packed, whole) if path.exists()]
     for path in paths + sorted(folder.glob(f"{stem}.shard-*-of-*.jsonl")):
-        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-        for line in text.splitlines():
-            if line.strip():
-                yield json.loads(line)
+        yield from parse_rows(path)
+
+
+def announce_resume(out: Path, done: int, total: int, unit: str) -> None:
+    """Say that a run resumes, and how far it got, when some of its work is on disk already."""
+    if done == total:
+        print(f"{out}: all {total} {unit} are on disk already; writing the report")
+    elif done:
+        print(f"resuming {done} of {total} {unit} from {out}; running the other {total - done}")
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -175,6 +191,10 @@ class StoredRun(ABC):
         """How many pieces of the whole run's work (every shard's) are not on disk yet."""
 
     @abstractmethod
+    def size(self) -> int:
+        """How many pieces of work the whole run has (every shard's)."""
+
+    @abstractmethod
     def report(self) -> dict[str, Any]:
         """Write the report from every row on disk; returns the results."""
 
@@ -220,6 +240,10 @@ class MethodRecordRun(StoredRun):
         """How many (method, record) runs are not on disk yet (all shards)."""
         return sum(map(len, self._todo(self.records)))
 
+    def size(self) -> int:
+        """How many (method, record) runs the whole run has."""
+        return len(self.methods) * len(self.records)
+
     def compute(self) -> None:
         """Run this shard's records that are not on disk yet."""
         import torch
@@ -246,9 +270,14 @@ def _method_and_record(row: Row) -> tuple[str, str]:
 class ShardedRun(Protocol):
     """A benchmark whose work splits by record: :meth:`compute` one shard, :meth:`report` from disk."""
 
+    @property
+    def out(self) -> Path: ...
+
     def compute(self) -> None: ...
 
     def missing(self) -> int: ...
+
+    def size(self) -> int: ...
 
     def report(self) -> dict[str, Any]: ...
 
@@ -261,6 +290,8 @@ def run_sharded(run: ShardedRun, processes: Processes, report_only: bool = False
     records every method has finished), e.g. to look at a run that other processes are still writing."""
     if report_only:
         return run.report() if processes.is_main else None
+    if processes.is_main:
+        announce_resume(run.out, run.size() - run.missing(), run.size(), "(method, record) runs")
     run.compute()
     processes.wait()
     if not processes.is_main:

@@ -10,12 +10,14 @@ as a single one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 T = TypeVar("T")
 
@@ -63,6 +65,11 @@ class Shard:
         """What a progress bar adds for this shard (nothing for a whole run)."""
         return "" if self.whole else f" [shard {self}]"
 
+    def overlaps(self, other: Shard) -> bool:
+        """Whether a record belongs to both shards (``i % N == I`` and ``i % M == J`` have a common solution
+        exactly when ``I - J`` is a multiple of ``gcd(N, M)``)."""
+        return (self.index - other.index) % math.gcd(self.count, other.count) == 0
+
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
@@ -80,6 +87,7 @@ class Processes:
     @classmethod
     def start(cls, shard: Shard | None = None) -> Processes:
         """Join the processes ``accelerate launch`` / ``torchrun`` started (or be the only one)."""
+        import torch
         from accelerate import PartialState
 
         accelerator = getattr(torch, "accelerator", None)

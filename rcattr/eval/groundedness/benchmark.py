@@ -45,11 +45,14 @@ from rcattr.attributor import RCAttributor
 from rcattr.base import Example
 from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.metrics import resampled_summary
-from rcattr.eval.common.run_store import RunStore, record_id
+from rcattr.eval.common.run_args import run_folder
+from rcattr.eval.common.run_store import RunStore, announce_resume, record_id
+from rcattr.eval.common.sharding import Shard
 from rcattr.eval.groundedness import unsupported_tokens
 from rcattr.eval.groundedness.answer_edits import edit_answers
 from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.kv import data as kv_data
+from rcattr.options import positive_int
 from rcattr.prompting import ContextInput
 
 SIGNALS = (
@@ -187,6 +190,8 @@ def run_relevance(
     pairs = relevance_pairs(args.limit, args.seed)
     keys = [f"{pair.id}:{condition}" for pair in pairs for condition in CONDITIONS]
     todo = set(store.todo("signals", keys, key=record_id)) if attributor is not None else set()
+    if attributor is not None:
+        announce_resume(store.out, len(keys) - len(todo), len(keys), "context-relevance answers")
     rng = random.Random(args.seed)
     with store.appending("signals") as write:
         for pair in tqdm(pairs, desc="context relevance", disable=not todo):
@@ -213,6 +218,8 @@ def run_unsupported(
         stem = f"tokens-{dataset}"
         keys = [e.record.id for e in edited]
         todo = set(store.todo(stem, keys, key=record_id)) if attributor is not None else set()
+        if attributor is not None:
+            announce_resume(store.out, len(keys) - len(todo), len(keys), f"edited {dataset} answers")
         with store.appending(stem) as write:
             for answer in tqdm(edited, desc=f"unsupported tokens ({dataset})", disable=not todo):
                 if answer.record.id not in todo or attributor is None:
@@ -248,11 +255,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="benchmarks to run (default: both)",
     )
     parser.add_argument(
-        "--limit", type=int, default=200, help="context relevance: answerable questions (default 200)"
+        "--limit",
+        type=positive_int,
+        default=200,
+        help="context relevance: answerable questions (default 200)",
     )
     parser.add_argument(
         "--records",
-        type=int,
+        type=positive_int,
         default=None,
         help="unsupported tokens: records read per dataset, before keeping those with an edit (default all)",
     )
@@ -285,15 +295,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
+    with run_folder(args.out, Shard(), args.report_only):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The benchmarks of the command line ``args``, in its run folder (held by the caller)."""
     from rcattr.models import load_model
 
-    torch.set_grad_enabled(False)
-    attributor = None if args.report_only else RCAttributor(*load_model(args.model))
     store = RunStore(args.out, rows="records")
     settings = {"model": args.model, "max_new_tokens": args.max_new_tokens, "seed": args.seed}
     if "unsupported" in args.task:  # a context-relevance run folder from before the edits resumes as it was
         settings["max_edits"] = args.max_edits
-    store.claim(settings)
+    store.claim(settings)  # before the model loads: a folder of another run is refused at once
+    torch.set_grad_enabled(False)
+    attributor = None if args.report_only else RCAttributor(*load_model(args.model))
     results: dict[str, Any] = {}
     report = []
     if "relevance" in args.task:

@@ -2,21 +2,11 @@
 QMSum and needles; its settings, data, methods and registry, protocol, metrics, runner, tables and plots.
 """
 
-from rcattr.eval.kv.cli import (
-    DEFAULT_MAX_NEW_TOKENS,
-    INSTRUCTIONS,
-    METHODS,
-    PROTOCOL,
-    QUALITY,
-    RESUMABLE_CHANGES,
-    KVBenchmark,
-    KVBenchmarkConfig,
-    PressFamily,
-    RCFamily,
-    default_kv_methods,
-    load_records,
-    main,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rcattr._lazy import lazy_exports
 
 __all__ = [
     "DEFAULT_MAX_NEW_TOKENS",
@@ -33,3 +23,23 @@ __all__ = [
     "load_records",
     "main",
 ]
+
+if TYPE_CHECKING:
+    from rcattr.eval.kv.cli import (
+        DEFAULT_MAX_NEW_TOKENS,
+        INSTRUCTIONS,
+        METHODS,
+        PROTOCOL,
+        QUALITY,
+        RESUMABLE_CHANGES,
+        KVBenchmark,
+        KVBenchmarkConfig,
+        PressFamily,
+        RCFamily,
+        default_kv_methods,
+        load_records,
+        main,
+    )
+
+# imported on first use: `python -m rcattr.eval.kv` checks its run folder before torch loads
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "rcattr.eval.kv.cli"))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rcattr.eval.common.datasets import DATA_HELP
-from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods
+from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
 from rcattr.eval.common.run_store import run_sharded
 from rcattr.eval.common.sharding import Processes
 from rcattr.eval.kv.config import (
@@ -147,12 +147,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError as error:
             raise SystemExit(str(error)) from error
     processes = Processes.start(args.shard)
-    model, tokenizer = load_run_model(config.model, args.device_map, processes)
-    results = run_sharded(
-        KVBenchmark(config, model, tokenizer, args.out, processes.shard, methods=methods),
-        processes,
-        args.report_only,
-    )
+    with run_folder(args.out, processes.shard, args.report_only):
+        model, tokenizer = load_run_model(config.model, args.device_map, processes)
+        results = run_sharded(
+            KVBenchmark(config, model, tokenizer, args.out, processes.shard, methods=methods),
+            processes,
+            args.report_only,
+        )
     if results is not None:
         print(markdown_table(results))
     return 0

@@ -24,7 +24,7 @@ import argparse
 from collections.abc import Sequence
 
 from rcattr.eval.common.datasets import DATA_HELP
-from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods
+from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
 from rcattr.eval.common.run_store import run_sharded
 from rcattr.eval.common.sharding import Processes
 from rcattr.eval.kv.methods import import_kvpress
@@ -92,12 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError as error:
             raise SystemExit(str(error)) from error
     processes = Processes.start(args.shard)
-    model, tokenizer = load_run_model(config.model, args.device_map, processes)
-    results = run_sharded(
-        LongGenerationBenchmark(config, model, tokenizer, args.out, processes.shard),
-        processes,
-        args.report_only,
-    )
+    with run_folder(args.out, processes.shard, args.report_only):
+        model, tokenizer = load_run_model(config.model, args.device_map, processes)
+        results = run_sharded(
+            LongGenerationBenchmark(config, model, tokenizer, args.out, processes.shard),
+            processes,
+            args.report_only,
+        )
     if results is not None:
         print(table_long(results))
     return 0

@@ -97,7 +97,7 @@ def test_resumes_without_recomputing_and_refuses_other_settings(saved_llama, quo
     assert results["methods"]["random"]["n_records"] == 3
     later = _run(saved_llama, out, "--methods", "bm25")  # the report keeps every method on disk
     assert set(later["methods"]) == {"bm25", "random"}
-    with pytest.raises(ValueError, match="top_k"):
+    with pytest.raises(SystemExit, match="top_k"):
         _run(saved_llama, out, "--methods", "random", "--top-k", "5")
 
 

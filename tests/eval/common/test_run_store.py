@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rcattr.eval.common.run_store import RunStore, read_rows, record_id, run_sharded
+from rcattr.eval.common.run_store import RunSettingsError, RunStore, read_rows, record_id, run_sharded
 from rcattr.eval.common.sharding import Processes, Shard
 
 IDS = ["a", "b", "c", "d", "e"]
@@ -65,7 +65,7 @@ def test_a_folder_is_claimed_by_one_run(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "records").is_dir()
     store.claim({"dataset": "quotesum", "top_k": 5, "methods": ["rc", "bm25"]}, resumable=("methods",))
     assert json.loads((tmp_path / "run" / "config.json").read_text())["methods"] == ["rc", "bm25"]
-    with pytest.raises(ValueError, match=r"other settings \(top_k\)"):
+    with pytest.raises(RunSettingsError, match=r"other settings \(top_k: 5 there, 3 now\)"):
         store.claim({"dataset": "quotesum", "top_k": 3, "methods": ["rc"]}, resumable=("methods",))
 
 
@@ -73,6 +73,7 @@ def test_a_folder_is_claimed_by_one_run(tmp_path: Path) -> None:
 class CountingRun:
     """A run of three pieces of work, two of them done by shards before."""
 
+    out: Path = Path("runs/counting")
     computed: int = 0
     reports: list[dict[str, Any]] = field(default_factory=list)
 
@@ -81,6 +82,9 @@ class CountingRun:
 
     def missing(self) -> int:
         return 1
+
+    def size(self) -> int:
+        return 3
 
     def report(self) -> dict[str, Any]:
         self.reports.append({"n": len(self.reports)})
@@ -94,4 +98,6 @@ def test_report_only_computes_nothing_and_a_shard_writes_no_report(capsys) -> No
     assert run_sharded(run, alone) == {"n": 1} and run.computed == 1
     shard = Processes.start(Shard(0, 2))
     assert run_sharded(run, shard) is None and run.computed == 2 and len(run.reports) == 2
-    assert "shard 0/2 done; 1 run(s)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "shard 0/2 done; 1 run(s)" in printed
+    assert "resuming 2 of 3 (method, record) runs from runs/counting; running the other 1" in printed

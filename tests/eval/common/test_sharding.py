@@ -99,7 +99,7 @@ def test_a_shard_of_another_run_is_refused(saved_llama, quotesum_data) -> None:
         str(out),
     ]
     main([*arguments, "--shard", "0/2"])
-    with pytest.raises(ValueError, match="top_k"):
+    with pytest.raises(SystemExit, match="top_k"):
         main([*arguments, "--shard", "1/2", "--top-k", "3"])
 
 

@@ -118,7 +118,7 @@ def test_rc_runs_without_kvpress_writes_the_report_and_resumes(saved_model, data
         saved_model, out, "--methods", "rc", "--c", "0.5,1.0,2.0", "--window", "8", "--rc-variants", "paper"
     )
     assert _lines(out) == 8 and "rc/c=2/w=8" in results["methods"]
-    with pytest.raises(ValueError, match="other settings.*max_new_tokens"):
+    with pytest.raises(SystemExit, match="other settings.*max_new_tokens"):
         main(_arguments(saved_model, out, "--methods", "rc", "--max-new-tokens", "5"))
 
 

@@ -1,0 +1,210 @@
+"""One writer per run folder (and shard): a lock file that names its holder.
+
+A process that writes a run's rows holds ``OUT/.lock`` (``OUT/.lock.shard-I-of-N`` for shard ``I/N``) with an
+exclusive ``flock`` and keeps its pid, host, start time and command line in it. A second process on the same
+folder refuses at once, naming the holder, when its shard shares a record with a live lock's shard (a whole
+run shares every record; shards ``0/2`` and ``1/2`` none, so they write side by side). The kernel drops the
+``flock`` of a process that dies, however it dies: a lock file left by a dead process is taken over, with a
+warning naming it. This module needs only the standard library, so a command can check the lock before it
+imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from rcattr.eval.common.sharding import Shard
+
+logger = logging.getLogger(__name__)
+LOCK_NAME = ".lock"
+
+
+class RunLockedError(RuntimeError):
+    """Another live process writes the run folder (or a shard sharing records with this one)."""
+
+
+def lock_path(folder: Path, shard: Shard) -> Path:
+    """The lock file of ``shard``'s writes in ``folder``."""
+    return folder / (LOCK_NAME if shard.whole else f"{LOCK_NAME}.shard-{shard.index}-of-{shard.count}")
+
+
+class RunLock:
+    """The lock of ``shard``'s writes in the run folder ``folder``; a context manager.
+
+    Examples
+    --------
+    >>> with RunLock(tmp_path, Shard()):  # doctest: +SKIP
+    ...     ...  # a second RunLock(tmp_path, Shard()) raises RunLockedError here
+    """
+
+    def __init__(self, folder: str | Path, shard: Shard | None = None) -> None:
+        self.folder = Path(folder)
+        self.shard = shard or Shard()
+        self.path = lock_path(self.folder, self.shard)
+        self._handle: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock.
+
+        Raises
+        ------
+        RunLockedError
+            Naming the live process that holds this lock or one whose shard shares records with this one.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = _lock_file(self.path, exclusive=True)
+        if handle is None:
+            raise RunLockedError(_held_message(self.path, self.folder))
+        previous = _holder(self.path)
+        if previous:
+            logger.warning(
+                "%s: taking over the lock of %s, which is no longer running", self.folder, _describe(previous)
+            )
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, json.dumps(_this_process(self.shard)).encode(), 0)
+        self._handle = handle
+        for other in sorted(self.folder.glob(f"{LOCK_NAME}*")):
+            shard = _lock_shard(other)
+            if other != self.path and shard is not None and shard.overlaps(self.shard) and _is_held(other):
+                self.release()
+                raise RunLockedError(_held_message(other, self.folder))
+
+    def release(self) -> None:
+        """Give the lock back (and delete its file)."""
+        if self._handle is None:
+            return
+        self.path.unlink(missing_ok=True)  # before the unlock: a process waiting on this file sees it is gone
+        os.close(self._handle)
+        self._handle = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def check_unlocked(folder: str | Path, shard: Shard | None = None) -> None:
+    """Raise :class:`RunLockedError` if a live process holds a lock of ``folder`` sharing records with
+    ``shard``; takes nothing (a quick check before a command's slow start; :class:`RunLock` decides)."""
+    folder, shard = Path(folder), shard or Shard()
+    for path in sorted(folder.glob(f"{LOCK_NAME}*")) if folder.is_dir() else []:
+        other = _lock_shard(path)
+        if other is not None and other.overlaps(shard) and _is_held(path):
+            raise RunLockedError(_held_message(path, folder))
+
+
+def exit_if_locked(argv: Sequence[str], default_out: str | None = None) -> None:
+    """End a benchmark command at once, before its slow imports, when the ``--out`` (and ``--shard``) of
+    its command line ``argv`` name a folder another live run writes (a quick check: :class:`RunLock`
+    decides later; ``--report-only`` only reads, and is let through)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--out", default=default_out)
+    parser.add_argument("--shard")
+    parser.add_argument("--report-only", action="store_true")
+    args, _ = parser.parse_known_args(argv)
+    if args.out is None or args.report_only:
+        return
+    try:
+        requested = Shard.parse(args.shard) if args.shard else Shard()
+    except ValueError:
+        return  # the command's own parser says what is wrong
+    # under accelerate launch / torchrun, this process's part of the shard (Processes.start splits it so)
+    shard = requested.split(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)))
+    try:
+        check_unlocked(args.out, shard)
+    except RunLockedError as error:
+        raise SystemExit(str(error)) from None
+
+
+def _lock_file(path: Path, exclusive: bool) -> int | None:
+    """An open handle on ``path`` locked with ``flock`` (None if another process holds it): retried when the
+    holder deleted the file between our open and our lock, so the handle is on the file at ``path``."""
+    while True:
+        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(handle)
+            return None
+        try:
+            if os.stat(path).st_ino == os.fstat(handle).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
+        os.close(handle)
+
+
+def _is_held(path: Path) -> bool:
+    """Whether a live process holds the lock file ``path``."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(handle)
+    return False
+
+
+def _lock_shard(path: Path) -> Shard | None:
+    """The shard a lock file's name stands for (None for a name that is not a lock's)."""
+    if path.name == LOCK_NAME:
+        return Shard()
+    suffix = path.name.removeprefix(f"{LOCK_NAME}.shard-")
+    index, _, count = suffix.partition("-of-")
+    if suffix == path.name or not index.isdigit() or not count.isdigit():
+        return None
+    return Shard(int(index), int(count))
+
+
+def _holder(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+        return dict(json.loads(text)) if text.strip() else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def _describe(holder: dict[str, Any]) -> str:
+    if not holder:
+        return "another process (its lock file names none)"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("started", 0)))
+    return (
+        f"pid {holder.get('pid')} on {holder.get('host')} (shard {holder.get('shard')}, started {started}: "
+        f"{holder.get('command')})"
+    )
+
+
+def _held_message(path: Path, folder: Path) -> str:
+    return (
+        f"{folder} is being written by {_describe(_holder(path))}; wait for it to finish, or use another --out "
+        "(--report-only reads a folder in use)"
+    )
+
+
+def _this_process(shard: Shard) -> dict[str, Any]:
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "shard": str(shard),
+        "started": time.time(),
+        "command": " ".join(sys.argv),
+    }

@@ -1,0 +1,102 @@
+"""One writer per run folder and shard: a second writer refuses at once naming the holder, shards that share
+no record write side by side, a lock left by a dead process is taken over with a warning."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rcattr.eval.common.run_lock import RunLock, RunLockedError, check_unlocked, exit_if_locked, lock_path
+from rcattr.eval.common.sharding import Shard
+
+
+def test_a_second_writer_is_refused_naming_the_holder_until_the_first_is_done(tmp_path) -> None:
+    with RunLock(tmp_path) as first:
+        holder = json.loads(first.path.read_text())
+        assert holder["pid"] == os.getpid() and holder["shard"] == "0/1"
+        with pytest.raises(RunLockedError, match=rf"is being written by pid {os.getpid()} on "):
+            RunLock(tmp_path).acquire()
+        with pytest.raises(RunLockedError):
+            check_unlocked(tmp_path)
+    assert not first.path.exists()
+    check_unlocked(tmp_path)
+    with RunLock(tmp_path):  # free again
+        pass
+
+
+@pytest.mark.parametrize(
+    ("held", "wanted", "refused"),
+    [
+        (Shard(0, 2), Shard(1, 2), False),
+        (Shard(0, 2), Shard(), True),
+        (Shard(), Shard(1, 2), True),
+        (Shard(0, 2), Shard(2, 4), True),  # record 2 is in both
+        (Shard(0, 2), Shard(1, 4), False),
+        (Shard(1, 3), Shard(1, 3), True),
+    ],
+)
+def test_shards_sharing_no_record_write_side_by_side(tmp_path, held, wanted, refused) -> None:
+    assert held.overlaps(wanted) == refused
+    with RunLock(tmp_path, held):
+        if refused:
+            with pytest.raises(RunLockedError, match=f"shard {held}"):
+                RunLock(tmp_path, wanted).acquire()
+            assert held == wanted or not lock_path(tmp_path, wanted).exists()  # a refusal leaves nothing
+        else:
+            with RunLock(tmp_path, wanted):
+                pass
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_warning(tmp_path, caplog) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    stale = {
+        "pid": int(dead.stdout),
+        "host": "elsewhere",
+        "shard": "0/1",
+        "started": 0,
+        "command": "killed run",
+    }
+    lock_path(tmp_path, Shard()).write_text(json.dumps(stale))
+    check_unlocked(tmp_path)  # no live holder
+    with caplog.at_level(logging.WARNING), RunLock(tmp_path):
+        pass
+    [warning] = [record.getMessage() for record in caplog.records]
+    assert f"taking over the lock of pid {stale['pid']} on elsewhere" in warning and "killed run" in warning
+
+
+def test_a_lock_held_by_another_process_is_seen_and_dropped_when_it_is_killed(tmp_path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from rcattr.eval.common.run_lock import RunLock; "
+            f"RunLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(SystemExit, match=f"pid {holder.pid} on "):
+            exit_if_locked(["--dataset", "quotesum", "--out", str(tmp_path)])
+        exit_if_locked(["--out", str(tmp_path), "--report-only"])  # reading a folder in use is allowed
+    finally:
+        holder.kill()
+        holder.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the kernel drops a dead process's lock
+        try:
+            check_unlocked(tmp_path)
+            break
+        except RunLockedError:
+            time.sleep(0.05)
+    with RunLock(tmp_path):
+        pass
