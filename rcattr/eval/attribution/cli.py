@@ -33,7 +33,7 @@ from rcattr.eval.common.datasets import DATA_HELP
 from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
 from rcattr.eval.common.run_store import run_sharded
 from rcattr.eval.common.sharding import Processes
-from rcattr.options import parse_head_count
+from rcattr.options import parse_head_count, positive_int
 
 __all__ = [
     "DEFAULT_METHOD_LIMITS",
@@ -78,10 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--granularity", default="chunk", choices=("chunk", "sentence", "token"))
     parser.add_argument(
-        "--max-tokens", type=int, default=4096, help="leave out longer records (default 4096)"
+        "--max-tokens", type=positive_int, default=4096, help="leave out longer records (default 4096)"
     )
     parser.add_argument("--hidden-state-layer", type=int, help="layer for hidden_state (default: middle)")
-    parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (default 16)")
+    parser.add_argument(
+        "--ig-steps", type=positive_int, default=16, help="integrated-gradients steps (default 16)"
+    )
     parser.add_argument(
         "--faithfulness",
         type=int,
@@ -89,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="ContextCite drop@k and LDS on the first N records",
     )
-    parser.add_argument("--lds-samples", type=int, default=32, help="random ablations per record for LDS")
+    parser.add_argument(
+        "--lds-samples", type=positive_int, default=32, help="random ablations per record for LDS"
+    )
     return parser
 
 

@@ -125,9 +125,13 @@ class AttributionBenchmark(StoredRun):
         if not todo:
             return
         built = method.build(self.model, self.tokenizer, self.config)
-        progress = tqdm(todo, desc=f"{self.config.dataset}/{method.name}{self.shard.label}", unit="record")
-        with PeakMemory() as peak, self.store.appending(method.name) as write:
-            for record in progress:
+        with (
+            self.store.appending(method.name) as write,
+            PeakMemory() as peak,
+        ):  # a partial row set aside first
+            for record in tqdm(
+                todo, desc=f"{self.config.dataset}/{method.name}{self.shard.label}", unit="record"
+            ):
                 start = time.perf_counter()
                 row = method.row(built, record, self.config)
                 write({"id": record.id, **row, "seconds": time.perf_counter() - start})

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from rcattr.eval.common.row_files import Row, appending_rows, parse_rows
+from rcattr.eval.common.run_lock import RunLock
 from rcattr.eval.common.sharding import Processes, Shard
 
 K = TypeVar("K", bound=Hashable)
@@ -199,9 +200,11 @@ class StoredRun(ABC):
         """Write the report from every row on disk; returns the results."""
 
     def run(self) -> dict[str, Any]:
-        """Run what is not on disk yet, then write the report; returns the results."""
-        self.compute()
-        return self.report()
+        """Run what is not on disk yet, holding the folder's lock for this shard (a second writer is refused:
+        :class:`~rcattr.eval.common.run_lock.RunLock`), then write the report; returns the results."""
+        with RunLock(self.out, self.shard):
+            self.compute()
+            return self.report()
 
 
 class MethodRecordRun(StoredRun):
@@ -253,10 +256,13 @@ class MethodRecordRun(StoredRun):
         todo = self._todo(records)
         if not any(todo):
             return
-        progress = tqdm(
-            total=sum(map(len, todo)), desc=f"{self.progress_label}{self.shard.label}", unit="run"
-        )
-        with self.store.appending(self.ROWS) as write, progress, torch.no_grad():
+        bar = {
+            "total": sum(map(len, todo)),
+            "desc": f"{self.progress_label}{self.shard.label}",
+            "unit": "run",
+        }
+        # entered in order: a partial row is set aside (and said so) before the bar shows
+        with self.store.appending(self.ROWS) as write, torch.no_grad(), tqdm(**bar) as progress:
             for record, methods in zip(records, todo, strict=True):
                 if methods:
                     for row in self.run_record(record, methods, progress):

@@ -273,7 +273,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--model", default=None, help="model path or hub id (default: the offline default model)"
     )
     parser.add_argument(
-        "--max-new-tokens", type=int, default=32, help="context relevance: answer length cap (default 32)"
+        "--max-new-tokens",
+        type=positive_int,
+        default=32,
+        help="context relevance: answer length cap (default 32)",
     )
     parser.add_argument(
         "--datasets",
@@ -283,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="unsupported tokens: datasets (default: both)",
     )
     parser.add_argument(
-        "--max-edits", type=int, default=2, help="unsupported tokens: edits per answer (default 2)"
+        "--max-edits", type=positive_int, default=2, help="unsupported tokens: edits per answer (default 2)"
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="other-paragraph draw, edits and random signal (default 0)"

@@ -46,6 +46,7 @@ from rcattr.eval.kv.methods import RC_VARIANT_WORDS, import_kvpress
 from rcattr.eval.kv.registry import PressFamily, RCFamily, default_kv_methods
 from rcattr.eval.kv.runner import KVBenchmark
 from rcattr.eval.kv.tables import markdown_table
+from rcattr.options import positive_int
 
 # the module's docstring is the command's --help; the pieces: settings (kv_config), caches (kv_methods) and
 # methods by name (kv_registry), the runner (kv_runner), the report (kv_results, kv_tables, kv_plots)
@@ -112,12 +113,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--context-tokens",
-        type=int,
+        type=positive_int,
         default=defaults.context_tokens,
         help="QMSum: token budget of the meeting excerpt around the gold turns (default 1024)",
     )
     parser.add_argument(
-        "--max-new-tokens", type=int, help=f"answer length limit (default: {DEFAULT_MAX_NEW_TOKENS})"
+        "--max-new-tokens", type=positive_int, help=f"answer length limit (default: {DEFAULT_MAX_NEW_TOKENS})"
     )
     return parser
 

@@ -32,6 +32,7 @@ from rcattr.eval.kv_long.data import LONG_TASKS
 from rcattr.eval.kv_long.methods import DecodingPressMethod, TokenBudget, long_methods
 from rcattr.eval.kv_long.report import table_long
 from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
+from rcattr.options import positive_int
 
 __all__ = ["LongBenchmarkConfig", "LongGenerationBenchmark", "main"]
 
@@ -47,25 +48,33 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--task", required=True, choices=LONG_TASKS)
     add_run_arguments(parser, tuple(long_methods()))
     parser.add_argument(
-        "--budget", type=int, default=defaults.budget.tokens, help="entries kept per key head (default 256)"
+        "--budget",
+        type=positive_int,
+        default=defaults.budget.tokens,
+        help="entries kept per key head (default 256)",
     )
     parser.add_argument(
-        "--every", type=int, default=defaults.budget.every, help="evict every N generated tokens (default 32)"
+        "--every",
+        type=positive_int,
+        default=defaults.budget.every,
+        help="evict every N generated tokens (default 32)",
     )
     parser.add_argument(
         "--context-tokens",
-        type=int,
+        type=positive_int,
         default=defaults.context_tokens,
         help="QMSum: meeting excerpt length (default 1024)",
     )
     parser.add_argument(
         "--prefix-tokens",
-        type=int,
+        type=positive_int,
         default=defaults.prefix_tokens,
         help="needle: answer prefix length (default 256)",
     )
     parser.add_argument(
-        "--max-new-tokens", type=int, help="answer length limit (default 512 for qmsum, 32 for needle)"
+        "--max-new-tokens",
+        type=positive_int,
+        help="answer length limit (default 512 for qmsum, 32 for needle)",
     )
     return parser
 

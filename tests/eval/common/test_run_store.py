@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from rcattr.eval.common.run_store import RunSettingsError, RunStore, read_rows, record_id, run_sharded
+from rcattr.eval.common.run_lock import RunLock, RunLockedError
+from rcattr.eval.common.run_store import (
+    RunSettingsError,
+    RunStore,
+    StoredRun,
+    read_rows,
+    record_id,
+    run_sharded,
+)
 from rcattr.eval.common.sharding import Processes, Shard
 
 IDS = ["a", "b", "c", "d", "e"]
@@ -101,3 +109,27 @@ def test_report_only_computes_nothing_and_a_shard_writes_no_report(capsys) -> No
     printed = capsys.readouterr().out
     assert "shard 0/2 done; 1 run(s)" in printed
     assert "resuming 2 of 3 (method, record) runs from runs/counting; running the other 1" in printed
+
+
+class OneRow(StoredRun):
+    def compute(self) -> None:
+        with self.store.appending("rows") as write:
+            write({"id": "a"})
+
+    def missing(self) -> int:
+        return 0
+
+    def size(self) -> int:
+        return 1
+
+    def report(self) -> dict[str, Any]:
+        return {"rows": len(list(self.store.rows("rows")))}
+
+
+def test_a_run_through_the_api_holds_the_folder_lock_too(tmp_path: Path) -> None:
+    run = OneRow(tmp_path, {"dataset": "quotesum"}, resumable=())
+    with RunLock(tmp_path), pytest.raises(RunLockedError, match="is being written by"):
+        run.run()
+    assert not (tmp_path / "rows.jsonl").exists()
+    assert run.run() == {"rows": 1}
+    assert not (tmp_path / ".lock").exists()
