@@ -12,45 +12,6 @@ from rcattr._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_EXPORTS: dict[str, str] = {
-    "BottomHeads": "rcattr.selectors",
-    "CaptureStep": "rcattr.capture",
-    "ContextInput": "rcattr.prompting",
-    "FixedHeads": "rcattr.selectors",
-    "HeadSelection": "rcattr.result",
-    "LogitCapture": "rcattr.capture",
-    "LogitStore": "rcattr.capture",
-    "OutlierHeads": "rcattr.selectors",
-    "RCAttributionResult": "rcattr.result",
-    "RCAttributor": "rcattr.attributor",
-    "TextSpan": "rcattr.segmentation",
-    "TopHeads": "rcattr.selectors",
-    "expected_rc": "rcattr.stats",
-    "load_model": "rcattr.models",
-    "overlap_bounds": "rcattr.stats",
-    "phi": "rcattr.stats",
-    "probability_of_superiority": "rcattr.stats",
-}
-
-__all__ = [
-    "BottomHeads",
-    "CaptureStep",
-    "ContextInput",
-    "FixedHeads",
-    "HeadSelection",
-    "LogitCapture",
-    "LogitStore",
-    "OutlierHeads",
-    "RCAttributionResult",
-    "RCAttributor",
-    "TextSpan",
-    "TopHeads",
-    "expected_rc",
-    "load_model",
-    "overlap_bounds",
-    "phi",
-    "probability_of_superiority",
-]
 
 if TYPE_CHECKING:
     from rcattr.attributor import RCAttributor
@@ -63,4 +24,16 @@ if TYPE_CHECKING:
     from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".attributor": ["RCAttributor"],
+        ".capture": ["CaptureStep", "LogitCapture", "LogitStore"],
+        ".models": ["load_model"],
+        ".prompting": ["ContextInput"],
+        ".result": ["HeadSelection", "RCAttributionResult"],
+        ".segmentation": ["TextSpan"],
+        ".selectors": ["BottomHeads", "FixedHeads", "OutlierHeads", "TopHeads"],
+        ".stats": ["expected_rc", "overlap_bounds", "phi", "probability_of_superiority"],
+    },
+)

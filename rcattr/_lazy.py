@@ -4,21 +4,28 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
 def lazy_exports(
-    package: str, exports: Mapping[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``, importing each name of ``exports`` (name -> the
-    module that defines it) on first use.
+    package: str, modules: Mapping[str, Sequence[str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names are those of
+    ``modules`` (a module, relative to ``package`` when it starts with a dot -> the names it defines), each
+    imported on first use.
 
     Examples
     --------
-    >>> __getattr__, __dir__ = lazy_exports(__name__, {"main": "rcattr.eval.kv.cli"})  # doctest: +SKIP
+    >>> __getattr__, __dir__, __all__ = lazy_exports(__name__, {".cli": ["main"]})  # doctest: +SKIP
     """
+    exports = {
+        name: importlib.util.resolve_name(module, package)
+        for module, names in modules.items()
+        for name in names
+    }
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
@@ -30,4 +37,4 @@ def lazy_exports(
     def __dir__() -> list[str]:
         return sorted([*vars(sys.modules[package]), *exports])
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(exports)

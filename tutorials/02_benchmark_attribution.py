@@ -35,7 +35,7 @@ import torch
 
 from rcattr import load_model
 from rcattr.base import SpanAttributor
-from rcattr.eval.attribution.cli import (
+from rcattr.eval.attribution import (
     AttributionBenchmark,
     BenchmarkConfig,
     SpanAttributorMethod,

@@ -9,38 +9,25 @@ from typing import TYPE_CHECKING
 
 from rcattr._lazy import lazy_exports
 
-__all__ = [
-    "DEFAULT_METHOD_LIMITS",
-    "METHODS",
-    "PROTOCOL",
-    "AttributionBenchmark",
-    "AttributionMethod",
-    "BenchmarkConfig",
-    "SpanAttributorMethod",
-    "SweepMethod",
-    "config_from_args",
-    "default_methods",
-    "main",
-    "markdown_table",
-    "plot_sweep",
-]
-
 if TYPE_CHECKING:
-    from rcattr.eval.attribution.cli import (
-        DEFAULT_METHOD_LIMITS,
-        METHODS,
-        PROTOCOL,
-        AttributionBenchmark,
-        AttributionMethod,
-        BenchmarkConfig,
-        SpanAttributorMethod,
-        SweepMethod,
-        config_from_args,
-        default_methods,
-        main,
-        markdown_table,
-        plot_sweep,
-    )
+    from rcattr.eval.attribution.cli import config_from_args, main
+    from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, PROTOCOL, BenchmarkConfig
+    from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
+    from rcattr.eval.attribution.methods import METHODS, default_methods
+    from rcattr.eval.attribution.report import markdown_table
+    from rcattr.eval.attribution.runner import AttributionBenchmark
+    from rcattr.eval.attribution.sweep import SweepMethod, plot_sweep
 
 # imported on first use: `python -m rcattr.eval.attribution` checks its run folder before torch loads
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "rcattr.eval.attribution.cli"))
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".cli": ["config_from_args", "main"],
+        ".config": ["BenchmarkConfig", "DEFAULT_METHOD_LIMITS", "PROTOCOL"],
+        ".method": ["AttributionMethod", "SpanAttributorMethod"],
+        ".methods": ["METHODS", "default_methods"],
+        ".report": ["markdown_table"],
+        ".runner": ["AttributionBenchmark"],
+        ".sweep": ["SweepMethod", "plot_sweep"],
+    },
+)

@@ -23,33 +23,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, PROTOCOL, BenchmarkConfig
-from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
-from rcattr.eval.attribution.methods import METHODS, OPTIONAL_METHODS, default_methods
+from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, BenchmarkConfig
+from rcattr.eval.attribution.methods import METHODS, OPTIONAL_METHODS
 from rcattr.eval.attribution.report import markdown_table
 from rcattr.eval.attribution.runner import AttributionBenchmark
-from rcattr.eval.attribution.sweep import SweepMethod, plot_sweep
 from rcattr.eval.common.datasets import DATA_HELP
 from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
 from rcattr.eval.common.run_store import run_sharded
 from rcattr.eval.common.sharding import Processes
 from rcattr.options import parse_head_count, positive_int
 
-__all__ = [
-    "DEFAULT_METHOD_LIMITS",
-    "METHODS",
-    "PROTOCOL",
-    "AttributionBenchmark",
-    "AttributionMethod",
-    "BenchmarkConfig",
-    "SpanAttributorMethod",
-    "SweepMethod",
-    "config_from_args",
-    "default_methods",
-    "main",
-    "markdown_table",
-    "plot_sweep",
-]
+__all__ = ["config_from_args", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:

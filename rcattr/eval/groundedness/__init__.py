@@ -8,12 +8,8 @@ from typing import TYPE_CHECKING
 
 from rcattr._lazy import lazy_exports
 
-__all__ = ["main"]
-
 if TYPE_CHECKING:
-    from rcattr.eval.groundedness.benchmark import (
-        main,
-    )
+    from rcattr.eval.groundedness.benchmark import main
 
 # imported on first use: `python -m rcattr.eval.groundedness` checks its run folder before torch loads
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "rcattr.eval.groundedness.benchmark"))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {".benchmark": ["main"]})

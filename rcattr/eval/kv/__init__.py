@@ -8,38 +8,37 @@ from typing import TYPE_CHECKING
 
 from rcattr._lazy import lazy_exports
 
-__all__ = [
-    "DEFAULT_MAX_NEW_TOKENS",
-    "INSTRUCTIONS",
-    "METHODS",
-    "PROTOCOL",
-    "QUALITY",
-    "RESUMABLE_CHANGES",
-    "KVBenchmark",
-    "KVBenchmarkConfig",
-    "PressFamily",
-    "RCFamily",
-    "default_kv_methods",
-    "load_records",
-    "main",
-]
-
 if TYPE_CHECKING:
-    from rcattr.eval.kv.cli import (
+    from rcattr.eval.kv.cli import main
+    from rcattr.eval.kv.config import (
         DEFAULT_MAX_NEW_TOKENS,
         INSTRUCTIONS,
         METHODS,
         PROTOCOL,
         QUALITY,
         RESUMABLE_CHANGES,
-        KVBenchmark,
         KVBenchmarkConfig,
-        PressFamily,
-        RCFamily,
-        default_kv_methods,
         load_records,
-        main,
     )
+    from rcattr.eval.kv.registry import PressFamily, RCFamily, default_kv_methods
+    from rcattr.eval.kv.runner import KVBenchmark
 
 # imported on first use: `python -m rcattr.eval.kv` checks its run folder before torch loads
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "rcattr.eval.kv.cli"))
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".cli": ["main"],
+        ".config": [
+            "DEFAULT_MAX_NEW_TOKENS",
+            "INSTRUCTIONS",
+            "KVBenchmarkConfig",
+            "METHODS",
+            "PROTOCOL",
+            "QUALITY",
+            "RESUMABLE_CHANGES",
+            "load_records",
+        ],
+        ".registry": ["PressFamily", "RCFamily", "default_kv_methods"],
+        ".runner": ["KVBenchmark"],
+    },
+)

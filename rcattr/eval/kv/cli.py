@@ -33,38 +33,19 @@ from rcattr.eval.common.run_store import run_sharded
 from rcattr.eval.common.sharding import Processes
 from rcattr.eval.kv.config import (
     DEFAULT_MAX_NEW_TOKENS,
-    INSTRUCTIONS,
     METHODS,
-    PROTOCOL,
-    QUALITY,
-    RESUMABLE_CHANGES,
     KVBenchmarkConfig,
-    load_records,
 )
 from rcattr.eval.kv.data import KV_DATASETS
 from rcattr.eval.kv.methods import RC_VARIANT_WORDS, import_kvpress
-from rcattr.eval.kv.registry import PressFamily, RCFamily, default_kv_methods
+from rcattr.eval.kv.registry import default_kv_methods
 from rcattr.eval.kv.runner import KVBenchmark
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.options import positive_int
 
 # the module's docstring is the command's --help; the pieces: settings (kv_config), caches (kv_methods) and
 # methods by name (kv_registry), the runner (kv_runner), the report (kv_results, kv_tables, kv_plots)
-__all__ = [
-    "DEFAULT_MAX_NEW_TOKENS",
-    "INSTRUCTIONS",
-    "METHODS",
-    "PROTOCOL",
-    "QUALITY",
-    "RESUMABLE_CHANGES",
-    "KVBenchmark",
-    "KVBenchmarkConfig",
-    "PressFamily",
-    "RCFamily",
-    "default_kv_methods",
-    "load_records",
-    "main",
-]
+__all__ = ["main"]
 
 
 def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:

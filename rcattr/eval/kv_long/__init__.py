@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 
 from rcattr._lazy import lazy_exports
 
-__all__ = ["LongBenchmarkConfig", "LongGenerationBenchmark", "main"]
-
 if TYPE_CHECKING:
-    from rcattr.eval.kv_long.cli import (
-        LongBenchmarkConfig,
-        LongGenerationBenchmark,
-        main,
-    )
+    from rcattr.eval.kv_long.cli import main
+    from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
 
 # imported on first use: `python -m rcattr.eval.kv_long` checks its run folder before torch loads
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "rcattr.eval.kv_long.cli"))
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".cli": ["main"],
+        ".runner": ["LongBenchmarkConfig", "LongGenerationBenchmark"],
+    },
+)

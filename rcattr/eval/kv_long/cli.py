@@ -34,7 +34,7 @@ from rcattr.eval.kv_long.report import table_long
 from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
 from rcattr.options import positive_int
 
-__all__ = ["LongBenchmarkConfig", "LongGenerationBenchmark", "main"]
+__all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:

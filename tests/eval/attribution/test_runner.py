@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rcattr.base import AttributionInput, Example, SpanAttributor
-from rcattr.eval.attribution.cli import (
+from rcattr.eval.attribution import (
     AttributionBenchmark,
     BenchmarkConfig,
     SpanAttributorMethod,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rcattr.eval.kv.cli import KVBenchmark, KVBenchmarkConfig
+from rcattr.eval.kv import KVBenchmark, KVBenchmarkConfig
 
 pytestmark = pytest.mark.real_model
 

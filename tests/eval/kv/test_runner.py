@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from rcattr.eval.kv.cli import KVBenchmark, KVBenchmarkConfig, default_kv_methods, main
+from rcattr.eval.kv import KVBenchmark, KVBenchmarkConfig, default_kv_methods, main
 from rcattr.eval.kv.methods import (
     PRESSES,
     KVMethod,
