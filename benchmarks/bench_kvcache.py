@@ -140,6 +140,8 @@ def main() -> None:
         help="add rc+decode+question: decode-time eviction also against the question's window",
     )
     args = parser.parse_args()
+    if args.question_window and args.decode_every is None:
+        parser.error("--question-window needs --decode-every: the question's window scores decode-time eviction")
 
     torch.set_grad_enabled(False)
     model, tokenizer = load_model()
