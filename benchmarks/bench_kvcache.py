@@ -141,7 +141,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.question_window and args.decode_every is None:
-        parser.error("--question-window needs --decode-every: the question's window scores decode-time eviction")
+        parser.error(
+            "--question-window needs --decode-every: the question's window scores decode-time eviction"
+        )
 
     torch.set_grad_enabled(False)
     model, tokenizer = load_model()
