@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rcattr.cli import main
@@ -123,6 +125,22 @@ def _context_files(directory):
         (["explain", "--context", "{d}/good.txt", "--html", "{d}/no/such/dir/r.html"], "the folder"),
         (["heads", "--out", "{d}/heads.bmpx"], "cannot tell an image format from '.bmpx'"),
         (["compress", "--context", "{d}/good.txt", "--heatmap", "{d}"], "is a directory; give a file name"),
+        (
+            ["explain", "--context", "{d}/good.txt", "--html", "{d}/r.png"],
+            "cannot tell an HTML page from '.png'",
+        ),
+        *(
+            pytest.param(
+                argv,
+                f"{argv[-2]}: cannot write in the folder /proc",
+                marks=pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc here"),
+            )
+            for argv in (
+                ["explain", "--context", "{d}/good.txt", "--html", "/proc/x.html"],
+                ["compress", "--context", "{d}/good.txt", "--heatmap", "/proc/e.png"],
+                ["heads", "--out", "/proc/heads.png"],
+            )
+        ),
     ],
 )
 def test_bad_files_and_paths_are_one_line_before_any_model_work(tmp_path, capsys, monkeypatch, argv, message):
