@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from rcattr.eval.kv.data import load_squad
 from rcattr.eval.kv.scorers import AblationScorer
-from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, Threshold
+from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, Threshold, cache_argument
 from rcattr.models import load_model
 
 
@@ -51,8 +51,8 @@ def squad_questions(tokenizer, limit: int) -> list[torch.Tensor]:
 
 def compare(model, prompt: torch.Tensor, answer: torch.Tensor, full_logp: torch.Tensor, cache: RCKVCache):
     """(mean KL(full || compressed), top-1 agreement) over the answer's tokens, and the compression."""
-    first = model(prompt, past_key_values=cache).logits[:, -1:]
-    rest = model(answer[:, :-1], past_key_values=cache).logits
+    first = model(prompt, **cache_argument(model, cache)).logits[:, -1:]
+    rest = model(answer[:, :-1], **cache_argument(model, cache)).logits
     logp = torch.cat([first, rest], dim=1).log_softmax(-1)[0]
     kl = (full_logp.exp() * (full_logp - logp)).sum(-1).mean().item()
     agree = (logp.argmax(-1) == full_logp.argmax(-1)).float().mean().item()

@@ -14,7 +14,7 @@ only side-by-side figures mean anything):
   importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
   compression column is the ratio it was given; its bytes held are measured.
 
-Prefill is one ``model(prompt, past_key_values=cache, logits_to_keep=1)``; decode feeds
+Prefill is one ``model(prompt, **cache_argument(model, cache), logits_to_keep=1)``; decode feeds
 ``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
 
     python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
@@ -34,7 +34,7 @@ from transformers import DynamicCache
 
 from rcattr.eval.kv.data import load_squad
 from rcattr.eval.kv_long.question import QuestionWindow
-from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, TokenBudget, cache_nbytes
+from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, TokenBudget, cache_argument, cache_nbytes
 from rcattr.models import load_model
 
 try:
@@ -72,12 +72,12 @@ def run(
     cache = make_cache()
     start = time.perf_counter()
     with press:
-        logits = model(ids, past_key_values=cache, logits_to_keep=1).logits
+        logits = model(ids, **cache_argument(model, cache), logits_to_keep=1).logits
     prefill = time.perf_counter() - start
     token = logits[:, -1:].argmax(-1)
     start = time.perf_counter()
     for _ in range(new_tokens):
-        token = model(token, past_key_values=cache).logits[:, -1:].argmax(-1)
+        token = model(token, **cache_argument(model, cache)).logits[:, -1:].argmax(-1)
     return prefill, (time.perf_counter() - start) / new_tokens, cache
 
 
@@ -140,6 +140,10 @@ def main() -> None:
         help="add rc+decode+question: decode-time eviction also against the question's window",
     )
     args = parser.parse_args()
+    if args.question_window and args.decode_every is None:
+        parser.error(
+            "--question-window needs --decode-every: the question's window scores decode-time eviction"
+        )
 
     torch.set_grad_enabled(False)
     model, tokenizer = load_model()
@@ -155,7 +159,7 @@ def main() -> None:
     for length in args.lengths:
         ids = squad_prompt(tokenizer, length)
         probe = RCKVCache(model, c=args.c, window=args.window)
-        model(ids, past_key_values=probe, logits_to_keep=1)
+        model(ids, **cache_argument(model, probe), logits_to_keep=1)
         ratio = round(probe.compression_ratio, 2)
         times: dict[str, list[tuple[float, float]]] = {}
         caches = {}

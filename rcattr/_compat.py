@@ -56,8 +56,10 @@ def attention_function(name: str, module: torch.nn.Module) -> AttentionFunction:
 
 def cache_argument(model: torch.nn.Module, cache: Cache) -> dict[str, Cache]:
     """``cache`` as the keyword argument of ``model``'s forward and ``generate``:
-    ``model(ids, **cache_argument(model, cache))``. Recent releases name it ``cache`` and deprecate
-    ``past_key_values``, still the only name on the 5.2 line."""
+    ``model.generate(**inputs, **cache_argument(model, cache))``. Recent releases name it ``cache`` and
+    deprecate ``past_key_values`` with a FutureWarning; on the 5.2 line ``past_key_values`` is the only
+    name (``generate`` refuses ``cache``, and the forward ignores it). Public as
+    ``rcattr.kvcache.cache_argument``."""
     parameters = inspect.signature(model.forward).parameters
     return {"cache" if "cache" in parameters else "past_key_values": cache}
 

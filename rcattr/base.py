@@ -24,7 +24,7 @@ from transformers import DynamicCache, PreTrainedModel
 from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
-from rcattr.prompting import ContextInput, Prompt, render_prompt
+from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import (
     TextSpan,
@@ -240,6 +240,12 @@ class SpanAttributor(ABC):
         if target is None:
             ids = torch.tensor([prompt_ids], device=self.model.device)
             options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
+            sequences = options.get("num_return_sequences", self.model.generation_config.num_return_sequences)
+            if sequences not in (None, 1):
+                raise ValueError(
+                    f"gen_args: num_return_sequences={sequences!r}, but rcattr explains one answer; leave it at 1 "
+                    "(with num_beams > 1 the best beam is the answer)"
+                )
             if options.get("num_beams", 1) == 1 and not {"past_key_values", "cache"} & set(options):
                 cache = DynamicCache()
                 options.update(cache_argument(self.model, cache))
@@ -263,6 +269,8 @@ class SpanAttributor(ABC):
                 )
         elif not isinstance(target, str):
             raise TypeError(f"target must be the answer string or None, got {type(target).__name__}")
+        else:
+            check_text("target", target)
         if not target.strip():
             raise ValueError("target is empty; give the answer to explain, or None to generate it")
         return target, cache

@@ -217,13 +217,31 @@ def load_model(
         _check_reachable(str(name_or_path))
     with contextlib.nullcontext() if verbose else _quiet_transformers():
         source = packaged_model_dir(str(name_or_path)) if packaged else name_or_path
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = _load_tokenizer(source)
         from_pretrained_kwargs.setdefault("device_map", device)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **from_pretrained_kwargs)
     if packaged:  # name it as users asked for it, not by its cache directory
         model.config.name_or_path = str(name_or_path)
     model.eval()
     return model, tokenizer
+
+
+# The files a saved tokenizer is read from (fast, sentencepiece, BPE, WordPiece): a folder with none of them
+# has no tokenizer, whatever transformers then says (it asks for sentencepiece to convert a slow one)
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
+
+
+def _load_tokenizer(source: str | os.PathLike[str]) -> PreTrainedTokenizerBase:
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except (ValueError, OSError):
+        folder = Path(source).expanduser()
+        if folder.is_dir() and not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+            raise FileNotFoundError(
+                f"cannot load model {str(source)!r}: the folder has no tokenizer files (none of "
+                f"{', '.join(_TOKENIZER_FILES)}); save the tokenizer there too (tokenizer.save_pretrained)"
+            ) from None
+        raise
 
 
 @contextlib.contextmanager

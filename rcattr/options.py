@@ -8,6 +8,7 @@ import argparse
 __all__ = [
     "GRANULARITIES",
     "HEAD_SCORES",
+    "HTML_SUFFIXES",
     "OUTPUT_GRANULARITIES",
     "SPAN_SCORER_NAMES",
     "parse_head_count",
@@ -18,6 +19,7 @@ GRANULARITIES: tuple[str, ...] = ("token", "sentence", "chunk")
 OUTPUT_GRANULARITIES: tuple[str, ...] = ("answer", "sentence", "token")
 HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
 SPAN_SCORER_NAMES: tuple[str, ...] = ("attention", "rc", "rc_bound")
+HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")  # the names an HTML report may have
 
 
 def parse_head_count(text: str) -> int | str:

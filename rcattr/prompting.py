@@ -8,6 +8,7 @@ that spans of the chunks map to tokens of the prompt without searching for text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -16,6 +17,26 @@ from captum.attr import TextTemplateInput, TextTokenInput
 from rcattr._typing import TokenizerLike
 
 _MARKER = "\x00{}\x00"
+_UNUSABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (the marker's) and lone surrogates (no UTF-8 for them)
+
+
+def check_text(name: str, text: str, chunk: int | None = None) -> None:
+    """Refuse a NUL character, which rcattr reserves to mark places in the prompt, or a lone surrogate,
+    which is not text and which the tokenizer cannot encode, naming the input ``name`` (and its ``chunk``)
+    and the character's position."""
+    found = _UNUSABLE.search(text)
+    if found is None:
+        return
+    where = f"at character {found.start()}" + ("" if chunk is None else f" of chunk {chunk}")
+    if found.group() == "\x00":
+        raise ValueError(
+            f"the {name} contains a NUL character (\\x00) {where}, which rcattr reserves to mark places in the prompt"
+        )
+    raise ValueError(
+        f"the {name} contains a lone surrogate ({found.group()!r}) {where}, which is not valid Unicode text "
+        "(was it decoded with errors='surrogateescape'?); fix or remove it"
+    )
+
 
 DEFAULT_INSTRUCTION = "Answer the question using the context."
 
@@ -54,12 +75,10 @@ class ContextInput:
         for name in ("question", "instruction"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a string, got {type(getattr(self, name)).__name__}")
-        texts = {"question": self.question, "instruction": self.instruction, "context": "".join(self.chunks)}
-        for name, text in texts.items():
-            if "\x00" in text:
-                raise ValueError(
-                    f"the {name} contains a NUL character (\\x00), which rcattr reserves to mark places in the prompt"
-                )
+        check_text("question", self.question)
+        check_text("instruction", self.instruction)
+        for index, chunk in enumerate(self.chunks):
+            check_text("context", chunk, None if isinstance(self.context, str) else index)
 
     @property
     def chunks(self) -> list[str]:
@@ -148,10 +167,8 @@ def _render_context(tokenizer: TokenizerLike, inp: ContextInput) -> Prompt:
 
 def _render_template(inp: TextTemplateInput) -> Prompt:
     values = [str(value) for value in inp.values]
-    if any("\x00" in value for value in values):
-        raise ValueError(
-            "a template value contains a NUL character (\\x00), which rcattr reserves to mark places"
-        )
+    for index, value in enumerate(values):
+        check_text(f"template value {index}", value)
     markers = [_MARKER.format(index) for index in range(len(values))]
     fill = dict(zip(inp.dict_keys, markers, strict=True)) if inp.dict_keys else None
     template = inp.template if callable(inp.template) else inp.template.format

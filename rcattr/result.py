@@ -161,7 +161,14 @@ class RCAttributionResult(LLMAttributionResult):
 
     def unsupported_tokens(self, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
         """Indices of the answer tokens (not blank) whose :attr:`token_support` is below ``threshold``
-        (none for baselines). The default was chosen on the unsupported-tokens benchmark (docs/benchmarks.md)."""
+        (none for baselines). The default was chosen on the unsupported-tokens benchmark (docs/benchmarks.md).
+
+        ``threshold`` is a real number in [0, 1], the range of token support; anything else raises ValueError.
+        """
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 <= threshold <= 1:
+            raise ValueError(
+                f"threshold must be a real number in [0, 1] (token support is a probability), got {threshold!r}"
+            )
         if self.token_support is None:
             return []
         return [

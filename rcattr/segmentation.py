@@ -103,9 +103,11 @@ def char_spans(text: str, bounds: Sequence[tuple[int, int]], source: int = 0) ->
     """Caller-given ``(start, end)`` character spans of ``text``, checked to be non-empty and in range."""
     if isinstance(bounds, str) or not len(bounds):
         raise ValueError("give at least one (start, end) character span, or a granularity name")
+    if _is_pair(bounds):
+        raise ValueError(f"{tuple(bounds)} is one span; give a list of spans: [{tuple(bounds)}]")
     spans = []
     for bound in bounds:
-        if len(bound) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in bound):
+        if not _is_pair(bound):
             raise ValueError(f"span {bound!r} is not a (start, end) pair of character offsets")
         start, end = bound
         if not (0 <= start < end <= len(text)):
@@ -115,6 +117,15 @@ def char_spans(text: str, bounds: Sequence[tuple[int, int]], source: int = 0) ->
             )
         spans.append(TextSpan(start, end, text[start:end], source))
     return spans
+
+
+def _is_pair(bound: object) -> bool:
+    """Whether ``bound`` is a ``(start, end)`` pair of int offsets."""
+    return (
+        isinstance(bound, Sequence)
+        and len(bound) == 2
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in bound)
+    )
 
 
 def token_spans(offsets: np.ndarray, start: int, end: int, text: str, *, source: int = 0) -> list[TextSpan]:

@@ -284,6 +284,32 @@ def test_captum_plots_get_short_labels(llama) -> None:
         (INPUT, "abc", {"output_granularity": []}, ValueError, "output_granularity: give at least one"),
         ("one context", "a", {"granularity": [(0, 2, 3)]}, ValueError, "not a .start, end. pair"),
         (ContextInput(["x" * 300]), None, {}, ValueError, "leaves no room for an answer"),
+        ("one context", "a", {"granularity": (0, 10)}, ValueError, r"^granularity: \(0, 10\) is one span"),
+        (
+            INPUT,
+            "abc",
+            {"output_granularity": (0, 2)},
+            ValueError,
+            r"^output_granularity: \(0, 2\) is one span",
+        ),
+        (INPUT, "Par\x00is", {}, ValueError, r"target contains a NUL character \(\\x00\) at character 3"),
+        (
+            INPUT,
+            "Par\udcffis",
+            {},
+            ValueError,
+            r"target contains a lone surrogate \('\\udcff'\) at character 3",
+        ),
+        *(
+            (
+                INPUT,
+                None,
+                {"gen_args": {"num_return_sequences": 2, **options}},
+                ValueError,
+                "explains one answer",
+            )
+            for options in ({"do_sample": True}, {"num_beams": 2})
+        ),
     ],
 )
 def test_bad_input_is_named(llama, inp, target, kwargs, error, message) -> None:

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rcattr.cli import main
 from rcattr.demo import ANSWER, DOCUMENTS
+from rcattr.kvcache import DecodeEviction, Ratio, Threshold, TokenBudget
 
 
 def test_help_lists_the_commands(capsys):
@@ -33,7 +36,17 @@ def test_compress_help_names_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["compress", "--help"])
     out = capsys.readouterr().out
-    for option in ("--context", "--question", "--c", "--ratio", "--window", "--heatmap", "--model"):
+    for option in (
+        "--context",
+        "--question",
+        "--c",
+        "--ratio",
+        "--budget",
+        "--decode-every",
+        "--window",
+        "--heatmap",
+        "--model",
+    ):
         assert option in out
 
 
@@ -98,6 +111,43 @@ def test_compress_answers_twice_and_draws_the_evictions(tmp_path, capsys):
     assert "The two answers are identical" in out or "The answers diverge at token " in out
 
 
+@pytest.mark.parametrize(
+    ("options", "rule", "decode"),
+    [
+        (["--budget", "12", "--decode-every", "4"], TokenBudget(12), DecodeEviction(4)),
+        (["--budget", "12"], TokenBudget(12), None),
+        (
+            ["--c", "0.5", "--decode-every", "3"],
+            Threshold(0.5),
+            DecodeEviction(3, Threshold(0.5, scope="layer")),
+        ),
+        (["--ratio", "0.5", "--decode-every", "5"], Ratio(0.5), DecodeEviction(5)),
+    ],
+)
+def test_compress_budget_and_decode_every_build_the_cache(
+    tmp_path, capsys, monkeypatch, options, rule, decode
+):
+    """On a tiny model saved with its tokenizer: the cache compress answers with has the policy asked for."""
+    import rcattr.kvcache.compare
+    from tests.helpers import save_tiny, tiny_model
+
+    compare, policies = rcattr.kvcache.compare.compare_generations, []
+
+    def recording(model, tokenizer, inp, cache, max_new_tokens):
+        policies.append(cache.policy)
+        return compare(model, tokenizer, inp, cache, max_new_tokens)
+
+    monkeypatch.setattr(rcattr.kvcache.compare, "compare_generations", recording)
+    folder = save_tiny(tiny_model("llama"), tmp_path / "tiny")
+    context = tmp_path / "context.txt"
+    context.write_text("Paris is the capital of France. Berlin is the capital of Germany.", encoding="utf-8")
+    argv = ["compress", "--context", str(context), "--question", "Where?", "--model", str(folder)]
+    assert main([*argv, "--window", "4", "--max-new-tokens", "12", *options]) == 0
+    assert "RCKVCache: " in capsys.readouterr().out
+    (policy,) = policies
+    assert (policy.rule, policy.decode) == (rule, decode)
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input: one line naming the problem, a non-zero exit, before any model work
 # ---------------------------------------------------------------------------------------------
@@ -123,6 +173,22 @@ def _context_files(directory):
         (["explain", "--context", "{d}/good.txt", "--html", "{d}/no/such/dir/r.html"], "the folder"),
         (["heads", "--out", "{d}/heads.bmpx"], "cannot tell an image format from '.bmpx'"),
         (["compress", "--context", "{d}/good.txt", "--heatmap", "{d}"], "is a directory; give a file name"),
+        (
+            ["explain", "--context", "{d}/good.txt", "--html", "{d}/r.png"],
+            "cannot tell an HTML page from '.png'",
+        ),
+        *(
+            pytest.param(
+                argv,
+                f"{argv[-2]}: cannot write in the folder /proc",
+                marks=pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc here"),
+            )
+            for argv in (
+                ["explain", "--context", "{d}/good.txt", "--html", "/proc/x.html"],
+                ["compress", "--context", "{d}/good.txt", "--heatmap", "/proc/e.png"],
+                ["heads", "--out", "/proc/heads.png"],
+            )
+        ),
     ],
 )
 def test_bad_files_and_paths_are_one_line_before_any_model_work(tmp_path, capsys, monkeypatch, argv, message):
@@ -146,6 +212,20 @@ def test_bad_files_and_paths_are_one_line_before_any_model_work(tmp_path, capsys
         (["compress", "--context", "x", "--c", "-1"], "argument --c: must be a finite number >= 0"),
         (["compress", "--context", "x", "--ratio", "1"], "argument --ratio: must be a share in [0, 1)"),
         (["compress", "--context", "x", "--window", "0"], "argument --window: must be a whole number >= 1"),
+        (["compress", "--context", "x", "--budget", "0"], "argument --budget: must be a whole number >= 1"),
+        (["compress", "--context", "x", "--budget", "2.5"], "argument --budget: must be a whole number >= 1"),
+        (
+            ["compress", "--context", "x", "--decode-every", "0"],
+            "argument --decode-every: must be a whole number",
+        ),
+        (
+            ["compress", "--context", "x", "--c", "1", "--budget", "64"],
+            "--budget: not allowed with argument --c",
+        ),
+        (
+            ["compress", "--context", "x", "--budget", "64", "--ratio", "0.5"],
+            "not allowed with argument --budget",
+        ),
     ],
 )
 def test_bad_option_values_are_usage_errors(capsys, argv, message):

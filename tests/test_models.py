@@ -78,3 +78,16 @@ def test_unknown_packaged_model_lists_the_known_ones():
         ValueError, match=r"unknown packaged model 'nope'; known: \['SmolLM2-135M-Instruct', 'gemma-3-270m'\]"
     ):
         models.packaged_model_dir("nope")
+
+
+def test_a_folder_without_tokenizer_files_says_so(tmp_path):
+    """transformers asks for sentencepiece there (to convert a slow tokenizer it does not have either)."""
+    from tests.helpers import save_tiny, tiny_model
+
+    tiny_model("llama").save_pretrained(tmp_path / "no-tokenizer")
+    with pytest.raises(
+        FileNotFoundError, match=r"the folder has no tokenizer files \(none of tokenizer.json, "
+    ):
+        models.load_model(tmp_path / "no-tokenizer")
+    model, tokenizer = models.load_model(save_tiny(tiny_model("llama"), tmp_path / "whole"))
+    assert tokenizer("ab")["input_ids"] == [97, 98]

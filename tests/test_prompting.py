@@ -66,3 +66,30 @@ def test_token_input_features_are_the_kept_tokens() -> None:
 def test_unknown_input_type() -> None:
     with pytest.raises(TypeError, match="ContextInput"):
         render_prompt(char_tokenizer(), 42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: ContextInput(["ok", "Paris\ud800 is"]),
+            r"context contains a lone surrogate \('\\ud800'\) at character 5 of chunk 1",
+        ),
+        (
+            lambda: ContextInput("Paris\x00", "Where?"),
+            r"context contains a NUL character \(\\x00\) at character 5,",
+        ),
+        (
+            lambda: ContextInput("Paris", "Where\udcff?"),
+            r"question contains a lone surrogate \('\\udcff'\) at character 5,",
+        ),
+        (
+            lambda: render_prompt(char_tokenizer(), TextTemplateInput("{} {}", ["a", "b\ud800"])),
+            "template value 1 contains a lone surrogate",
+        ),
+    ],
+)
+def test_unusable_characters_are_named_with_their_input_and_position(make, message) -> None:
+    """Before the tokenizer sees them: a lone surrogate made it raise its own TypeError."""
+    with pytest.raises(ValueError, match=message):
+        make()

@@ -69,6 +69,15 @@ def test_top_checks_k() -> None:
             result.top(k)  # type: ignore[arg-type]
 
 
+def test_unsupported_tokens_checks_the_threshold() -> None:
+    result = _result()
+    result.token_support = torch.tensor([0.1, 0.99])
+    assert result.unsupported_tokens(0.5) == [0] and result.unsupported_tokens(np.float32(1)) == [0, 1]
+    for threshold in (float("nan"), "x", -0.1, 1.5, True, None):
+        with pytest.raises(ValueError, match=r"threshold must be a real number in \[0, 1\] .*, got"):
+            result.unsupported_tokens(threshold)  # type: ignore[arg-type]
+
+
 def test_seq_attr_dict_keeps_every_span() -> None:
     scores = _result().seq_attr_dict
     assert list(scores) == [

@@ -62,6 +62,13 @@ def test_char_spans_checked() -> None:
             char_spans("hello world", [bad])
 
 
+def test_one_pair_instead_of_a_list_of_spans_is_named() -> None:
+    with pytest.raises(ValueError, match=r"^\(0, 10\) is one span; give a list of spans: \[\(0, 10\)\]$"):
+        char_spans("hello world", (0, 10))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"span 3 is not a \(start, end\) pair"):
+        char_spans("hello world", [(0, 1), 3])  # type: ignore[list-item]
+
+
 def test_whole_span() -> None:
     assert whole_span("abc", 4) == TextSpan(0, 3, "abc", 4)
 

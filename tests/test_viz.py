@@ -332,6 +332,14 @@ def test_head_heatmap_refuses_an_unknown_extension(tmp_path: Path) -> None:
         save_head_heatmap(_result(), tmp_path / "heads.xyz")
 
 
+@pytest.mark.parametrize("name", ["report.png", "report", "report.html.txt"])
+def test_save_html_refuses_a_name_that_is_not_html(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match=rf"end the name with .html or .htm, got '{name}'"):
+        save_html(_result(), tmp_path / name)
+    assert not (tmp_path / name).exists()
+    assert save_html(_result(), tmp_path / "report.HTM").read_text(encoding="utf-8").startswith("<!DOCTYPE")
+
+
 def test_token_support_plot_draws_a_bar_per_token_and_the_flagged_ones_red() -> None:
     import matplotlib
 

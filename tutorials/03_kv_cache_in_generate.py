@@ -56,7 +56,7 @@ from rcattr.eval.kv.methods import (
 )
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs, value_error_rate
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
-from rcattr.kvcache import RCKVCache
+from rcattr.kvcache import RCKVCache, cache_argument
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "03_kv_cache_in_generate"
 OUT.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,9 @@ print(f"question: {record.question}   gold answer: {record.answers[0]}")
 # %% [markdown]
 # ## 2. Generate with the default cache and with RCKVCache
 #
-# `RCKVCache(model, c=1.0, window=16)` goes where any transformers cache goes: `past_key_values=`.
+# `RCKVCache(model, c=1.0, window=16)` goes where any transformers cache goes: `cache=` in recent
+# transformers releases, which deprecate `past_key_values=`, still the only name on the 5.2 line;
+# `**cache_argument(model, cache)` gives the one the installed release takes.
 # The prefill forward fills it and evicts, then decoding proceeds as usual. The window (the last 16
 # prompt tokens, here the question and the chat template's assistant opening) and every generated
 # token are always kept. Both runs decode greedily.
@@ -108,7 +110,9 @@ def answer_text(output_ids: torch.Tensor) -> str:
 
 full_ids = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
 cache = RCKVCache(model, c=1.0, window=16)
-rc_ids = model.generate(**inputs, past_key_values=cache, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
+rc_ids = model.generate(
+    **inputs, **cache_argument(model, cache), max_new_tokens=MAX_NEW_TOKENS, do_sample=False
+)
 
 print(f"DynamicCache     : {answer_text(full_ids)!r}")
 print(f"RCKVCache (c=1)  : {answer_text(rc_ids)!r}")
@@ -189,8 +193,8 @@ def teacher_force(cache: Cache) -> tuple[torch.Tensor, torch.Tensor]:
     """Prompt, then ``reference`` but its last token, through ``cache``: the ``[T, vocab]`` log-probs at
     the positions predicting ``reference`` and the last layer's ``[T, heads, head_dim]`` head outputs."""
     with LastLayerHeadOutputs(model) as outputs:
-        first = model(prompt_ids, past_key_values=cache, logits_to_keep=1).logits  # prefill: evicts
-        rest = model(reference[None, :-1], past_key_values=cache).logits
+        first = model(prompt_ids, **cache_argument(model, cache), logits_to_keep=1).logits  # prefill: evicts
+        rest = model(reference[None, :-1], **cache_argument(model, cache)).logits
     logits = torch.cat([first, rest], dim=1)[0]
     return logits.log_softmax(-1), outputs.heads[0, -len(reference) :]
 

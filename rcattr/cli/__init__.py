@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from rcattr.cli.arguments import build_parser
 from rcattr.cli.commands import COMMANDS, report
-from rcattr.cli.inputs import CommandError, check_output, image_suffixes, read_input
+from rcattr.cli.inputs import CommandError, check_output, html_suffixes, image_suffixes, read_input
 
 __all__ = ["main", "report"]
 
@@ -20,9 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(prog)
         try:
-            check_output("--html", getattr(args, "html", None))
-            check_output("--out", getattr(args, "out", None), image_suffixes)
-            check_output("--heatmap", getattr(args, "heatmap", None), image_suffixes)
+            check_output("--html", getattr(args, "html", None), html_suffixes, "an HTML page")
+            for option in ("out", "heatmap"):
+                check_output(f"--{option}", getattr(args, option, None), image_suffixes, "an image format")
             return COMMANDS[args.command](args, read_input(args))
         except CommandError as error:
             return _fail(prog, error, status=2)

@@ -140,10 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         "compress",
         help="answer with RCKVCache and with the full KV cache, and compare their memory",
         description="Generate the answer twice, with transformers' full cache and with RCKVCache (prompt KV "
-        "entries evicted head by head at prefill), and print both answers, where they diverge, the share "
+        "entries evicted head by head at prefill, by a threshold --c, a share --ratio or a token --budget; "
+        "with --decode-every, during the answer too), and print both answers, where they diverge, the share "
         "evicted and the bytes held.",
-        epilog="example: rcattr compress --context examples/report.txt --question 'What did the council decide?' "
-        "--c 0.5 --heatmap evicted.png",
+        epilog="examples: rcattr compress --context examples/report.txt --question 'What did the council decide?' "
+        "--c 0.5 --heatmap evicted.png; the same with --budget 256 --decode-every 32 for a cache that stays "
+        "within 256 + 32 entries per head however long the answer",
     )
     _input_options(compress, required=True, answer=False)
     budget = compress.add_mutually_exclusive_group()
@@ -156,8 +158,21 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument(
         "--ratio", type=_share, help="evict this share of the prompt's entries instead of a threshold"
     )
+    budget.add_argument(
+        "--budget",
+        type=_positive_int,
+        metavar="N",
+        help="keep N entries per key head on average (window and sinks included) instead of a threshold",
+    )
     compress.add_argument(
         "--window", type=_positive_int, default=16, help="last prompt tokens that score the rest (default 16)"
+    )
+    compress.add_argument(
+        "--decode-every",
+        type=_positive_int,
+        metavar="N",
+        help="evict during the answer too, every N generated tokens: with --budget the cache is cut back to "
+        "the budget, otherwise the new tokens are judged as the prompt's were (default: keep them all)",
     )
     compress.add_argument(
         "--heatmap",

@@ -99,16 +99,19 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
-    from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache
+    from rcattr.kvcache import DecodeEviction, EvictionPolicy, Ratio, RCKVCache
     from rcattr.kvcache.compare import compare_generations
     from rcattr.models import load_model
     from rcattr.viz import save_head_heatmap
 
     model, tokenizer = load_model(args.model, verbose=args.verbose)
-    policy = (
-        None if args.ratio is None else EvictionPolicy(Ratio(args.ratio))
-    )  # --c and --ratio exclude each other
-    cache = RCKVCache(model, c=args.c, window=args.window, policy=policy)
+    if args.ratio is None:  # --c, --ratio and --budget exclude each other
+        options = {"c": args.c, "budget": args.budget, "decode_every": args.decode_every}
+        cache = RCKVCache(model, window=args.window, **options)
+    else:
+        decode = None if args.decode_every is None else DecodeEviction(args.decode_every)
+        policy = EvictionPolicy(Ratio(args.ratio), decode=decode)
+        cache = RCKVCache(model, window=args.window, policy=policy)
     compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens)
     full, compressed = (
         str(tokenizer.decode(ids, skip_special_tokens=True)).strip()
@@ -125,7 +128,7 @@ def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
         where = f"after {'…' * (len(common) > 40) + common[-40:]!r}" if common else "from the first token"
         print(
             f"The answers diverge at token {index + 1} ({where}); {agreement.agreement:.0%} of "
-            f"{agreement.length} token positions agree. Lower --c (or --ratio) to evict less."
+            f"{agreement.length} token positions agree. Lower --c or --ratio, or raise --budget, to evict less."
         )
     print(
         f"Evicted {cache.compression_ratio:.1%} of the prompt's KV entries ({layers}); the cache holds "

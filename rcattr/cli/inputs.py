@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+import tempfile
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,10 +56,15 @@ def image_suffixes() -> Collection[str]:
     return {f".{suffix}" for suffix in FigureCanvasBase.get_supported_filetypes()}
 
 
-def check_output(
-    option: str, value: str | None, suffixes: Callable[[], Collection[str]] | None = None
-) -> None:
-    """Refuse, before any model work, an output path that could not be written."""
+def html_suffixes() -> Collection[str]:
+    from rcattr.options import HTML_SUFFIXES
+
+    return HTML_SUFFIXES
+
+
+def check_output(option: str, value: str | None, suffixes: Callable[[], Collection[str]], kind: str) -> None:
+    """Refuse, before any model work, an output path that could not be written, or whose extension is
+    not one of ``suffixes()`` (``kind`` names what the file holds)."""
     if value is None:
         return
     path = Path(value)
@@ -68,15 +73,23 @@ def check_output(
         raise CommandError(f"{option}: {value} is a directory; give a file name")
     if not folder.is_dir():
         raise CommandError(f"{option}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise CommandError(f"{option}: cannot write in the folder {folder}")
-    if suffixes is not None:
-        allowed = suffixes()
-        if path.suffix.lower() not in allowed:
-            raise CommandError(
-                f"{option}: cannot tell an image format from {path.suffix or 'no extension'!r}; end the name "
-                f"with one of {', '.join(sorted(allowed))}"
-            )
+    allowed = suffixes()
+    if path.suffix.lower() not in allowed:
+        raise CommandError(
+            f"{option}: cannot tell {kind} from {path.suffix or 'no extension'!r}; end the name "
+            f"with one of {', '.join(sorted(allowed))}"
+        )
+    # real writes: permission bits do not stop root, and some folders (/proc) refuse new files anyway
+    if path.exists():
+        try:
+            open(path, "ab").close()  # appends nothing
+        except OSError as error:
+            raise CommandError(f"{option}: cannot write {value} ({error.strerror or error})") from None
+        return
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        raise CommandError(f"{option}: cannot write in the folder {folder}") from None
 
 
 def read_input(args: argparse.Namespace) -> ContextInput:

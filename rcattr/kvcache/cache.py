@@ -73,7 +73,7 @@ class RCKVCache(Cache):
     Examples
     --------
     >>> cache = RCKVCache(model, c=1.0, window=16)
-    >>> out = model.generate(**inputs, past_key_values=cache, max_new_tokens=32)
+    >>> out = model.generate(**inputs, **cache_argument(model, cache), max_new_tokens=32)
     >>> cache.compression_ratio, cache.nbytes(), cache.full_nbytes()
     >>> RCKVCache(model, budget=256, decode_every=32)
     >>> RCKVCache(model, policy=EvictionPolicy(Ratio(0.6, scope="head"), decode=DecodeEviction(every=32)))

@@ -19,6 +19,7 @@ from kvpress.utils import get_prerope_query_states
 from torch import nn
 
 from rcattr.capture import raw_logits
+from rcattr.kvcache.cache import RCKVCache
 from rcattr.kvcache.scoring import WindowScorer
 
 __all__ = ["RCPress"]
@@ -43,7 +44,8 @@ class RCPress(ScorerPress):
     compression_ratio : float, default 0.0
         Share of each key head's prompt entries to evict, in [0, 1) (0 leaves the cache as it is).
     window : int, default 16
-        The last prompt tokens whose queries score the rest (always kept), >= 1.
+        The last prompt tokens whose queries score the rest (always kept), >= 1; a prompt must be longer
+        than ``window + scorer.sinks``.
     scorer : WindowScorer, default ``WindowScorer()``
         The statistic, the value norm and the sinks (the first prompt tokens, always kept).
 
@@ -99,11 +101,30 @@ class RCPress(ScorerPress):
         torch.Tensor
             ``[B, Hkv, n]`` float32 scores: RC (>= 0) before the window, ``inf`` for the window and the
             first ``scorer.sinks`` tokens so that they are always kept.
+
+        Raises
+        ------
+        ValueError
+            When the prompt has no more than ``window + scorer.sinks`` tokens (as kvpress's SnapKV refuses
+            a prompt no longer than its window).
+        TypeError
+            When the cache is an :class:`~rcattr.kvcache.RCKVCache`, which evicts by itself.
         """
-        batch, kv_heads, n, _ = keys.shape
+        if isinstance(kwargs.get("past_key_values"), RCKVCache):
+            raise TypeError(
+                "RCPress cannot compress an RCKVCache: RCKVCache already evicts by the same scores; "
+                "use one or the other (RCPress with a DynamicCache, or RCKVCache without a press)"
+            )
+        sinks, prompt = self.scorer.sinks, hidden_states.shape[1]
+        if prompt <= self.window + sinks:  # nothing left to score: kvpress would evict an arbitrary share
+            raise ValueError(
+                f"RCPress(window={self.window}) with {sinks} sinks needs a context longer than "
+                f"{self.window + sinks} tokens, got {prompt}: lower window or give a longer context"
+            )
+        batch, kv_heads, n, _ = keys.shape  # n < prompt in a sliding-window layer
         window = min(self.window, n)
         scores = keys.new_full((batch, kv_heads, n), float("inf"), dtype=torch.float32)
-        if n <= window:  # the whole prompt is window
+        if n <= window:  # a sliding layer's cache no longer than the window
             return scores
         query = get_prerope_query_states(module, hidden_states[:, -window:])  # [B, H, w, d]
         cos, sin = (part[:, -window:].unsqueeze(1) for part in kwargs["position_embeddings"])
@@ -112,7 +133,6 @@ class RCPress(ScorerPress):
         visible = positions[None, :] <= positions[n - window :, None]  # [w, n] causality
         logits = raw_logits(query, keys, dtype=self.scorer.dtype)
         before = self.scorer(logits, visible.expand(batch, window, n), values)  # [B, Hkv, n - w]
-        sinks = self.scorer.sinks
         scores[..., sinks : n - window] = before[..., sinks:]
         return scores
 

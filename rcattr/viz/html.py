@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from rcattr.options import HTML_SUFFIXES
 from rcattr.result import SUPPORT_THRESHOLD, RCAttributionResult
 from rcattr.segmentation import one_line
 from rcattr.viz._pieces import chunk_pieces, document_name, shade_intensity, text_pieces
@@ -190,7 +191,12 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
 
 
 def save_html(result: RCAttributionResult, path: str | os.PathLike[str], **kw: Any) -> Path:
-    """Write :func:`to_html` of ``result`` (keyword arguments passed on) to ``path``; returns the path."""
+    """Write :func:`to_html` of ``result`` (keyword arguments passed on) to ``path``, whose name ends with
+    ``.html`` or ``.htm`` (anything else raises ValueError); returns the path."""
     path = Path(path)
+    if path.suffix.lower() not in HTML_SUFFIXES:
+        raise ValueError(
+            f"save_html writes an HTML page; end the name with {' or '.join(HTML_SUFFIXES)}, got {path.name!r}"
+        )
     path.write_text(to_html(result, **kw), encoding="utf-8")
     return path

@@ -180,6 +180,34 @@ def test_bad_press_settings_are_named(options, named) -> None:
 
 
 @pytest.mark.kvpress
+@pytest.mark.parametrize(("n", "window"), [(20, 5000), (20, 16), (3, 16)])
+def test_press_refuses_a_prompt_no_longer_than_window_and_sinks(n, window) -> None:
+    """As kvpress's SnapKV refuses a prompt no longer than its window: nothing would be left to score,
+    and kvpress would evict an arbitrary share of the window and the sinks."""
+    from rcattr.kvcache import RCPress
+
+    model = tiny_model("llama")
+    cache = DynamicCache(config=model.config)
+    message = (
+        rf"RCPress\(window={window}\) with 4 sinks needs a context longer than {window + 4} tokens, got {n}"
+    )
+    with pytest.raises(ValueError, match=message), torch.no_grad(), RCPress(0.5, window=window)(model):
+        model(torch.randint(3, 120, (1, n)), past_key_values=cache)
+
+
+@pytest.mark.kvpress
+def test_press_refuses_to_compress_an_rckvcache() -> None:
+    from rcattr.kvcache import RCPress
+
+    model = tiny_model("llama")
+    ids = torch.randint(3, 120, (1, 60))
+    with pytest.raises(TypeError, match="RCPress cannot compress an RCKVCache.*use one or the other"):
+        with torch.no_grad(), RCKVCache(model) as cache, RCPress(0.5, window=WINDOW)(model):
+            model.generate(ids, past_key_values=cache, max_new_tokens=2, do_sample=False, pad_token_id=0)
+    assert not [m for m in model.modules() if m._forward_hooks], "the press left hooks on the model"
+
+
+@pytest.mark.kvpress
 def test_press_is_a_kvpress_scorer_dataclass() -> None:
     import dataclasses
 

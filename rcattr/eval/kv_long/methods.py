@@ -104,6 +104,12 @@ class RCDecoding(LongMethod):
     decode_time: bool = True
     question_window: bool = False
 
+    def __post_init__(self) -> None:
+        if self.question_window and not self.decode_time:
+            raise ValueError(
+                "question_window=True needs decode_time=True: the question's window scores decode-time eviction"
+            )
+
     @property
     def name(self) -> str:  # type: ignore[override]
         if not self.decode_time:
