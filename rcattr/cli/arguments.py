@@ -10,6 +10,7 @@ from rcattr.options import (
     OUTPUT_GRANULARITIES,
     SPAN_SCORER_NAMES,
     parse_head_count,
+    positive_int,
 )
 
 DESCRIPTION = (
@@ -21,12 +22,6 @@ EPILOG = (
     "Problems (a missing file, a bad option value, a model that cannot be loaded) are reported in one line with "
     "exit status 2 or 1; set RCATTR_TRACEBACK=1 to see the full traceback instead."
 )
-
-
-def _positive_int(text: str) -> int:
-    if not text.lstrip("+").isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return int(text)
 
 
 def _threshold(text: str) -> float:
@@ -80,7 +75,7 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
         )
     parser.add_argument(
         "--max-new-tokens",
-        type=_positive_int,
+        type=positive_int,
         default=128,
         help="answer length limit when generating (default 128)",
     )
@@ -160,16 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     budget.add_argument(
         "--budget",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="keep N entries per key head on average (window and sinks included) instead of a threshold",
     )
     compress.add_argument(
-        "--window", type=_positive_int, default=16, help="last prompt tokens that score the rest (default 16)"
+        "--window", type=positive_int, default=16, help="last prompt tokens that score the rest (default 16)"
     )
     compress.add_argument(
         "--decode-every",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="evict during the answer too, every N generated tokens: with --budget the cache is cut back to "
         "the budget, otherwise the new tokens are judged as the prompt's were (default: keep them all)",
@@ -211,7 +206,7 @@ def _explain_options(parser: argparse.ArgumentParser, granularity: str = "senten
         help="span scorer on the selected heads (default attention)",
     )
     parser.add_argument(
-        "--top", type=_positive_int, default=3, help="sources printed per answer part (default 3)"
+        "--top", type=positive_int, default=3, help="sources printed per answer part (default 3)"
     )
     parser.add_argument("--html", metavar="OUT", help="also write an interactive HTML report")
     parser.add_argument(
