@@ -226,22 +226,20 @@ def load_model(
     return model, tokenizer
 
 
-# The files a saved tokenizer is read from (fast, sentencepiece, BPE, WordPiece): a folder with none of them
-# has no tokenizer, whatever transformers then says (it asks for sentencepiece to convert a slow one)
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
+# The files a saved tokenizer is read from (fast, sentencepiece, BPE, WordPiece, tiktoken): a folder with none
+# of them has no tokenizer, whatever transformers then does (5.24 asks for sentencepiece to convert a slow one;
+# 5.2 with sentencepiece installed builds a three-token CodeLlama tokenizer, silently)
+_TOKENIZER_FILES = ("tokenizer.json", "*.model", "vocab.*", "*.tiktoken")
 
 
 def _load_tokenizer(source: str | os.PathLike[str]) -> PreTrainedTokenizerBase:
-    try:
-        return AutoTokenizer.from_pretrained(source)
-    except (ValueError, OSError):
-        folder = Path(source).expanduser()
-        if folder.is_dir() and not any((folder / name).is_file() for name in _TOKENIZER_FILES):
-            raise FileNotFoundError(
-                f"cannot load model {str(source)!r}: the folder has no tokenizer files (none of "
-                f"{', '.join(_TOKENIZER_FILES)}); save the tokenizer there too (tokenizer.save_pretrained)"
-            ) from None
-        raise
+    folder = Path(source).expanduser()
+    if folder.is_dir() and not any(next(folder.glob(pattern), None) for pattern in _TOKENIZER_FILES):
+        raise FileNotFoundError(
+            f"cannot load model {str(source)!r}: the folder has no tokenizer files (none of "
+            f"{', '.join(_TOKENIZER_FILES)}); save the tokenizer there too (tokenizer.save_pretrained)"
+        )
+    return AutoTokenizer.from_pretrained(source)
 
 
 @contextlib.contextmanager

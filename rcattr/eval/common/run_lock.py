@@ -63,7 +63,13 @@ class RunLock:
             Naming the live process that holds this lock or one whose shard shares records with this one.
         """
         self.folder.mkdir(parents=True, exist_ok=True)
-        handle = _lock_file(self.path, exclusive=True)
+        try:
+            handle = _lock_file(self.path, exclusive=True)
+        except OSError as error:  # a file system without flock (some network and FUSE mounts)
+            logger.warning(
+                "%s: this file system takes no locks (%s); running without one", self.folder, error
+            )
+            return
         if handle is None:
             raise RunLockedError(_held_message(self.path, self.folder))
         previous = _holder(self.path)

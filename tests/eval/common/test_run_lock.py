@@ -3,6 +3,8 @@ no record write side by side, a lock left by a dead process is taken over with a
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import logging
 import os
@@ -100,3 +102,15 @@ def test_a_lock_held_by_another_process_is_seen_and_dropped_when_it_is_killed(tm
             time.sleep(0.05)
     with RunLock(tmp_path):
         pass
+
+
+def test_a_file_system_without_locks_runs_unlocked_with_a_warning(tmp_path, monkeypatch, caplog) -> None:
+    def no_locks(handle: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with caplog.at_level(logging.WARNING), RunLock(tmp_path):
+        pass
+    assert (
+        "this file system takes no locks ([Errno 37] No locks available); running without one" in caplog.text
+    )
