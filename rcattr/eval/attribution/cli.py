@@ -28,9 +28,7 @@ from rcattr.eval.attribution.methods import METHODS, OPTIONAL_METHODS
 from rcattr.eval.attribution.report import markdown_table
 from rcattr.eval.attribution.runner import AttributionBenchmark
 from rcattr.eval.common.datasets import DATA_HELP
-from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
-from rcattr.eval.common.run_store import run_sharded
-from rcattr.eval.common.sharding import Processes
+from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.options import parse_head_count, positive_int
 
 __all__ = ["config_from_args", "main"]
@@ -113,11 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark as the command line ``argv`` says; returns the exit status."""
     args = _parser().parse_args(argv)
     config = config_from_args(args)
-    processes = Processes.start(args.shard)
-    with run_folder(args.out, processes.shard, args.report_only):
-        model, tokenizer = load_run_model(config.model, args.device_map, processes)
-        benchmark = AttributionBenchmark(config, model, tokenizer, args.out, processes.shard)
-        results = run_sharded(benchmark, processes, args.report_only)
-    if results is not None:
-        print(markdown_table(results))
-    return 0
+    return run_command(
+        args,
+        config.model,
+        lambda model, tokenizer, shard: AttributionBenchmark(config, model, tokenizer, args.out, shard),
+        markdown_table,
+    )

@@ -4,9 +4,10 @@ run folder itself is :class:`rcattr.eval.common.run_store.RunStore`)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from transformers import PreTrainedModel
 
@@ -14,7 +15,7 @@ from rcattr._typing import TokenizerLike
 from rcattr.eval.common.registry import check_methods
 from rcattr.eval.common.row_files import RowFileError
 from rcattr.eval.common.run_lock import RunLock, RunLockedError
-from rcattr.eval.common.run_store import RunSettingsError
+from rcattr.eval.common.run_store import RunSettingsError, ShardedRun, run_sharded
 from rcattr.eval.common.sharding import Processes, Shard
 from rcattr.options import positive_int
 
@@ -107,3 +108,21 @@ def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iter
             yield folder
     except (RunLockedError, RunSettingsError, RowFileError) as error:
         raise SystemExit(str(error)) from None
+
+
+def run_command(
+    args: argparse.Namespace,
+    model_name: str | None,
+    build: Callable[[PreTrainedModel, TokenizerLike, Shard], ShardedRun],
+    table: Callable[[dict[str, Any]], str],
+) -> int:
+    """What a benchmark command does once its settings are checked: join the processes, hold the run folder
+    (:func:`run_folder`), load the model, run this process's shard of ``build(model, tokenizer, shard)`` (or
+    only report, with ``--report-only``), and print ``table`` of the results; returns the exit status."""
+    processes = Processes.start(args.shard)
+    with run_folder(args.out, processes.shard, args.report_only):
+        model, tokenizer = load_run_model(model_name, args.device_map, processes)
+        results = run_sharded(build(model, tokenizer, processes.shard), processes, args.report_only)
+    if results is not None:
+        print(table(results))
+    return 0

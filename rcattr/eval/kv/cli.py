@@ -28,9 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rcattr.eval.common.datasets import DATA_HELP
-from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
-from rcattr.eval.common.run_store import run_sharded
-from rcattr.eval.common.sharding import Processes
+from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.eval.kv.config import (
     DEFAULT_MAX_NEW_TOKENS,
     METHODS,
@@ -128,14 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             import_kvpress()  # fail before loading anything when the presses cannot run here
         except ImportError as error:
             raise SystemExit(str(error)) from error
-    processes = Processes.start(args.shard)
-    with run_folder(args.out, processes.shard, args.report_only):
-        model, tokenizer = load_run_model(config.model, args.device_map, processes)
-        results = run_sharded(
-            KVBenchmark(config, model, tokenizer, args.out, processes.shard, methods=methods),
-            processes,
-            args.report_only,
-        )
-    if results is not None:
-        print(markdown_table(results))
-    return 0
+    return run_command(
+        args,
+        config.model,
+        lambda model, tokenizer, shard: KVBenchmark(
+            config, model, tokenizer, args.out, shard, methods=methods
+        ),
+        markdown_table,
+    )

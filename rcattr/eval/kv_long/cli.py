@@ -24,9 +24,7 @@ import argparse
 from collections.abc import Sequence
 
 from rcattr.eval.common.datasets import DATA_HELP
-from rcattr.eval.common.run_args import add_run_arguments, load_run_model, parse_methods, run_folder
-from rcattr.eval.common.run_store import run_sharded
-from rcattr.eval.common.sharding import Processes
+from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.eval.kv.methods import import_kvpress
 from rcattr.eval.kv_long.data import LONG_TASKS
 from rcattr.eval.kv_long.methods import DecodingPressMethod, TokenBudget, long_methods
@@ -100,14 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             import_kvpress()
         except ImportError as error:
             raise SystemExit(str(error)) from error
-    processes = Processes.start(args.shard)
-    with run_folder(args.out, processes.shard, args.report_only):
-        model, tokenizer = load_run_model(config.model, args.device_map, processes)
-        results = run_sharded(
-            LongGenerationBenchmark(config, model, tokenizer, args.out, processes.shard),
-            processes,
-            args.report_only,
-        )
-    if results is not None:
-        print(table_long(results))
-    return 0
+    return run_command(
+        args,
+        config.model,
+        lambda model, tokenizer, shard: LongGenerationBenchmark(config, model, tokenizer, args.out, shard),
+        table_long,
+    )
