@@ -12,7 +12,6 @@ imports torch.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import logging
 import os
@@ -25,6 +24,11 @@ from types import TracebackType
 from typing import Any
 
 from rcattr.eval.common.sharding import Shard
+
+try:
+    import fcntl
+except ImportError:  # Windows has no flock: runs go unlocked there, with a warning (RunLock.acquire)
+    fcntl = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
@@ -65,7 +69,7 @@ class RunLock:
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             handle = _lock_file(self.path, exclusive=True)
-        except OSError as error:  # a file system without flock (some network and FUSE mounts)
+        except OSError as error:  # a file system (some network and FUSE mounts) or a platform without flock
             logger.warning(
                 "%s: this file system takes no locks (%s); running without one", self.folder, error
             )
@@ -140,6 +144,8 @@ def exit_if_locked(argv: Sequence[str], default_out: str | None = None) -> None:
 def _lock_file(path: Path, exclusive: bool) -> int | None:
     """An open handle on ``path`` locked with ``flock`` (None if another process holds it): retried when the
     holder deleted the file between our open and our lock, so the handle is on the file at ``path``."""
+    if fcntl is None:
+        raise OSError("no flock on this platform")
     while True:
         handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -157,6 +163,8 @@ def _lock_file(path: Path, exclusive: bool) -> int | None:
 
 def _is_held(path: Path) -> bool:
     """Whether a live process holds the lock file ``path``."""
+    if fcntl is None:
+        return False
     try:
         handle = os.open(path, os.O_RDONLY)
     except FileNotFoundError:

@@ -114,3 +114,12 @@ def test_a_file_system_without_locks_runs_unlocked_with_a_warning(tmp_path, monk
     assert (
         "this file system takes no locks ([Errno 37] No locks available); running without one" in caplog.text
     )
+
+
+def test_a_platform_without_flock_runs_unlocked_with_a_warning(tmp_path, monkeypatch, caplog) -> None:
+    from rcattr.eval.common import run_lock
+
+    monkeypatch.setattr(run_lock, "fcntl", None)
+    with caplog.at_level(logging.WARNING), RunLock(tmp_path):
+        check_unlocked(tmp_path)
+    assert "takes no locks (no flock on this platform); running without one" in caplog.text
