@@ -25,7 +25,11 @@ def add_run_arguments(
 ) -> None:
     """``--out``, ``--limit`` and ``--methods`` (comma-separated, from ``methods``; by default all but
     the ``optional`` ones)."""
-    parser.add_argument("--out", required=True, help="output folder (resumes a run already there)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="output folder: a run already there is resumed; one run writes it at a time (OUT/.lock names it)",
+    )
     parser.add_argument("--limit", type=positive_int, help="first N records only (N >= 1; default: all)")
     default = [name for name in methods if name not in optional]
     parser.add_argument(
