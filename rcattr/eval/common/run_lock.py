@@ -68,7 +68,7 @@ class RunLock:
         """
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
-            handle = _lock_file(self.path, exclusive=True)
+            handle = _lock_file(self.path)
         except OSError as error:  # a file system (some network and FUSE mounts) or a platform without flock
             logger.warning(
                 "%s: this file system takes no locks (%s); running without one", self.folder, error
@@ -84,11 +84,10 @@ class RunLock:
         os.ftruncate(handle, 0)
         os.pwrite(handle, json.dumps(_this_process(self.shard)).encode(), 0)
         self._handle = handle
-        for other in sorted(self.folder.glob(f"{LOCK_NAME}*")):
-            shard = _lock_shard(other)
-            if other != self.path and shard is not None and shard.overlaps(self.shard) and _is_held(other):
-                self.release()
-                raise RunLockedError(_held_message(other, self.folder))
+        other = _live_lock(self.folder, self.shard, skip=self.path)
+        if other is not None:
+            self.release()
+            raise RunLockedError(_held_message(other, self.folder))
 
     def release(self) -> None:
         """Give the lock back (and delete its file)."""
@@ -111,11 +110,10 @@ class RunLock:
 def check_unlocked(folder: str | Path, shard: Shard | None = None) -> None:
     """Raise :class:`RunLockedError` if a live process holds a lock of ``folder`` sharing records with
     ``shard``; takes nothing (a quick check before a command's slow start; :class:`RunLock` decides)."""
-    folder, shard = Path(folder), shard or Shard()
-    for path in sorted(folder.glob(f"{LOCK_NAME}*")) if folder.is_dir() else []:
-        other = _lock_shard(path)
-        if other is not None and other.overlaps(shard) and _is_held(path):
-            raise RunLockedError(_held_message(path, folder))
+    folder = Path(folder)
+    held = _live_lock(folder, shard or Shard()) if folder.is_dir() else None
+    if held is not None:
+        raise RunLockedError(_held_message(held, folder))
 
 
 def exit_if_locked(argv: Sequence[str], default_out: str | None = None) -> None:
@@ -141,15 +139,26 @@ def exit_if_locked(argv: Sequence[str], default_out: str | None = None) -> None:
         raise SystemExit(str(error)) from None
 
 
-def _lock_file(path: Path, exclusive: bool) -> int | None:
-    """An open handle on ``path`` locked with ``flock`` (None if another process holds it): retried when the
-    holder deleted the file between our open and our lock, so the handle is on the file at ``path``."""
+def _live_lock(folder: Path, shard: Shard, skip: Path | None = None) -> Path | None:
+    """The first lock file of ``folder`` (but ``skip``) that a live process holds for a shard sharing records
+    with ``shard``, or None."""
+    for path in sorted(folder.glob(f"{LOCK_NAME}*")):
+        other = _lock_shard(path)
+        if path != skip and other is not None and other.overlaps(shard) and _is_held(path):
+            return path
+    return None
+
+
+def _lock_file(path: Path) -> int | None:
+    """An open handle on ``path`` locked with an exclusive ``flock`` (None if another process holds it):
+    retried when the holder deleted the file between our open and our lock, so the handle is on the file at
+    ``path``."""
     if fcntl is None:
         raise OSError("no flock on this platform")
     while True:
         handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(handle, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(handle)
             return None

@@ -140,7 +140,7 @@ def read_rows(folder: Path, stem: str) -> Iterator[Row]:
 def announce_resume(out: Path, done: int, total: int, unit: str) -> None:
     """Say that a run resumes, and how far it got, when some of its work is on disk already."""
     if done == total:
-        print(f"{out}: all {total} {unit} are on disk already; writing the report")
+        print(f"{out}: all {total} {unit} are on disk already; nothing to run")
     elif done:
         print(f"resuming {done} of {total} {unit} from {out}; running the other {total - done}")
 

@@ -133,9 +133,11 @@ def test_methods_added_on_resume_are_the_methods_of_results_json(saved_llama, qu
     assert set(results["methods"]) == {"random", "bm25"}
     assert results["config"]["methods"] == ["bm25", "random"]  # this command's first, then those on disk
     assert attribution_main([*arguments, "--methods", "random,bm25"]) == 0
+    assert attribution_main([*arguments, "--methods", "random,bm25"]) == 0
     printed = capsys.readouterr().out
     assert f"resuming 5 of 6 (method, record) runs from {out}; running the other 1" in printed
-    assert printed.count(f"report written to {out / 'results.md'} (and results.json)") == 3
+    assert f"{out}: all 6 (method, record) runs are on disk already; nothing to run" in printed
+    assert printed.count(f"report written to {out / 'results.md'} (and results.json)") == 4
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
