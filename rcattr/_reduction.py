@@ -21,7 +21,7 @@ from rcattr.base import Example
 from rcattr.capture import CaptureStep, LogitCapture, raw_logits
 from rcattr.heads import HeadScore, LayerRC, LayerSuperiority, layer_rc, layer_superiority
 from rcattr.scorers import SpanScorer
-from rcattr.spans import SpanBlock, SpanIndex
+from rcattr.spans import SpanBlock, SpanIndex, attention_probabilities, lookback_ratio
 
 
 @dataclass
@@ -78,6 +78,9 @@ class Reduction:
     context_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: E[Z] per answer row
     self_rc: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: E[Z'] per answer row, same Y
     context_peak: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: P(max X > Y) per answer row
+    lookback: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: lookback ratio per answer row
+    self_size: dict[int, int] = field(default_factory=dict)  # |Y(g, g)| of the layer
+    token_logprob: torch.Tensor | None = None  # [A]: each answer token's log-probability, from the pass
     scored: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [h] head indices
 
     @staticmethod
@@ -181,11 +184,18 @@ class Reducer:
             self.out.head_scores.setdefault(kind, {})[layer] = score
 
     def score_heads(self, heads: torch.Tensor) -> None:
-        """Span scores and row statistics of the ``[k, 2]`` (layer, head) pairs, after a deferred pass."""
+        """Span scores and row statistics of the ``[k, 2]`` (layer, head) pairs, after a deferred pass; heads
+        scored already are skipped, so a second call adds the new heads to the tables."""
         for layer in sorted(set(heads[:, 0].tolist())):
+            index = heads[heads[:, 0] == layer, 1].unique()
+            done = self.out.scored.get(layer)
+            if done is not None:
+                index = index[~torch.isin(index, done.to(index.device))]
+            if not len(index):
+                continue
             step = self.steps[layer]
             assert step.query is not None and step.key is not None
-            index = heads[heads[:, 0] == layer, 1].unique().to(step.query.device)
+            index = index.to(step.query.device)
             group = step.query.shape[1] // step.key.shape[1]
             dtype = torch.promote_types(step.query.dtype, torch.float32)
             logits = raw_logits(step.query[:, index], step.key[:, index // group], dtype=dtype)[0]
@@ -213,12 +223,21 @@ class Reducer:
         visible: torch.Tensor,
         statistics: LayerRC,
     ) -> None:
-        """Span scores and row statistics of ``heads`` ``[h]``, from their logits ``[h, A, S]``."""
+        """Span scores and row statistics of ``heads`` ``[h]``, from their logits ``[h, A, S]``, appended to
+        the layer's tables when some of its heads were scored before."""
         layout, layer = self.layout, step.layer_idx
-        self.out.scored[layer] = heads
-        self.out.context_rc[layer] = statistics.context_rc
-        self.out.self_rc[layer] = statistics.self_rc
-        self.out.context_peak[layer] = statistics.context_peak
+        earlier = self.out.scored.get(layer)
+
+        def put(table: dict[int, torch.Tensor], rows: torch.Tensor) -> None:
+            table[layer] = rows if earlier is None else torch.cat([table[layer], rows])
+
+        put(self.out.scored, heads)
+        put(self.out.context_rc, statistics.context_rc)
+        put(self.out.self_rc, statistics.self_rc)
+        put(self.out.context_peak, statistics.context_peak)
+        self.out.self_size[layer] = statistics.n_self
+        attention = attention_probabilities(logits[None], visible[None], step.scaling, step.softcap)[0]
+        put(self.out.lookback, lookback_ratio(attention, visible, layout.context_keys, self.answer_keys))
         per_unit = layout.unit_rows.shape[0] > 1 or layout.unit_rows.shape[1] != layout.n_answer
         if per_unit:
             rows = layout.unit_rows
@@ -228,17 +247,17 @@ class Reducer:
             if not scorer.pools_rows:  # every answer row once, weighted per unit
                 block = self._block(logits[None], visible[None], step, heads, self.answer_and_units)
                 scores = scorer.score(block)  # [1 + U, h, n_spans]
-                self.out.answer_scores[name][layer] = scores[0]
-                self.out.unit_scores[name][layer] = scores[1:].transpose(0, 1)
+                put(self.out.answer_scores[name], scores[0])
+                put(self.out.unit_scores[name], scores[1:].transpose(0, 1))
                 continue
             answer = scorer.score(self._block(logits[None], visible[None], step, heads))[0]
-            self.out.answer_scores[name][layer] = answer
+            put(self.out.answer_scores[name], answer)
             units = (
                 scorer.score(self._block(unit_logits, unit_visible, step, heads))
                 if per_unit
                 else answer[None]
             )
-            self.out.unit_scores[name][layer] = units.transpose(0, 1)
+            put(self.out.unit_scores[name], units.transpose(0, 1))
 
     def _block(
         self,
@@ -266,15 +285,28 @@ class Reducer:
 def forward(
     model: PreTrainedModel, example: Example, reducer: Reducer, cache: DynamicCache | None = None
 ) -> None:
-    """Capture the answer's rows of a pass over prompt ⊕ answer into ``reducer``.
+    """Capture the answer's rows of a pass over prompt ⊕ answer into ``reducer``, and the ``[A]``
+    log-probability of each answer token under the model (float64) into ``reducer.out.token_logprob``.
 
     One forward when no prompt cache is given and the example has none (a generated answer's cache
-    already holds the prompt); otherwise the answer continues from that cache.
+    already holds the prompt); otherwise the answer continues from that cache, cut back by one more
+    token so that the prompt's last row, which predicts the first answer token, runs again.
     """
-    start = example.answer_start
+    start, n_answer = example.answer_start, example.n_answer
+    if start < 1:
+        raise ValueError("the prompt is empty: nothing predicts the answer's first token")
     cache = example.prompt_cache_for() if cache is None else cache
     with LogitCapture(model, reducer, query_positions=slice(start, None)):
         if cache is None:
-            model(example.ids, use_cache=False, logits_to_keep=1)
+            logits = model(example.ids, use_cache=False, logits_to_keep=n_answer + 1).logits
         else:
-            model(example.ids[:, start:], **cache_argument(model, cache), use_cache=True, logits_to_keep=1)
+            cache.crop(start - 1 - cache.get_seq_length())  # negative: removes tokens in every release
+            logits = model(
+                example.ids[:, start - 1 :],
+                **cache_argument(model, cache),
+                use_cache=True,
+                logits_to_keep=n_answer + 1,
+            ).logits
+    rows = logits[0, :-1].float()  # [A, V]: row t predicts answer token t
+    chosen = rows.gather(-1, example.ids[0, start:, None])[:, 0]
+    reducer.out.token_logprob = (chosen - torch.logsumexp(rows, -1)).double()

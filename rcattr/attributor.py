@@ -26,6 +26,7 @@ from rcattr.heads import HeadScore
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.scorers import AttentionScorer, SpanScorer, make_span_scorer, scorer_name
 from rcattr.selectors import HeadSelector, OutlierHeads, TopHeads
+from rcattr.support import support_heads, support_log_odds
 
 HeadVotes = Literal["mass", "share"]
 HEAD_VOTES: tuple[str, ...] = ("mass", "share")
@@ -156,16 +157,24 @@ class RCAttributor(SpanAttributor):
         out, heads = reducer.out, selection.heads
         context = out.gather(out.context_rc, heads).sum(0)
         groundedness = context / (context + out.gather(out.self_rc, heads).sum(0)).clamp_min(1e-30)
-        groundedness = groundedness.float().cpu()
+        lookback = out.gather(out.lookback, heads).mean(0).float().cpu()
+        peak_heads = support_heads(selection.scores)
+        reducer.score_heads(peak_heads)  # the ones not selected
+        peak = out.gather(out.context_peak, peak_heads)  # [20, A]
+        assert out.token_logprob is not None  # set by the pass
+        n_self = torch.tensor([out.self_size[layer] for layer in peak_heads[:, 0].tolist()])
         return example.result(
             seq_attr,
             token_attr,
             self.result_label,
             inp,
-            groundedness=groundedness,
-            token_support=out.gather(out.context_peak, heads).mean(0).float().cpu(),
-            unit_context_reliance=unit_sum(groundedness, example.unit_ranges)
+            groundedness=groundedness.float().cpu(),
+            lookback=lookback,
+            unit_context_reliance=unit_sum(lookback, example.unit_ranges)
             / torch.tensor([len(rows) for rows in example.unit_ranges]),
+            token_logprob=out.token_logprob.float().cpu(),
+            token_peak=peak.mean(0).float().cpu(),
+            token_support=torch.sigmoid(support_log_odds(out.token_logprob, peak, n_self)).float().cpu(),
             head_selection=selection,
         )
 

@@ -48,6 +48,8 @@ class LayerRC:
         Per answer row, its number of visible context logits.
     y_std : Tensor, shape [H]
         The spread of Y(g, g), the scale of ``rc_std``.
+    n_self : int
+        ``|Y|``: the number of (row, answer key) pairs in Y(g, g), the denominator of ``context_peak``.
     """
 
     head_scores: torch.Tensor
@@ -58,6 +60,7 @@ class LayerRC:
     row_below: torch.Tensor
     row_pairs: torch.Tensor
     y_std: torch.Tensor
+    n_self: int
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,7 @@ def layer_rc(
         row_below,
         n_row,
         y_std,
+        y.shape[-1],
     )
 
 

@@ -13,12 +13,7 @@ from captum.attr import LLMAttributionResult
 
 from rcattr.heads import MIN_HEAD_SHARE, OUTLIER_SIGMAS
 from rcattr.segmentation import TextSpan, one_line
-
-# The token_support below which a token is flagged as unsupported: the cut-off with the best Youden's J
-# (true minus false positive rate) on the unsupported-tokens benchmark, 0.984 on QuoteSum dev and 0.985 on
-# Veri-Gran dev with the default model (docs/benchmarks.md). Supported tokens sit near 1: a copied token's
-# best context logit beats almost all of the answer's self logits.
-SUPPORT_THRESHOLD = 0.98
+from rcattr.support import SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,20 +88,30 @@ class RCAttributionResult(LLMAttributionResult):
     answer : str
         The explained answer.
     answer_tokens : list of TextSpan
-        The answer's tokens, for ``groundedness``.
+        The answer's tokens, for the per-token signals below.
     groundedness : Tensor, shape [n_answer_tokens], or None
         RC methods only. Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with
         X = the token's logits to the context and Y = Y(g, g), the answer's self-contextualization
         (one reference for every token, so early tokens are not judged on a tiny sample). In [0, 1]:
         low values mark answer tokens whose contextualization comes from the answer, not the context.
+    lookback : Tensor, shape [n_answer_tokens], or None
+        RC methods only. Per answer token, the lookback ratio (Chuang et al. 2024) averaged over the selected
+        heads: the mean attention on a context token over that plus the mean attention on an answer token
+        the row sees. In [0, 1]; :attr:`context_reliance` is its mean.
     unit_context_reliance : Tensor, shape [n_outputs], or None
-        RC methods only: each output unit's mean ``groundedness`` over its tokens (see
-        :attr:`context_reliance`).
-    token_support : Tensor, shape [n_answer_tokens], or None
+        RC methods only: each output unit's mean ``lookback`` over its tokens (see :attr:`context_reliance`).
+    token_logprob : Tensor, shape [n_answer_tokens], or None
+        RC methods only. Each answer token's log-probability under the model, given the prompt and the
+        answer before it, from the same pass.
+    token_peak : Tensor, shape [n_answer_tokens], or None
         RC methods only. Per answer token, on the selected heads, the mean P(max X > Y): the share of the
         answer's self logits Y(g, g) below the token's highest logit to the context. A token copied from
         the context has heads that find its match there; a token the context lacks does not.
-        :meth:`unsupported_tokens` flags the low ones.
+    token_support : Tensor, shape [n_answer_tokens], or None
+        RC methods only. Per answer token, ``sigmoid(token_logprob + logit(token_peak))`` (each head's peak
+        smoothed, :func:`rcattr.support.support_log_odds`): the evidence that the context holds the token,
+        from a head finding it there and the model expecting it, in [0, 1]. :meth:`unsupported_tokens`
+        flags the tokens below :data:`~rcattr.support.SUPPORT_THRESHOLD`.
     head_selection : HeadSelection or None
         RC methods only: all head scores and the selected heads.
     span_scorer : str
@@ -128,7 +133,10 @@ class RCAttributionResult(LLMAttributionResult):
         answer_tokens: Sequence[TextSpan],
         span_scorer: str,
         groundedness: torch.Tensor | None = None,
+        lookback: torch.Tensor | None = None,
         unit_context_reliance: torch.Tensor | None = None,
+        token_logprob: torch.Tensor | None = None,
+        token_peak: torch.Tensor | None = None,
         token_support: torch.Tensor | None = None,
         head_selection: HeadSelection | None = None,
         inp: Any = None,
@@ -146,22 +154,26 @@ class RCAttributionResult(LLMAttributionResult):
         self.answer = answer
         self.answer_tokens = list(answer_tokens)
         self.groundedness = groundedness
+        self.lookback = lookback
         self.unit_context_reliance = unit_context_reliance
+        self.token_logprob = token_logprob
+        self.token_peak = token_peak
         self.token_support = token_support
         self.head_selection = head_selection
         self.span_scorer = span_scorer
 
     @property
     def context_reliance(self) -> float | None:
-        """How much the whole answer relies on the context: the mean ``groundedness`` of its tokens, in
-        [0, 1] (None for baselines). On SQuAD v2 it tells an answer over the question's own paragraph from
-        one over another article's with AUROC 0.85 [0.81, 0.89] on the default model
-        (``python -m rcattr.eval.groundedness``, docs/benchmarks.md); a relative signal, not a truth test."""
-        return None if self.groundedness is None else float(self.groundedness.double().mean())
+        """How much the whole answer relies on the context: the mean :attr:`lookback` ratio of its tokens on
+        the RC-selected heads, in [0, 1] (None for baselines). The best answer-level signal of the
+        groundedness benchmarks (``python -m rcattr.eval.groundedness``, docs/benchmarks.md); a relative
+        signal, not a truth test."""
+        return None if self.lookback is None else float(self.lookback.double().mean())
 
     def unsupported_tokens(self, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
         """Indices of the answer tokens (not blank) whose :attr:`token_support` is below ``threshold``
-        (none for baselines). The default was chosen on the unsupported-tokens benchmark (docs/benchmarks.md).
+        (none for baselines). The default, 0.25 (support log-odds below log(1/3)), was measured on the
+        unsupported-tokens benchmark on two models (docs/benchmarks.md).
 
         ``threshold`` is a real number in [0, 1], the range of token support; anything else raises ValueError.
         """
@@ -278,9 +290,11 @@ class RCAttributionResult(LLMAttributionResult):
         """Everything in the result as plain JSON-serialisable values (``json.dumps(result.to_dict())``).
 
         Spans are ``{"text", "start", "end"}`` dicts (context spans add ``source``, 0-based, and
-        ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; ``groundedness``,
-        ``context_reliance``, ``unit_context_reliance``, ``token_support``, ``unsupported_tokens`` and ``heads`` (``{"kind", "selected": [[layer, head], ...], "weights", "outliers",
-        "few_heads"}``: see :class:`HeadSelection`) are None for baselines.
+        ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; the per-token signals
+        (``groundedness``, ``lookback``, ``token_logprob``, ``token_peak``, ``token_support``),
+        ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head],
+        ...], "weights", "outliers", "few_heads"}``: see :class:`HeadSelection`) are None for baselines,
+        ``unsupported_tokens`` empty.
         The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
         """
         assert self.token_attr is not None  # always set by __init__
@@ -297,12 +311,20 @@ class RCAttributionResult(LLMAttributionResult):
             "seq_attr": self.seq_attr.tolist(),
             "token_attr": self.token_attr.tolist(),
             "answer_tokens": [{"text": s.text, "start": s.start, "end": s.end} for s in self.answer_tokens],
-            "groundedness": None if self.groundedness is None else self.groundedness.tolist(),
+            **{
+                name: None if values is None else values.tolist()
+                for name, values in (
+                    ("groundedness", self.groundedness),
+                    ("lookback", self.lookback),
+                    ("token_logprob", self.token_logprob),
+                    ("token_peak", self.token_peak),
+                    ("token_support", self.token_support),
+                )
+            },
             "context_reliance": self.context_reliance,
             "unit_context_reliance": None
             if self.unit_context_reliance is None
             else self.unit_context_reliance.tolist(),
-            "token_support": None if self.token_support is None else self.token_support.tolist(),
             "unsupported_tokens": self.unsupported_tokens(),
             "heads": None
             if selection is None

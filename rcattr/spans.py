@@ -181,3 +181,28 @@ def attention_probabilities(
         scores = torch.tanh(scores / softcap) * softcap
     scores = scores.masked_fill(~visible[:, None], float("-inf"))
     return torch.softmax(scores, dim=-1).nan_to_num_(0.0)
+
+
+def lookback_ratio(
+    attention: torch.Tensor, visible: torch.Tensor, context_keys: torch.Tensor, answer_keys: torch.Tensor
+) -> torch.Tensor:
+    """The lookback ratio (Chuang et al. 2024, "Lookback Lens") of each head at each row: ``a_ctx / (a_ctx +
+    a_ans)``, ``a_ctx`` the mean attention on a context token, ``a_ans`` the mean attention on an answer token
+    the row sees (itself included).
+
+    Parameters
+    ----------
+    attention : Tensor, shape [H, R, K]
+        Post-softmax attention of ``R`` answer rows.
+    visible : Tensor of bool, shape [R, K]
+    context_keys, answer_keys : Tensor of long, shapes [C] and [A]
+        Key indices of the context tokens and of the answer tokens.
+
+    Returns
+    -------
+    Tensor of float32, shape [H, R]
+    """
+    on_context = attention[..., context_keys].sum(-1) / max(len(context_keys), 1)
+    seen = visible[:, answer_keys].sum(-1).clamp_min(1)  # [R]
+    on_answer = attention[..., answer_keys].sum(-1) / seen
+    return (on_context / (on_context + on_answer).clamp_min(1e-30)).float()

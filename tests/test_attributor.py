@@ -127,7 +127,11 @@ def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
     assert result.groundedness.shape == (len(ANSWER),)
     assert bool(((result.groundedness >= 0) & (result.groundedness <= 1)).all())
     assert result.head_selection.heads.shape == (4, 2)
-    assert result.context_reliance == pytest.approx(result.groundedness.double().mean().item())
+    n = len(result.answer_tokens)
+    for signal in (result.lookback, result.token_peak, result.token_support):
+        assert signal.shape == (n,) and bool(((signal >= 0) & (signal <= 1)).all())
+    assert result.token_logprob.shape == (n,) and bool((result.token_logprob <= 0).all())
+    assert result.context_reliance == pytest.approx(result.lookback.double().mean().item())
 
 
 def test_unsupported_tokens_are_the_non_blank_ones_below_the_threshold(llama) -> None:
@@ -143,18 +147,18 @@ def test_unsupported_tokens_are_the_non_blank_ones_below_the_threshold(llama) ->
     assert result.to_dict()["token_support"] == pytest.approx(result.token_support.tolist())
 
 
-def test_unit_context_reliance_is_the_mean_groundedness_of_each_units_tokens(llama) -> None:
+def test_unit_context_reliance_is_the_mean_lookback_of_each_units_tokens(llama) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
     result = attributor.attribute(
         INPUT, "It sat. Dogs bark.", granularity="sentence", output_granularity="sentence"
     )
-    assert result.groundedness is not None and result.unit_context_reliance is not None
+    assert result.lookback is not None and result.unit_context_reliance is not None
     assert len(result.unit_context_reliance) == len(result.output_spans) == 2
     for unit, span in enumerate(result.output_spans):
         inside = [i for i, token in enumerate(result.answer_tokens) if span.start <= token.start < span.end]
         assert inside, span
         assert result.unit_context_reliance[unit].item() == pytest.approx(
-            result.groundedness[inside].mean().item()
+            result.lookback[inside].mean().item()
         )
 
 
@@ -181,8 +185,12 @@ def test_generated_and_given_answers_agree(llama) -> None:
         (generated.seq_attr, given.seq_attr),
         (generated.token_attr, given.token_attr),
         (generated.groundedness, given.groundedness),
+        (generated.lookback, given.lookback),
+        (generated.token_logprob, given.token_logprob),
+        (generated.token_peak, given.token_peak),
+        (generated.token_support, given.token_support),
     ]:
-        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_captum_inputs(llama) -> None:
@@ -422,12 +430,12 @@ def test_a_generated_answer_is_explained_from_its_generation_cache_without_runni
     finally:
         hook.remove()
     answer_tokens = len(generated.answer_tokens)
-    # generate: the prompt once, then one token per step; then the answer's own rows
-    assert processed == [prompt_tokens] + [1] * 7 + [answer_tokens]
+    # generate: the prompt once, then one token per step; then the answer's own rows and the prompt's last
+    # one again (it predicts the first answer token, for the token log-probabilities)
+    assert processed == [prompt_tokens] + [1] * 7 + [answer_tokens + 1]
     given = attributor.attribute(INPUT, generated.answer)
-    torch.testing.assert_close(generated.seq_attr, given.seq_attr, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(generated.token_attr, given.token_attr, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(generated.groundedness, given.groundedness, atol=1e-4, rtol=1e-4)
+    for name in ("seq_attr", "token_attr", "groundedness", "lookback", "token_logprob", "token_support"):
+        torch.testing.assert_close(getattr(generated, name), getattr(given, name), atol=1e-4, rtol=1e-4)
 
 
 def test_the_outlier_selection_records_its_stand_outs_and_minimum(llama) -> None:

@@ -51,7 +51,11 @@ def _result(head_selection: HeadSelection | None = None, groundedness: bool = Fa
         answer=ANSWER,
         answer_tokens=tokens,
         groundedness=torch.tensor([0.9, 0.2]) if groundedness else None,
-        unit_context_reliance=torch.tensor([0.9, 0.2]) if groundedness else None,
+        lookback=torch.tensor([0.8, 0.3]) if groundedness else None,
+        unit_context_reliance=torch.tensor([0.8, 0.3]) if groundedness else None,
+        token_logprob=torch.tensor([-0.5, -4.0]) if groundedness else None,
+        token_peak=torch.tensor([0.99, 0.6]) if groundedness else None,
+        token_support=torch.tensor([0.9, 0.1]) if groundedness else None,
         head_selection=head_selection,
         span_scorer="rc_expectation",
     )
@@ -108,10 +112,14 @@ def test_to_dict_round_trips_through_json() -> None:
     assert spans == SPANS and [s["document"] for s in data["context_spans"]] == [1, 1, 1, 2, 2, 2]
     assert [TextSpan(s["start"], s["end"], s["text"]) for s in data["output_spans"]] == OUTPUTS
     assert torch.tensor(data["token_attr"]).equal(result.token_attr)  # floats survive JSON exactly
-    assert data["groundedness"] == pytest.approx([0.9, 0.2])
+    assert data["groundedness"] == pytest.approx([0.9, 0.2]) and data["lookback"] == pytest.approx([0.8, 0.3])
     assert data["context_reliance"] == pytest.approx(0.55) and data["unit_context_reliance"] == pytest.approx(
-        [0.9, 0.2]
+        [0.8, 0.3]
     )
+    assert data["token_logprob"] == pytest.approx([-0.5, -4.0]) and data["token_peak"] == pytest.approx(
+        [0.99, 0.6]
+    )
+    assert data["token_support"] == pytest.approx([0.9, 0.1]) and data["unsupported_tokens"] == [1]
     assert data["heads"] == {
         "kind": "rc_std",
         "selected": [[1, 2], [0, 0]],
@@ -122,12 +130,16 @@ def test_to_dict_round_trips_through_json() -> None:
     baseline = json.loads(json.dumps(_result().to_dict()))
     assert baseline["groundedness"] is None and baseline["heads"] is None
     assert baseline["context_reliance"] is None and baseline["unit_context_reliance"] is None
+    assert all(
+        baseline[name] is None for name in ("lookback", "token_logprob", "token_peak", "token_support")
+    )
+    assert baseline["unsupported_tokens"] == []
 
 
 def test_dataframe_carries_the_context_reliance() -> None:
     result = _result(groundedness=True)
     assert result.to_dataframe().attrs["context_reliance"] == pytest.approx(0.55)
-    assert result.to_dataframe(output=1).attrs["context_reliance"] == pytest.approx(0.2)
+    assert result.to_dataframe(output=1).attrs["context_reliance"] == pytest.approx(0.3)
     assert _result().to_dataframe(output=1).attrs["context_reliance"] is None
 
 

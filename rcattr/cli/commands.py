@@ -31,7 +31,7 @@ def _attributor(args: argparse.Namespace) -> RCAttributor:
 def report(result: RCAttributionResult, top: int) -> str:
     """The answer and, for each of its parts, the ``top`` context spans it came from; then the answer's
     context reliance and its tokens the context does not support."""
-    from rcattr.result import SUPPORT_THRESHOLD
+    from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
 
     lines = [f"Answer: {result.answer}", ""]
     several = len(result.chunks) > 1
@@ -44,19 +44,20 @@ def report(result: RCAttributionResult, top: int) -> str:
     if result.context_reliance is not None:
         lines += [
             "",
-            f"Context reliance: {result.context_reliance:.2f} (mean groundedness of the answer's tokens)",
+            f"Context reliance: {result.context_reliance:.2f} (lookback ratio on the selected heads: attention "
+            "to the context against attention to the answer itself, 0 to 1)",
         ]
     unsupported = result.unsupported_tokens()
     if unsupported and result.token_support is not None:
         support = result.token_support.tolist()
         listed = ", ".join(
-            f"{result.answer_tokens[i].text.strip()!r} ({support[i]:.2f})" for i in unsupported[:8]
+            f"{result.answer_tokens[i].text.strip()!r} ({support_text(support[i])})" for i in unsupported[:8]
         )
         more = f" and {len(unsupported) - 8} more" if len(unsupported) > 8 else ""
         lines += [
             "",
-            f"Not supported by the context (token support < {SUPPORT_THRESHOLD:.2f}, the cut-off chosen on the "
-            f"unsupported-tokens benchmark): {listed}{more}",
+            f"Not supported by the context (token support < {support_text(SUPPORT_THRESHOLD)}: {SUPPORT_MEANING}): "
+            f"{listed}{more}",
         ]
     return "\n".join(lines)
 

@@ -12,8 +12,9 @@ from typing import Any
 import torch
 
 from rcattr.options import HTML_SUFFIXES
-from rcattr.result import SUPPORT_THRESHOLD, RCAttributionResult
+from rcattr.result import RCAttributionResult
 from rcattr.segmentation import one_line
+from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
 from rcattr.viz._pieces import chunk_pieces, document_name, shade_intensity, text_pieces
 
 _OPEN_DOCUMENTS = 10  # with more than this many documents, the HTML page opens only the highest-scoring ones
@@ -82,7 +83,7 @@ def _answer_html(result: RCAttributionResult) -> str:
             low_class = " low" if token in unsupported else ""
             title = f"groundedness {g[token]:.3f}"
             if support is not None:
-                title += f", support {support[token]:.3f}"
+                title += f", support {support_text(support[token], 3)}"
             inner.append(
                 f'<span class="g{low_class}" style="--u:{1 - g[token]:.3f}" title="{title}">{text}</span>'
             )
@@ -181,8 +182,8 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         '<p class="legend">Hover an answer part to see its sources (click to pin). '
         '<span class="g" style="--u:1">Dotted red underline</span>: 1 - groundedness, how little the token '
         'draws on the context (fainter = more). <span class="g low" style="--u:0">Red background</span>: '
-        f"unsupported, no context token matches it (token support below {SUPPORT_THRESHOLD:.2f}, the cut-off "
-        "chosen on the unsupported-tokens benchmark).</p>"
+        f"unsupported: token support below {support_text(SUPPORT_THRESHOLD)}, {SUPPORT_MEANING} (hover a "
+        "token for its values; read a run of flags rather than a single one).</p>"
         '<ol id="unit-sources"></ol>'
         f'<h2>Context <span id="showing">whole answer</span></h2>{chunks}{_summary_html(result)}'
         f'<script type="application/json" id="rc-data">{blob}</script><script>{_JS}</script>'

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from rcattr.result import SUPPORT_THRESHOLD, RCAttributionResult
+from rcattr.result import RCAttributionResult
+from rcattr.support import SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -99,8 +100,9 @@ def plot_token_support(
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Bars of each answer token's ``1 - token_support`` (log scale: the share of the answer's self logits
-    above the token's best context logit), the cut-off drawn, the tokens flagged unsupported in red.
+    """Bars of each answer token's support log-odds (``logit(token_support)``: its log-probability plus the
+    log-odds of its peak; below 0 the evidence is against the context holding it), the cut-off drawn, the
+    tokens flagged unsupported in red.
 
     Returns
     -------
@@ -108,20 +110,23 @@ def plot_token_support(
     """
     if result.token_support is None:
         raise ValueError("this result has no token_support (baselines have none): explain with RCAttributor")
-    gap = (1 - result.token_support.double()).clamp_min(1e-4).tolist()
+    eps = 1e-6
+    log_odds = torch.logit(result.token_support.double().clamp(eps, 1 - eps)).tolist()
     flagged = set(result.unsupported_tokens(threshold))
     if ax is None:
         import matplotlib.pyplot as plt
 
-        ax = plt.figure(figsize=(max(6.0, 0.28 * len(gap)), 3.2)).subplots()
-    colours = ["#dc2626" if index in flagged else "#9ca3af" for index in range(len(gap))]
-    ax.bar(range(len(gap)), gap, color=colours)
-    ax.axhline(1 - threshold, color="#dc2626", linestyle="--", linewidth=1, label=f"cut-off {threshold:.2f}")
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(gap)), [token.text.strip() or "␣" for token in result.answer_tokens], rotation=90)
-    ax.set_xlim(-0.6, len(gap) - 0.4)
-    ax.set_ylabel("1 - token support")
-    ax.legend(loc="upper left", frameon=False)
+        ax = plt.figure(figsize=(max(6.0, 0.28 * len(log_odds)), 3.2)).subplots()
+    colours = ["#dc2626" if index in flagged else "#9ca3af" for index in range(len(log_odds))]
+    ax.bar(range(len(log_odds)), log_odds, color=colours)
+    cut = float(torch.logit(torch.tensor(threshold, dtype=torch.float64).clamp(eps, 1 - eps)))
+    ax.axhline(cut, color="#dc2626", linestyle="--", linewidth=1, label=f"cut-off: support {threshold:.2f}")
+    ax.axhline(0, color="#6b7280", linewidth=0.6)
+    tokens = [token.text.strip() or "␣" for token in result.answer_tokens]
+    ax.set_xticks(range(len(log_odds)), tokens, rotation=90)
+    ax.set_xlim(-0.6, len(log_odds) - 0.4)
+    ax.set_ylabel("support log-odds")
+    ax.legend(loc="lower left", frameon=False)
     if title:
         ax.set_title(title)
     return ax

@@ -34,6 +34,7 @@ from rcattr.heads import HeadScore, LayerRC, LayerSuperiority
 from rcattr.result import HeadSelection
 from rcattr.scorers import SpanScorer, make_span_scorer, scorer_name
 from rcattr.spans import SpanBlock
+from rcattr.support import support_log_odds
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class HeadSpanScores:
         E[Z'] = E[max(Y - X, 0)] (the groundedness ratio's two terms).
     context_peak : Tensor, shape [L, H, A]
         Per answer token, P(max X > Y): the share of Y(g, g) below its highest context logit.
+    lookback : Tensor, shape [L, H, A]
+        Per answer token, the lookback ratio.
+    n_self : Tensor of long, shape [L]
+        Each layer's ``|Y|``, the denominator of ``context_peak``.
+    token_logprob : Tensor, shape [A]
+        Each answer token's log-probability.
     unit_head_scores : dict of str to Tensor, shape [L, H, U]
         The head scores of each output unit alone (its rows against Y(g, g)), when the pass computed them.
     scored : Tensor of bool, shape [L, H], or None
@@ -73,6 +80,9 @@ class HeadSpanScores:
     context_rc: torch.Tensor
     self_rc: torch.Tensor
     context_peak: torch.Tensor
+    lookback: torch.Tensor
+    n_self: torch.Tensor
+    token_logprob: torch.Tensor
     unit_head_scores: dict[str, torch.Tensor]
     scored: torch.Tensor | None = None
 
@@ -80,6 +90,7 @@ class HeadSpanScores:
     def of(cls, reducer: PassReducer, example: Example, n_heads: int) -> HeadSpanScores:
         """The pass's scores (0 for the heads that were not scored)."""
         out = reducer.out
+        assert out.token_logprob is not None  # set by the pass
         scored = out.scored_mask(n_heads)
         return cls(
             example=example,
@@ -90,6 +101,11 @@ class HeadSpanScores:
             context_rc=out.spread(out.context_rc, n_heads),
             self_rc=out.spread(out.self_rc, n_heads),
             context_peak=out.spread(out.context_peak, n_heads),
+            lookback=out.spread(out.lookback, n_heads),
+            n_self=torch.tensor(
+                [out.self_size.get(layer, 0) for layer in sorted(out.head_scores[reducer.head_score])]
+            ),
+            token_logprob=out.token_logprob,
             unit_head_scores={kind: Reduction.stack(t) for kind, t in reducer.unit_head_scores.items()},
             scored=None if bool(scored.all()) else scored,
         )
@@ -169,11 +185,23 @@ class HeadSpanScores:
         context = self.context_rc[layers, index].sum(0)
         return context / (context + self.self_rc[layers, index].sum(0)).clamp_min(1e-30)
 
-    def token_support(self, heads: torch.Tensor) -> torch.Tensor:
+    def token_peak(self, heads: torch.Tensor) -> torch.Tensor:
         """``[A]`` each answer token's mean P(max X > Y) over ``heads``: does some context token match it?"""
         self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         return self.context_peak[layers, index].mean(0)
+
+    def token_support(self, heads: torch.Tensor) -> torch.Tensor:
+        """``[A]`` each answer token's support log-odds on ``heads`` (:func:`rcattr.support.support_log_odds`)."""
+        self._check_scored(heads)
+        layers, index = heads.to(self.head_scores.device).unbind(1)
+        return support_log_odds(self.token_logprob, self.context_peak[layers, index], self.n_self[layers])
+
+    def lookback_ratio(self, heads: torch.Tensor) -> torch.Tensor:
+        """``[A]`` each answer token's lookback ratio averaged over ``heads``."""
+        self._check_scored(heads)
+        layers, index = heads.to(self.head_scores.device).unbind(1)
+        return self.lookback[layers, index].mean(0)
 
 
 def _sum(evidence: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:

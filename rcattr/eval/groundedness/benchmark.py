@@ -1,30 +1,20 @@
-"""Context reliance, validated: does the answer-level RC signal tell a relevant context from an irrelevant one?
+"""The groundedness benchmarks (``python -m rcattr.eval.groundedness``): is the answer supported by the context?
 
-    python -m rcattr.eval.groundedness --limit 200 --out runs/groundedness
+    python -m rcattr.eval.groundedness --out runs/groundedness
 
-*Context relevance* (issue 20): SQuAD v2 answerable dev questions, each answered by the model (greedy, up
-to ``--max-new-tokens``) once with its own paragraph and once with a paragraph of another article (seeded).
-Every signal below is computed on both answers; its AUROC for telling the own-paragraph answer (positive)
-from the other one is reported with a 95% percentile bootstrap interval over questions (a resample keeps
-a question's two answers together), and the paired difference to the best baseline.
+Four tasks, ``--task`` any of them (default all):
 
-Signals, one per answer (higher: more reliant on the context):
+- answer level, paired (:mod:`rcattr.eval.groundedness.pairs`): ``relevance`` (own paragraph vs another
+  article's), ``unanswerable`` (an answerable vs an unanswerable SQuAD v2 question over one paragraph) and
+  ``removed`` (the paragraph with and without the answer's sentence). The model answers every question
+  (greedy, up to ``--max-new-tokens``); each answer-level signal (:mod:`rcattr.eval.groundedness.answer_level`)
+  gets the AUROC of telling the supported answer from the other, with a 95% bootstrap interval over pairs
+  and the paired difference to the lookback ratio over all heads;
+- token level: ``unsupported`` (:mod:`rcattr.eval.groundedness.unsupported_tokens`): edited QuoteSum and
+  Veri-Gran gold answers, the token AUROC of every token signal and the flag rates of the result's cut-off.
 
-- ``rc_context_heads``: the share of all the model's heads whose P(X > Y) exceeds 1/2 (the head favours
-  the context over the answer itself), a data-free threshold on the score every head gets in the pass;
-- ``rc_superiority``: the mean P(X > Y) over all heads; ``rc_selected``: over the RC-selected heads;
-- ``rc_groundedness``: the answer tokens' mean groundedness on the RC-selected heads;
-- ``rc_peak``: per head and answer token, P(max X > Y): the rank of the token's highest context logit
-  among the answer's self logits Y(g, g), averaged over all heads and tokens; ``rc_peak_selected``: over
-  the RC-selected heads;
-- ``logprob`` and ``neg_entropy``: the answer tokens' mean log-probability and minus their mean entropy;
-- ``lookback``: the lookback ratio (Chuang et al. 2024, unsupervised): per head and answer token, mean
-  attention on a context token over (that + mean attention on an answer token it sees), averaged over
-  all heads and tokens; ``lookback_rc``: the same over the RC-selected heads;
-- ``random``: a seeded uniform draw.
-
-Rows (one per question and condition) are appended to ``OUT/records/signals.jsonl`` as they finish, so a
-run resumes where it stopped; ``OUT/results.json`` and ``results.md`` are rewritten at the end.
+Rows are appended to ``OUT/records/*.jsonl`` as they finish, so a run resumes where it stopped;
+``OUT/results.json`` and ``results.md`` are rewritten at the end.
 """
 
 from __future__ import annotations
@@ -32,179 +22,54 @@ from __future__ import annotations
 import argparse
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 from tqdm import tqdm
-from transformers import PreTrainedModel
 
 from rcattr.attributor import RCAttributor
-from rcattr.base import Example
 from rcattr.eval.common.datasets import load_attribution
-from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.common.run_args import run_folder
 from rcattr.eval.common.run_store import RunStore, announce_resume, record_id
 from rcattr.eval.common.sharding import Shard
-from rcattr.eval.groundedness import unsupported_tokens
+from rcattr.eval.groundedness import answer_level, unsupported_tokens
 from rcattr.eval.groundedness.answer_edits import edit_answers
-from rcattr.eval.groundedness.context_signals import token_signals
-from rcattr.eval.kv import data as kv_data
+from rcattr.eval.groundedness.pairs import TASKS as PAIRED_TASKS
+from rcattr.eval.groundedness.pairs import PairedTask
 from rcattr.options import positive_int
-from rcattr.prompting import ContextInput
 
-SIGNALS = (
-    "rc_context_heads",
-    "rc_superiority",
-    "rc_selected",
-    "rc_groundedness",
-    "rc_peak",
-    "rc_peak_selected",
-    "logprob",
-    "neg_entropy",
-    "lookback",
-    "lookback_rc",
-    "random",
-)
-CONDITIONS = ("own", "other")  # the positive class is "own"
-TASKS = ("relevance", "unsupported")
+TASKS = (*PAIRED_TASKS, "unsupported")
 
 
-@dataclass(frozen=True)
-class RelevancePair:
-    """A SQuAD v2 answerable question with its own paragraph and one of another article."""
-
-    id: str
-    question: str
-    own: str
-    other: str
+def rows_stem(task: PairedTask) -> str:
+    """The rows file of a paired task (``signals`` for context relevance, as the first runs wrote it)."""
+    return "signals" if task.name == "relevance" else f"signals-{task.name}"
 
 
-def relevance_pairs(limit: int | None = None, seed: int = 0) -> list[RelevancePair]:
-    """The first ``limit`` answerable SQuAD v2 dev questions, each paired with a paragraph drawn (seeded)
-    from another article."""
-    squad = kv_data.squad_articles()
-    articles = [[paragraph["context"] for paragraph in article["paragraphs"]] for article in squad]
-    rng = random.Random(seed)
-    pairs: list[RelevancePair] = []
-    for index, article in enumerate(squad):
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                if qa["is_impossible"]:
-                    continue
-                other_article = rng.choice([a for i, a in enumerate(articles) if i != index])
-                pairs.append(
-                    RelevancePair(qa["id"], qa["question"], paragraph["context"], rng.choice(other_article))
-                )
-                if len(pairs) == limit:
-                    return pairs
-    return pairs
-
-
-def baseline_signals(model: PreTrainedModel, example: Example, rc_heads: torch.Tensor) -> dict[str, float]:
-    """The answer-level means of :func:`token_signals`: mean log-probability, minus mean entropy, lookback
-    ratios and peak superiority (all heads, and the ``[k, 2]`` RC-selected ones)."""
-    tokens = token_signals(model, example, rc_heads)
-    return {
-        "rc_peak": float(tokens["peak"].mean()),
-        "rc_peak_selected": float(tokens["peak_selected"].mean()),
-        "logprob": float(tokens["logprob"].mean()),
-        "neg_entropy": float(-tokens["entropy"].mean()),
-        "lookback": float(tokens["lookback"].mean()),
-        "lookback_rc": float(tokens["lookback_rc"].mean()),
-    }
-
-
-def answer_signals(
-    attributor: RCAttributor, context: str, question: str, gen_args: dict[str, Any], rng: random.Random
+def run_paired(
+    task: PairedTask, attributor: RCAttributor | None, store: RunStore, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """Generate the model's answer to ``question`` over ``context`` and compute every signal for it."""
-    inp = ContextInput(context, question)
-    result = attributor.attribute(inp, target=None, granularity="sentence", gen_args=gen_args)
-    assert result.head_selection is not None and result.groundedness is not None
-    head_scores = result.head_selection.scores.double()
-    example = attributor.prepare(inp, target=result.answer, granularity="sentence")
-    return {
-        "answer": result.answer,
-        "rc_context_heads": float((head_scores > 0.5).double().mean()),
-        "rc_superiority": float(head_scores.mean()),
-        "rc_selected": float(head_scores[tuple(result.head_selection.heads.T)].mean()),
-        "rc_groundedness": float(result.groundedness.double().mean()),
-        **baseline_signals(attributor.model, example, result.head_selection.heads),
-        "random": rng.random(),
-    }
-
-
-def auroc_table(
-    rows: Sequence[dict[str, Any]], reference: str = "lookback", n_boot: int = 2000, seed: int = 0
-) -> dict[str, dict[str, float]]:
-    """Per signal, the AUROC of own (positive) against other, with a 95% bootstrap interval over questions
-    (a resample keeps a question's two answers together), and its paired difference to ``reference``."""
-    by_id: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in rows:
-        by_id.setdefault(row["id"], {})[row["condition"]] = row
-    complete = [pair for pair in by_id.values() if set(pair) == set(CONDITIONS)]
-    labels = np.array([1] * len(complete) + [0] * len(complete))
-    draws = np.random.default_rng(seed).integers(0, len(complete), size=(n_boot, len(complete)))
-
-    def aurocs(signal: str) -> tuple[float, np.ndarray]:
-        own = np.array([pair["own"][signal] for pair in complete])
-        other = np.array([pair["other"][signal] for pair in complete])
-        resampled = [roc_auc_score(labels, np.concatenate([own[d], other[d]])) for d in draws]
-        return float(roc_auc_score(labels, np.concatenate([own, other]))), np.array(resampled)
-
-    base, base_draws = aurocs(reference)
-    table: dict[str, dict[str, float]] = {}
-    for signal in SIGNALS:
-        value, resampled = (base, base_draws) if signal == reference else aurocs(signal)
-        summary = resampled_summary(value, resampled, base, base_draws, reference)
-        table[signal] = {**summary, "questions": len(complete)}
-    return table
-
-
-def markdown(table: dict[str, dict[str, float]], reference: str = "lookback") -> str:
-    lines = [
-        f"| signal | AUROC | 95% interval | minus {reference} (paired 95% interval) |",
-        "|---|---:|---|---|",
-        *(
-            f"| {name} | {v['auroc']:.3f} | [{v['low']:.3f}, {v['high']:.3f}] | "
-            f"{v[f'minus_{reference}']:+.3f} [{v['difference_low']:+.3f}, {v['difference_high']:+.3f}] |"
-            for name, v in table.items()
-        ),
-    ]
-    n = next(iter(table.values()))["questions"] if table else 0
-    return (
-        f"Context relevance, SQuAD v2 dev, {n} questions (own paragraph vs another article's)\n\n"
-        + "\n".join(lines)
-        + "\n"
-    )
-
-
-def run_relevance(
-    attributor: RCAttributor | None, store: RunStore, args: argparse.Namespace
-) -> dict[str, Any]:
-    """The context-relevance rows (resuming; none computed without an attributor), and their AUROC table."""
+    """A paired task's rows (resuming; none computed without an attributor) and their AUROC table."""
     gen_args = {"max_new_tokens": args.max_new_tokens, "do_sample": False}
-    pairs = relevance_pairs(args.limit, args.seed)
-    keys = [f"{pair.id}:{condition}" for pair in pairs for condition in CONDITIONS]
-    todo = set(store.todo("signals", keys, key=record_id)) if attributor is not None else set()
+    pairs = task.pairs(args.limit, args.seed)
+    keys = [f"{pair.id}:{condition}" for pair in pairs for condition in task.conditions]
+    stem = rows_stem(task)
+    todo = set(store.todo(stem, keys, key=record_id)) if attributor is not None else set()
     if attributor is not None:
-        announce_resume(store.out, len(keys) - len(todo), len(keys), "context-relevance answers")
+        announce_resume(store.out, len(keys) - len(todo), len(keys), f"{task.name} answers")
     rng = random.Random(args.seed)
-    with store.appending("signals") as write:
-        for pair in tqdm(pairs, desc="context relevance", disable=not todo):
-            for condition in CONDITIONS:
+    with store.appending(stem) as write:
+        for pair in tqdm(pairs, desc=task.name, disable=not todo):
+            for condition, answering in zip(task.conditions, (pair.supported, pair.unsupported), strict=True):
                 key = f"{pair.id}:{condition}"
                 draw = rng.random()  # drawn for every row, so a resumed run gives the same values
                 if key not in todo or attributor is None:
                     continue
-                context = pair.own if condition == "own" else pair.other
-                row = answer_signals(attributor, context, pair.question, gen_args, random.Random(draw))
+                row = answer_level.answer_signals(attributor, answering, gen_args, random.Random(draw))
                 write({"id": key, "question": pair.id, "condition": condition, **row})
-    rows = [{**row, "id": row["question"]} for row in store.done("signals", keys, key=record_id).values()]
-    return auroc_table(rows, seed=args.seed)
+    rows = [{**row, "id": row["question"]} for row in store.done(stem, keys, key=record_id).values()]
+    return answer_level.auroc_table(rows, task.conditions, seed=args.seed)
 
 
 def run_unsupported(
@@ -242,9 +107,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m rcattr.eval.groundedness",
         description=(
-            "Groundedness benchmarks: context relevance on SQuAD v2 (AUROC of answer-level context-reliance "
-            "signals) and unsupported tokens in edited QuoteSum / Veri-Gran answers (token-level AUROC), "
-            "RC against log-probability, entropy, lookback ratio and random."
+            "Groundedness benchmarks: is the model's answer supported by the context? Answer level on SQuAD v2 "
+            "(relevance: own vs another article's paragraph; unanswerable: answerable vs unanswerable "
+            "questions; removed: the paragraph with vs without the answer sentence), AUROC of answer-level "
+            "signals; token level on edited QuoteSum / Veri-Gran answers (unsupported), token AUROC and the "
+            "result's flag rates. RC against log-probability, entropy, lookback ratio and random."
         ),
     )
     parser.add_argument(
@@ -252,13 +119,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         nargs="+",
         choices=TASKS,
         default=list(TASKS),
-        help="benchmarks to run (default: both)",
+        help="benchmarks to run (default: all four)",
     )
     parser.add_argument(
         "--limit",
         type=positive_int,
         default=200,
-        help="context relevance: answerable questions (default 200)",
+        help="answer-level tasks: pairs per task (default 200)",
     )
     parser.add_argument(
         "--records",
@@ -276,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--max-new-tokens",
         type=positive_int,
         default=32,
-        help="context relevance: answer length cap (default 32)",
+        help="answer-level tasks: answer length cap (default 32)",
     )
     parser.add_argument(
         "--datasets",
@@ -289,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--max-edits", type=positive_int, default=2, help="unsupported tokens: edits per answer (default 2)"
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="other-paragraph draw, edits and random signal (default 0)"
+        "--seed", type=int, default=0, help="other-paragraph draw, edits and random signals (default 0)"
     )
     parser.add_argument(
         "--report-only",
@@ -315,9 +182,10 @@ def run(args: argparse.Namespace) -> None:
     attributor = None if args.report_only else RCAttributor(*load_model(args.model))
     results: dict[str, Any] = {}
     report = []
-    if "relevance" in args.task:
-        results["context_relevance"] = run_relevance(attributor, store, args)
-        report.append(markdown(results["context_relevance"]))
+    for task in PAIRED_TASKS.values():
+        if task.name in args.task:
+            results[task.name] = run_paired(task, attributor, store, args)
+            report.append(answer_level.markdown(results[task.name], task.description))
     if "unsupported" in args.task:
         results["unsupported_tokens"] = run_unsupported(attributor, store, args)
         report.append(unsupported_tokens.markdown(results["unsupported_tokens"]))

@@ -7,14 +7,17 @@ and :func:`token_signals`, which gives every answer token its log-probability, e
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from transformers import PreTrainedModel
 
 from rcattr.base import Example
 from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.heads import peak_superiority
-from rcattr.spans import attention_probabilities
+from rcattr.spans import attention_probabilities, lookback_ratio
 from rcattr.stats import sort_values
+from rcattr.support import support_log_odds
 
 
 class LookbackReducer:
@@ -33,11 +36,9 @@ class LookbackReducer:
         n_answer = logits.shape[-2]
         answer_keys = torch.arange(self.answer_start, self.answer_start + n_answer, device=logits.device)
         attention = attention_probabilities(logits, step.visible, step.scaling, step.softcap)[0]  # [H, A, S]
-        visible = step.visible[0]  # [A, S]
-        on_context = attention[..., self.context_keys].sum(-1) / len(self.context_keys)
-        seen = visible[:, answer_keys].sum(-1).clamp_min(1)  # [A]
-        on_answer = attention[..., answer_keys].sum(-1) / seen
-        self.ratios[step.layer_idx] = (on_context / (on_context + on_answer).clamp_min(1e-30)).float()
+        self.ratios[step.layer_idx] = lookback_ratio(
+            attention, step.visible[0], self.context_keys, answer_keys
+        )
 
 
 class PeakSuperiorityReducer:
@@ -64,14 +65,36 @@ def _stack(table: dict[int, torch.Tensor]) -> torch.Tensor:
     return torch.stack([table[layer] for layer in sorted(table)])  # [L, H, A]
 
 
-def token_signals(
-    model: PreTrainedModel, example: Example, rc_heads: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """Per answer token ``[A]``, from one forward over ``example.ids``: its log-probability and the entropy of
-    the distribution it was drawn from, and at its own row the lookback ratio and the peak superiority,
-    averaged over all heads and over the ``[k, 2]`` RC-selected ones; ``support_log_odds`` adds the
-    log-probability and the log-odds of the selected heads' mean peak superiority (each head's smoothed as
-    ``(count + 1/2) / (|Y| + 1)``, so that it is never 0 or 1)."""
+@dataclass(frozen=True)
+class TokenStatistics:
+    """Every head's per-answer-token statistics of one pass, before any head is chosen.
+
+    Attributes
+    ----------
+    peak : Tensor of float64, shape [L, H, A]
+        P(max X > Y) at each answer row (:class:`PeakSuperiorityReducer`).
+    n_self : Tensor of long, shape [L]
+        Each layer's ``|Y|``.
+    lookback : Tensor, shape [L, H, A]
+        The lookback ratio at each answer row.
+    logprob, entropy : Tensor, shape [A]
+        Each answer token's log-probability and the entropy of the distribution it was drawn from.
+    """
+
+    peak: torch.Tensor
+    n_self: torch.Tensor
+    lookback: torch.Tensor
+    logprob: torch.Tensor
+    entropy: torch.Tensor
+
+    def support_log_odds(self, heads: torch.Tensor) -> torch.Tensor:
+        """``[A]`` :func:`rcattr.support.support_log_odds` on the ``[k, 2]`` heads."""
+        layers, index = heads.unbind(1)
+        return support_log_odds(self.logprob, self.peak[layers, index], self.n_self[layers])
+
+
+def token_statistics(model: PreTrainedModel, example: Example) -> TokenStatistics:
+    """Every head's :class:`TokenStatistics` from one forward over ``example.ids``."""
     start, ids = example.answer_start, example.ids
     context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
     lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)
@@ -84,19 +107,35 @@ def token_signals(
     with torch.no_grad(), LogitCapture(model, reducer, query_positions=slice(start, None)):
         logits = model(ids, use_cache=False, logits_to_keep=n_answer + 1).logits[0, :-1].float()
     log_probs = torch.log_softmax(logits, -1)  # [A, V]: row t predicts answer token t
-    ratios, peaks = _stack(lookback.ratios), _stack(peak.scores)  # [L, H, A]
+    return TokenStatistics(
+        peak=_stack(peak.scores),
+        n_self=torch.tensor([peak.sizes[layer] for layer in sorted(peak.sizes)]),
+        lookback=_stack(lookback.ratios),
+        logprob=log_probs.gather(-1, ids[0, start:, None])[:, 0],
+        entropy=-(log_probs.exp() * log_probs).sum(-1),
+    )
+
+
+def token_signals(
+    model: PreTrainedModel, example: Example, rc_heads: torch.Tensor, peak_heads: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Per answer token ``[A]``, from one forward over ``example.ids``: its log-probability and the entropy of
+    the distribution it was drawn from, and at its own row the lookback ratio and the peak superiority,
+    averaged over all heads, over the ``[k, 2]`` RC-selected ones and over the ``[k', 2]`` ``peak_heads``
+    (:func:`rcattr.support.support_heads`); ``support_log_odds`` (the result's token support, on
+    ``peak_heads``) and ``support_log_odds_selected`` (on the RC-selected heads) add the log-probability and
+    the log-odds of the heads' mean smoothed peak (:func:`rcattr.support.support_log_odds`)."""
+    statistics = token_statistics(model, example)
+    peaks, ratios = statistics.peak, statistics.lookback
     layers, heads = rc_heads.unbind(1)
-    sizes = torch.tensor([peak.sizes[layer] for layer in sorted(peak.sizes)], dtype=peaks.dtype)[
-        :, None, None
-    ]
-    smoothed = (peaks * sizes + 0.5) / (sizes + 1)  # (count + 1/2) / (|Y| + 1): never 0 or 1
-    token_log_probs = log_probs.gather(-1, ids[0, start:, None])[:, 0]
     return {
         "peak": peaks.mean((0, 1)),
         "peak_selected": peaks[layers, heads].mean(0),
-        "support_log_odds": token_log_probs.double() + torch.logit(smoothed[layers, heads].mean(0)),
-        "logprob": token_log_probs,
-        "entropy": -(log_probs.exp() * log_probs).sum(-1),
+        "peak_support": peaks[tuple(peak_heads.T)].mean(0),
+        "support_log_odds": statistics.support_log_odds(peak_heads),
+        "support_log_odds_selected": statistics.support_log_odds(rc_heads),
+        "logprob": statistics.logprob,
+        "entropy": statistics.entropy,
         "lookback": ratios.mean((0, 1)),
         "lookback_rc": ratios[layers, heads].mean(0),
     }

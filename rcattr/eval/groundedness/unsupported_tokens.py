@@ -5,15 +5,19 @@ numbers, dates and named entities (:mod:`rcattr.eval.groundedness.answer_edits`)
 sources. Every answer token gets each signal below (higher: less supported); a token is positive when it
 overlaps an edit. The AUROC pools the tokens of all records; its 95% percentile bootstrap interval
 resamples records, and each signal's paired difference to the reference is taken on the same resamples.
+The table also gives the result's flag rates: the share of untouched and of edited non-blank tokens whose
+token support is below :data:`rcattr.support.SUPPORT_THRESHOLD`.
 
 Signals, per answer token t:
 
+- ``token_support``: minus the token's support log-odds, the result's ``token_support`` (:mod:`rcattr.support`):
+  its log-probability plus the log-odds of its mean P(max X > Y) over the 20 best heads, the two pieces of
+  evidence the pass has that the token comes from the context, added with no fitted weight;
+- ``rc_peak_support``: 1 - that mean P(max X > Y) alone (the result's ``token_peak``);
 - ``rc_groundedness``: 1 - the token's groundedness (the attribution's, on the RC-selected heads);
 - ``rc_peak`` / ``rc_peak_selected``: 1 - P(max X > Y) at row t, X the row's context logits, Y the
   answer's self logits (all heads / RC-selected heads);
-- ``rc_support_logprob``: minus (the token's log-probability + the log-odds of ``rc_peak_selected``'s
-  superiority): the two pieces of evidence the pass has that the token comes from the context, added
-  with no fitted weight;
+- ``rc_support_logprob``: as ``token_support`` on the RC-selected heads (the combination of issue 20);
 - ``neg_logprob``: minus the token's log-probability; ``entropy``: the entropy of the distribution it was
   drawn from;
 - ``lookback`` / ``lookback_rc``: 1 - the lookback ratio at row t (all heads / RC-selected heads);
@@ -34,8 +38,11 @@ from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.answer_edits import EDIT_KINDS, EditedAnswer
 from rcattr.eval.groundedness.context_signals import token_signals
+from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD, SUPPORT_THRESHOLD, support_heads
 
 TOKEN_SIGNALS = (
+    "token_support",
+    "rc_peak_support",
     "rc_groundedness",
     "rc_peak",
     "rc_peak_selected",
@@ -63,15 +70,18 @@ def token_rows(attributor: RCAttributor, edited: EditedAnswer, rng: random.Rando
     result = attributor.attribute(inp, target=edited.answer, granularity="sentence")
     assert result.head_selection is not None and result.groundedness is not None
     example = attributor.prepare(inp, target=edited.answer, granularity="sentence")
-    per_token = token_signals(attributor.model, example, result.head_selection.heads)
+    selection = result.head_selection
+    per_token = token_signals(attributor.model, example, selection.heads, support_heads(selection.scores))
     tokens = [(span.start, span.end) for span in result.answer_tokens]
     if len(tokens) != len(per_token["logprob"]):
         raise RuntimeError(f"{len(tokens)} answer tokens but {len(per_token['logprob'])} scored rows")
     signals = {
+        "token_support": -per_token["support_log_odds"],
+        "rc_peak_support": 1 - per_token["peak_support"],
         "rc_groundedness": 1 - result.groundedness.double(),
         "rc_peak": 1 - per_token["peak"],
         "rc_peak_selected": 1 - per_token["peak_selected"],
-        "rc_support_logprob": -per_token["support_log_odds"],
+        "rc_support_logprob": -per_token["support_log_odds_selected"],
         "neg_logprob": -per_token["logprob"],
         "entropy": per_token["entropy"],
         "lookback": 1 - per_token["lookback"],
@@ -114,6 +124,7 @@ def token_auroc_table(
 
     base, base_draws, _ = aurocs(reference)
     all_labels = np.concatenate(kinds)
+    words = np.concatenate([[bool(token.strip()) for token in row["tokens"]] for row in rows])
     table: dict[str, dict[str, float]] = {}
     for signal in TOKEN_SIGNALS:
         value, resampled, by_kind = aurocs(signal)
@@ -124,6 +135,10 @@ def token_auroc_table(
             "edited_tokens": int((all_labels != "").sum()),
             "tokens": len(all_labels),
         }
+    flagged = pooled("token_support", range(len(rows)))[0] > -SUPPORT_LOG_ODDS_THRESHOLD
+    edited = all_labels != ""
+    table["token_support"]["flagged_untouched"] = float(flagged[words & ~edited].mean())
+    table["token_support"]["caught_edited"] = float(flagged[words & edited].mean())
     return table
 
 
@@ -147,6 +162,10 @@ def markdown(tables: dict[str, dict[str, dict[str, float]]], reference: str = "n
                 + " |"
                 for name, v in table.items()
             ),
+            "",
+            f"The result's cut-off (token support < {SUPPORT_THRESHOLD:g}) flags "
+            f"{table['token_support']['flagged_untouched']:.1%} of the untouched non-blank tokens and catches "
+            f"{table['token_support']['caught_edited']:.1%} of the edited ones.",
             "",
         ]
     return "\n".join(out)

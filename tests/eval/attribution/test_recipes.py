@@ -17,6 +17,7 @@ from rcattr.prompting import render_prompt
 from rcattr.result import HeadSelection
 from rcattr.scorers import AttentionScorer, RCBoundScorer, RCScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
+from rcattr.support import support_heads
 from tests.helpers import char_tokenizer, tiny_model
 from tests.test_attributor import ANSWER, INPUT, _ids, _store
 
@@ -158,7 +159,11 @@ def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str
     torch.testing.assert_close(result.seq_attr, seq_attr.float())
     torch.testing.assert_close(result.token_attr, token_attr.float())
     torch.testing.assert_close(result.groundedness, every.groundedness(selection.heads).float())
-    torch.testing.assert_close(result.token_support, every.token_support(selection.heads).float())
+    peak_heads = support_heads(result.head_selection.scores)
+    torch.testing.assert_close(result.token_peak, every.token_peak(peak_heads).float())
+    torch.testing.assert_close(result.token_support, torch.sigmoid(every.token_support(peak_heads)).float())
+    torch.testing.assert_close(result.token_logprob, every.token_logprob.float())
+    torch.testing.assert_close(result.lookback, every.lookback_ratio(selection.heads).float())
 
 
 def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:

@@ -1,4 +1,5 @@
-"""The context-relevance benchmark's pieces: the pairs, the lookback ratio against eager attention, the AUROC."""
+"""The answer-level groundedness benchmarks' pieces: the pairs, the lookback ratio against eager attention, the
+AUROC, the signals."""
 
 from __future__ import annotations
 
@@ -11,21 +12,35 @@ import torch
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
-from rcattr.eval.groundedness.benchmark import SIGNALS, answer_signals, auroc_table, main, relevance_pairs
-from rcattr.eval.groundedness.context_signals import LookbackReducer, PeakSuperiorityReducer
+from rcattr.eval.groundedness.answer_level import ANSWER_SIGNALS, answer_signals, auroc_table
+from rcattr.eval.groundedness.benchmark import main
+from rcattr.eval.groundedness.context_signals import LookbackReducer, PeakSuperiorityReducer, token_signals
+from rcattr.eval.groundedness.pairs import (
+    TASKS,
+    Answering,
+    relevance_pairs,
+    removed_sentence_pairs,
+    unanswerable_pairs,
+    without_answer_sentence,
+)
 from rcattr.eval.kv import data as kv_data
 from rcattr.prompting import ContextInput
 from rcattr.selectors import TopHeads
 from tests.helpers import char_tokenizer, tiny_model
 
+
+def _qa(a: int, p: int, q: int) -> dict:
+    """Question q of paragraph p of article a: answerable ("paragraph p", in its first sentence) for q < 2."""
+    answers = [] if q == 2 else [{"text": f"paragraph {p}", "answer_start": len(f"Article {a} ")}]
+    return {"id": f"{a}-{p}-{q}", "question": f"Q{q}?", "is_impossible": q == 2, "answers": answers}
+
+
 ARTICLES = [
     {
         "paragraphs": [
             {
-                "context": f"Article {a} paragraph {p}.",
-                "qas": [
-                    {"id": f"{a}-{p}-{q}", "question": f"Q{q}?", "is_impossible": q == 2} for q in range(3)
-                ],
+                "context": f"Article {a} paragraph {p}. Its second sentence.",
+                "qas": [_qa(a, p, q) for q in range(3)],
             }
             for p in range(2)
         ]
@@ -41,12 +56,51 @@ def test_relevance_pairs_take_answerable_questions_and_another_articles_paragrap
         f"{a}-{p}-{q}" for a in range(3) for p in range(2) for q in range(2)
     ]
     for pair in pairs:
-        article = pair.id.split("-")[0]
-        assert pair.own == f"Article {article} paragraph {pair.id.split('-')[1]}."
-        assert pair.other.startswith("Article ") and not pair.other.startswith(f"Article {article} ")
+        article, paragraph = pair.id.split("-")[:2]
+        assert pair.supported.context == f"Article {article} paragraph {paragraph}. Its second sentence."
+        other = pair.unsupported.context
+        assert other.startswith("Article ") and not other.startswith(f"Article {article} ")
+        assert pair.supported.question == pair.unsupported.question
     assert relevance_pairs(limit=3) == pairs[:3]
     assert relevance_pairs(seed=0) == pairs
-    assert any(a.other != b.other for a, b in zip(relevance_pairs(seed=1), pairs, strict=True))
+    assert any(a.unsupported != b.unsupported for a, b in zip(relevance_pairs(seed=1), pairs, strict=True))
+
+
+def test_unanswerable_pairs_put_an_answerable_and_an_unanswerable_question_on_one_paragraph(monkeypatch):
+    monkeypatch.setattr(kv_data, "squad_articles", lambda: ARTICLES)
+    pairs = unanswerable_pairs()
+    # one unanswerable question per paragraph: paired with the paragraph's first answerable one
+    assert [pair.id for pair in pairs] == [f"{a}-{p}-0|{a}-{p}-2" for a in range(3) for p in range(2)]
+    for pair in pairs:
+        assert pair.supported.context == pair.unsupported.context
+        assert (pair.supported.question, pair.unsupported.question) == ("Q0?", "Q2?")
+    assert unanswerable_pairs(limit=2) == pairs[:2]
+
+
+def test_removed_sentence_pairs_drop_the_sentence_that_holds_the_answer(monkeypatch):
+    monkeypatch.setattr(kv_data, "squad_articles", lambda: ARTICLES)
+    pairs = removed_sentence_pairs(limit=3)
+    assert [pair.id for pair in pairs] == ["0-0-0", "0-0-1", "0-1-0"]
+    assert pairs[0].supported.context == "Article 0 paragraph 0. Its second sentence."
+    assert pairs[0].unsupported == Answering("Its second sentence.", "Q0?")
+
+
+def test_without_answer_sentence_refuses_what_would_still_hold_the_answer():
+    qa = {
+        "answers": [{"text": "Paris", "answer_start": 13}, {"text": "the city of Paris", "answer_start": 0}]
+    }
+    assert without_answer_sentence("It lies in a Paris suburb. It is old.", qa) == "It is old."
+    assert without_answer_sentence("It lies in a Paris suburb. Paris is old.", qa) is None  # said again
+    assert without_answer_sentence("It lies in a Paris suburb.", qa) is None  # nothing would be left
+
+
+def test_every_paired_task_names_its_supported_condition_first():
+    assert TASKS["relevance"].conditions == ("own", "other")
+    assert {name: task.conditions[0] for name, task in TASKS.items()} == {
+        "relevance": "own",
+        "unanswerable": "answerable",
+        "removed": "full",
+    }
 
 
 @pytest.mark.slow
@@ -62,7 +116,7 @@ def test_report_only_rewrites_the_report_from_the_rows_without_the_model(monkeyp
     )
     main([*common, "--model", str(saved_llama), "--report-only"])
     assert json.loads((out / "results.json").read_text()) == results
-    assert results["context_relevance"]["random"]["questions"] == 4
+    assert results["relevance"]["random"]["questions"] == 4
 
 
 @torch.no_grad()
@@ -89,16 +143,17 @@ def test_lookback_ratio_equals_one_from_eager_attention(arch):
 def test_auroc_table_on_hand_made_cases():
     rows = []
     for i in range(6):
-        for condition, separated in (("own", 1.0), ("other", 0.0)):
-            row = dict.fromkeys(SIGNALS, 0.5)
+        for condition, separated in (("answerable", 1.0), ("unanswerable", 0.0)):
+            row = dict.fromkeys(ANSWER_SIGNALS, 0.5)
             row.update(rc_context_heads=separated + i, logprob=-separated, lookback=0.3 + 0.1 * (i % 2))
             rows.append({"id": f"q{i}", "condition": condition, **row})
-    rows.append({"id": "unpaired", "condition": "own", **dict.fromkeys(SIGNALS, 9.0)})
-    table = auroc_table(rows, n_boot=200)
+    rows.append({"id": "unpaired", "condition": "answerable", **dict.fromkeys(ANSWER_SIGNALS, 9.0)})
+    table = auroc_table(rows, ("answerable", "unanswerable"), n_boot=200)
+    assert list(table) == list(ANSWER_SIGNALS)
     assert table["rc_context_heads"]["questions"] == 6
-    # own 1 + i beats other j when j <= i (21 of 36 pairs) and ties it when j = i + 1 (5)
+    # answerable 1 + i beats unanswerable j when j <= i (21 of 36 pairs) and ties it when j = i + 1 (5)
     assert table["rc_context_heads"]["auroc"] == pytest.approx((21 + 0.5 * 5) / 36)
-    assert table["logprob"]["auroc"] == 0.0  # always lower for the own paragraph
+    assert table["logprob"]["auroc"] == 0.0  # always lower for the supported answer
     assert table["lookback"]["auroc"] == 0.5  # the same values in both conditions
     assert table["random"]["auroc"] == 0.5  # every value tied
     low, high = table["logprob"]["low"], table["logprob"]["high"]
@@ -108,30 +163,27 @@ def test_auroc_table_on_hand_made_cases():
         <= table["rc_context_heads"]["auroc"]
         <= table["rc_context_heads"]["high"]
     )
+    # the conditions' order says which is positive
+    assert auroc_table(rows, ("unanswerable", "answerable"), n_boot=20)["logprob"]["auroc"] == 1.0
 
 
 @torch.no_grad()
-def test_answer_signals_are_finite_and_bounded():
+def test_answer_signals_are_finite_and_bounded_and_the_result_s_own():
     attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
-    row = answer_signals(
-        attributor,
-        "Cats sit. Dogs run.",
-        "Who sits?",
-        {"max_new_tokens": 4, "do_sample": False},
-        random.Random(0),
-    )
-    assert set(SIGNALS) <= set(row) and isinstance(row["answer"], str)
-    for name in (
-        "rc_context_heads",
-        "rc_superiority",
-        "rc_selected",
-        "rc_groundedness",
-        "lookback",
-        "lookback_rc",
-        "random",
-    ):
+    answering = Answering("Cats sit. Dogs run.", "Who sits?")
+    gen_args = {"max_new_tokens": 4, "do_sample": False}
+    row = answer_signals(attributor, answering, gen_args, random.Random(0))
+    assert set(ANSWER_SIGNALS) <= set(row) and isinstance(row["answer"], str)
+    for name in set(ANSWER_SIGNALS) - {"logprob", "neg_entropy"}:
         assert 0.0 <= row[name] <= 1.0, name
     assert row["logprob"] <= 0.0 and row["neg_entropy"] <= 0.0
+    # context reliance is the lookback ratio on the RC-selected heads, as the benchmark computes it
+    inp = ContextInput(answering.context, answering.question)
+    result = attributor.attribute(inp, target=row["answer"], granularity="sentence")
+    example = attributor.prepare(inp, target=row["answer"], granularity="sentence")
+    heads = result.head_selection.heads
+    tokens = token_signals(attributor.model, example, heads, heads)
+    assert row["context_reliance"] == pytest.approx(float(tokens["lookback_rc"].mean()), abs=1e-5)
 
 
 @torch.no_grad()
@@ -158,7 +210,7 @@ def test_peak_superiority_equals_brute_force():
 
 
 @torch.no_grad()
-def test_context_reliance_equals_brute_force_groundedness():
+def test_groundedness_equals_brute_force():
     """Per answer token j, on the selected heads: sum E[max(X - Y, 0)] / sum (E[max(X - Y, 0)] + E[max(Y - X, 0)]),
     X the row's context logits, Y every answer self logit Y(g, g), from the captured logits."""
     attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
@@ -185,4 +237,3 @@ def test_context_reliance_equals_brute_force_groundedness():
             towards_answer[j] += (-gap).clamp_min(0).mean()
     expected = towards_context / (towards_context + towards_answer)
     torch.testing.assert_close(result.groundedness.double(), expected, atol=1e-5, rtol=1e-4)
-    assert result.context_reliance == pytest.approx(expected.mean().item(), abs=1e-5)

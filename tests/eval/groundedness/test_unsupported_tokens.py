@@ -18,6 +18,7 @@ from rcattr.eval.groundedness.unsupported_tokens import (
     token_rows,
 )
 from rcattr.selectors import TopHeads
+from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD
 from tests.helpers import char_tokenizer, tiny_model
 
 RECORD = AttributionRecord(
@@ -35,8 +36,12 @@ def test_tokens_overlapping_an_edit_take_its_kind():
     assert edited_token_kinds(EDITED, tokens) == ["", "", "entity", "entity", "", "date", "date", ""]
 
 
-def _row(kinds: list[str], **signals: list[float]) -> dict:
-    return {"kinds": kinds, **{name: signals.get(name, [0.5] * len(kinds)) for name in TOKEN_SIGNALS}}
+def _row(kinds: list[str], tokens: list[str] | None = None, **signals: list[float]) -> dict:
+    return {
+        "kinds": kinds,
+        "tokens": tokens or ["w"] * len(kinds),
+        **{name: signals.get(name, [0.5] * len(kinds)) for name in TOKEN_SIGNALS},
+    }
 
 
 def test_token_auroc_table_on_hand_made_cases():
@@ -68,6 +73,23 @@ def test_token_auroc_table_on_hand_made_cases():
     assert table["rc_peak"]["tokens"] == 7
 
 
+def test_the_flag_rates_are_those_of_the_results_cut_off_over_non_blank_tokens():
+    cut = -SUPPORT_LOG_ODDS_THRESHOLD  # the signal is minus the support log-odds
+    rows = [
+        _row(
+            ["", "", "", "date", "date"],
+            [" ", "a", "b", "1", "9"],
+            token_support=[cut + 1, cut + 1, cut - 1, cut + 1, cut - 1],
+        ),
+        _row(["", "entity"], ["c", "Zed"], token_support=[cut - 0.5, cut + 0.01]),
+    ]
+    table = token_auroc_table(rows, n_boot=20)["token_support"]
+    # untouched non-blank: a (flagged), b, c; edited: 1 (caught), 9, Zed (caught); the blank one is left out
+    assert table["flagged_untouched"] == pytest.approx(1 / 3) and table["caught_edited"] == pytest.approx(
+        2 / 3
+    )
+
+
 @torch.no_grad()
 def test_token_rows_score_every_answer_token():
     attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
@@ -77,11 +99,22 @@ def test_token_rows_score_every_answer_token():
     assert row["kinds"] == [""] * 8 + ["entity"] * 3 + [""] * 4 + ["date"] * 4 + [""]
     for name in TOKEN_SIGNALS:
         assert len(row[name]) == n, name
-    for name in ("rc_groundedness", "rc_peak", "rc_peak_selected", "lookback", "lookback_rc", "random"):
+    for name in (
+        "rc_peak_support",
+        "rc_groundedness",
+        "rc_peak",
+        "rc_peak_selected",
+        "lookback",
+        "lookback_rc",
+        "random",
+    ):
         assert all(0.0 <= v <= 1.0 for v in row[name]), name
     assert all(v >= 0 for v in row["neg_logprob"]) and all(v >= 0 for v in row["entropy"])
     result = attributor.attribute(context_input(RECORD), target=EDITED.answer, granularity="sentence")
     expected = (1 - result.groundedness.double()).tolist()
     assert row["rc_groundedness"] == pytest.approx(expected, abs=1e-6)
-    # the result's token support is the benchmark's peak superiority on the same heads (tested by brute force)
-    assert row["rc_peak_selected"] == pytest.approx((1 - result.token_support.double()).tolist(), abs=1e-6)
+    # the result's token signals are the benchmark's, from its own pass (peak superiority: brute force tested)
+    assert row["rc_peak_support"] == pytest.approx((1 - result.token_peak.double()).tolist(), abs=1e-6)
+    assert row["neg_logprob"] == pytest.approx((-result.token_logprob.double()).tolist(), abs=1e-5)
+    support = torch.sigmoid(-torch.tensor(row["token_support"], dtype=torch.float64))
+    torch.testing.assert_close(support, result.token_support.double(), atol=1e-5, rtol=1e-4)
