@@ -6,7 +6,8 @@ Two pieces of evidence from the one pass say that answer token t came from the c
   Y(g, g) below the row's highest logit to the context (:func:`rcattr.heads.peak_superiority`). A copied
   token has heads whose best context logit stands out (the heads that match it to its earlier
   occurrence); a token the context lacks does not;
-- **the model expects it**: its log-probability given the prompt and the answer before it.
+- **the model expects it**: its log-probability given the prompt and the answer before it (but for the
+  answer's first token, whose log-probability says more about the prompt's last words than the context).
 
 :func:`support_log_odds` adds the log-odds of the first (averaged over heads, each smoothed as
 ``(count + 1/2) / (|Y| + 1)`` so that it is never 0 or 1) to the second, with no fitted weight. It is in
@@ -50,8 +51,15 @@ def smoothed_peak(peak: torch.Tensor, n_self: torch.Tensor) -> torch.Tensor:
 def support_log_odds(log_prob: torch.Tensor, peak: torch.Tensor, n_self: torch.Tensor) -> torch.Tensor:
     """``[A]`` support log-odds of each answer token: its ``[A]`` log-probability plus the log-odds of the
     ``k`` heads' mean smoothed ``[k, A]`` P(max X > Y) (:func:`smoothed_peak`; ``n_self [k]``: each
-    head's ``|Y|``). Float64."""
-    return log_prob.double().to(peak.device) + torch.logit(smoothed_peak(peak, n_self).mean(0))
+    head's ``|Y|``). Float64.
+
+    The first answer token's log-probability is left out (taken as 0): it measures how the prompt ends and
+    how the answer opens more than the context (a base model's plain prompt ends with ``Answer:`` and
+    expects a space before the answer's first word, which the answer, tokenized on its own, lacks).
+    """
+    log_prob = log_prob.double().to(peak.device).clone()
+    log_prob[:1] = 0.0
+    return log_prob + torch.logit(smoothed_peak(peak, n_self).mean(0))
 
 
 def support_text(value: float, digits: int = 2) -> str:

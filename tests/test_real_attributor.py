@@ -68,3 +68,54 @@ def test_gemma_copy_and_head_selection_across_layers() -> None:
     wide = RCAttributor(model, tokenizer, TopHeads(20)).attribute(inp, FACTS[3], granularity="chunk")
     layers = {layer for layer, _ in wide.head_selection.as_pairs()}
     assert len(layers) > 3  # the scale-free score does not collapse onto a few early layers
+
+
+TUTORIAL_DOCUMENTS = [
+    "The Amazon River flows about 6,400 kilometres through South America. "
+    "It carries more water to the sea than any other river.",
+    "The Nile is about 6,650 kilometres long and is often called the longest river in the world. "
+    "It flows north into the Mediterranean Sea.",
+    "The Sahara covers about 9.2 million square kilometres of North Africa. "
+    "It is the largest hot desert in the world.",
+    "Lake Baikal in Siberia is the deepest lake on Earth. At its deepest point it reaches 1,642 metres.",
+]
+COPIED = [  # (documents, question, answer, the copied numbers and names in it)
+    (None, None, ANSWER, ["330", "3,776", "Eiffel", "Tower", "Mount", "Fuji"]),
+    (None, "When was the Eiffel Tower completed?", "In 1889.", ["1889"]),
+    (
+        TUTORIAL_DOCUMENTS,
+        "How long is the Amazon River, and how deep is Lake Baikal?",
+        "The Amazon River is about 6,400 kilometres long. Lake Baikal is 1,642 metres deep at its deepest point.",
+        ["Amazon", "River", "6,400", "Lake", "Baikal", "1,642"],
+    ),
+]
+
+
+@pytest.mark.parametrize("model_name", [None, "gemma-3-270m"])
+def test_numbers_and_names_copied_from_the_context_are_not_flagged_and_invented_ones_are(model_name) -> None:
+    """The README's and tutorial 1's examples: no token of a number or name the context holds is flagged; a
+    year and a name the context lacks are."""
+    attributor = RCAttributor(*load_model(model_name))
+    default = example_input()
+    for documents, question, answer, copied in COPIED:
+        inp = ContextInput(documents or default.chunks, question or default.question)
+        result = attributor.attribute(inp, answer, granularity="chunk")
+        flagged = [result.answer_tokens[i] for i in result.unsupported_tokens()]
+        for word in copied:
+            start = answer.index(word)
+            inside = [t.text for t in flagged if start <= t.start < start + len(word)]
+            assert not inside, (model_name, answer, word, inside)
+    inp = ContextInput(default.chunks, "When was the Eiffel Tower completed?")
+    copied = attributor.attribute(inp, "In 1889, by Gustave Eiffel.", granularity="chunk")
+    invented = attributor.attribute(inp, "In 1925, by Gustave Eiffel.", granularity="chunk")
+    assert copied.token_support is not None and invented.token_support is not None
+
+    def lowest(result, word: str) -> float:
+        start = result.answer.index(word)
+        inside = [
+            i for i, t in enumerate(result.answer_tokens) if t.start < start + len(word) and start < t.end
+        ]
+        return float(result.token_support[inside].min())
+
+    assert lowest(invented, "1925") < lowest(copied, "1889")
+    assert lowest(invented, "Gustave") < 0.25  # the context names nobody: flagged, with "1889" or "1925"

@@ -46,7 +46,7 @@ def test_support_heads_are_the_best_twenty_or_every_head():
     st.lists(st.integers(0, 10), min_size=2, max_size=6),
     st.floats(-30, 0, allow_nan=False),
 )
-def test_support_log_odds_adds_the_log_probability_and_the_log_odds_of_the_mean_smoothed_peak(
+def test_support_log_odds_adds_the_log_probability_but_the_first_and_the_log_odds_of_the_mean_peak(
     counts, log_prob
 ):
     size = 10
@@ -56,7 +56,9 @@ def test_support_log_odds_adds_the_log_probability_and_the_log_odds_of_the_mean_
     assert smoothed_peak(peak, n_self)[:, 0].tolist() == pytest.approx(smoothed)
     mean = sum(smoothed) / len(smoothed)
     expected = log_prob + math.log(mean / (1 - mean))
-    assert support_log_odds(torch.tensor([log_prob]), peak, n_self).item() == pytest.approx(expected)
+    both = support_log_odds(torch.tensor([-7.0, log_prob]), peak.repeat(1, 2), n_self)
+    # the first answer token's log-probability is left out
+    assert both.tolist() == pytest.approx([expected - log_prob, expected])
 
 
 @pytest.mark.parametrize(
@@ -111,7 +113,7 @@ def test_token_signals_equal_brute_force(arch: str) -> None:
     smoothed = torch.tensor(
         [[(c + 0.5) / (s + 1) for c in row] for row, s in zip(counts, sizes, strict=True)]
     )
-    odds = expected_logprob + torch.logit(smoothed.double().mean(0))
+    odds = torch.cat([torch.zeros(1), expected_logprob[1:]]) + torch.logit(smoothed.double().mean(0))
     torch.testing.assert_close(result.token_support.double(), torch.sigmoid(odds), atol=1e-5, rtol=1e-4)
 
     eager = copy.deepcopy(model)
