@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -53,6 +54,10 @@ def test_01_explain_a_rag_answer(tmp_path: Path) -> None:
     assert len(comparison) == 2  # one row per sentence of the given answer
     assert (comparison["rc top doc"] == comparison["right doc"]).all()
     assert "Mean share on the right document" in printed
+    # the given answer copies its numbers and names from the documents: none of them is flagged
+    flagged = re.search(r"Given answer: \d+ of \d+ tokens unsupported: (\[.*\])", printed)
+    assert flagged is not None
+    assert not [t for t in ast.literal_eval(flagged.group(1)) if any(c.isdigit() or c.isupper() for c in t)]
 
 
 @pytest.mark.real_model

@@ -186,8 +186,8 @@ print_sources(fine, k=3)
 # `rcattr.viz.save_html` writes one standalone page (no external resources): the answer, then
 # the documents shaded by score. Hover an answer sentence to shade the documents by that
 # sentence's scores and list its top sources; click to pin it. Answer tokens are underlined in
-# red by how little they draw on the context (1 - groundedness), and the tokens the context does
-# not support (section 6) get a red background.
+# red by how little the context supports them (1 - token support, section 6), and the tokens
+# below the cut-off get a red background.
 
 # %%
 html_path = rcattr.viz.save_html(generated, OUT / "explanation.html")
@@ -224,8 +224,7 @@ print(", ".join(f"L{layer}H{head}" for layer, head in selection.as_pairs()))
 # `result.groundedness` has one value per answer token (`result.answer_tokens`). On the
 # selected heads it is the share of the token's relative contextualization that comes from the
 # context rather than from the answer written so far: close to 1, the token is driven by the
-# documents; low, it is driven by the model's own continuation. The HTML view underlines each
-# token by 1 - groundedness.
+# documents; low, it is driven by the model's own continuation.
 #
 # Read it as a relative signal within one answer. It measures support by the context, not
 # truth: a phrase copied from the wrong document is grounded.
@@ -265,18 +264,29 @@ print_least_grounded(given)
 # ### Tokens the context does not support
 #
 # Groundedness averages over all of a token's context logits. To ask whether the context holds
-# the token at all, `result.token_support` takes, per answer token and selected head, the best
-# context logit only: P(max X > Y), the share of the answer's self logits it beats. A token copied
-# from a document has heads that find its match there (close to 1); an invented one does not.
-# `result.unsupported_tokens()` lists the tokens below a cut-off (0.98) chosen on the
+# the token at all, `result.token_support` combines two pieces of evidence from the same pass:
+# a head finds the token in the context (`result.token_peak`: on the 20 best heads, the share of
+# the answer's self logits that the token's best context logit beats, P(max X > Y)) and the model
+# expects the token (`result.token_logprob`). Token support is
+# sigmoid(log-probability + log-odds of the peak), with no weight fitted to labels;
+# `result.unsupported_tokens()` lists the tokens below 0.25 (odds of 1 to 3). On the
 # unsupported-tokens benchmark (QuoteSum and Veri-Gran answers with swapped numbers, dates and
-# names), where this signal finds the swapped tokens with token-level AUROC 0.86 and 0.75 and
-# groundedness only 0.72 and 0.58. The HTML view gives these tokens a red background.
+# names) it finds the swapped tokens better than the log-probability alone, on SmolLM2 and on
+# Gemma-3-270m, and the cut-off flags at most about one untouched token in six
+# (docs/benchmarks.md). The HTML view underlines each token by 1 - token support and gives
+# the flagged ones a red background.
 
 # %%
 for label, result in [("Model's answer", generated), ("Given answer", given)]:
     flagged = [result.answer_tokens[i].text.strip() for i in result.unsupported_tokens()]
     print(f"{label}: {len(flagged)} of {len(result.answer_tokens)} tokens unsupported: {flagged}")
+    weakest = torch.argsort(result.token_support)[:6].tolist()
+    print(
+        "   least supported:",
+        ", ".join(
+            f"{result.answer_tokens[i].text.strip()!r} {result.token_support[i]:.2f}" for i in sorted(weakest)
+        ),
+    )
 support_path = OUT / "support.png"
 rcattr.viz.plot_token_support(generated, title="Model's answer").figure.savefig(
     support_path, dpi=120, bbox_inches="tight"
@@ -284,11 +294,14 @@ rcattr.viz.plot_token_support(generated, title="Model's answer").figure.savefig(
 print("wrote", support_path)
 
 # %% [markdown]
-# At the time of writing, the model's answer gets 11 flags of 48 tokens, 9 of them in the
-# invented "which is roughly 1,000 times the length"; the other flags fall on a "0" of the copied
-# "6,400" and on the "ik" of "Baikal". The given answer, which the documents hold entirely, gets
-# 6 flags of 32 tokens, on digits, punctuation and "deep". At this cut-off about one supported
-# token in six is flagged on QuoteSum: read a run of flags, not a single one.
+# The given answer, which the documents hold word for word, gets no flag on its numbers and
+# names. The model's own answer is harder: its tokens are the model's greedy choices, so their
+# log-probabilities are high by construction and only the peak speaks against an invented one.
+# At the time of writing no token of the model's answer falls below the cut-off, but its least
+# supported tokens are the digits of the invented "1,000" (about 0.8, where copied tokens sit
+# near 1): sort by `token_support` to see where an answer of the model's own departs from the
+# documents, and read the flags as what they are measured to be, a detector of words the
+# documents do not contain (swapped names, numbers, dates), not a truth test.
 #
 # ## 7. Compare with mean attention over all heads
 #

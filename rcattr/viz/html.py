@@ -84,8 +84,9 @@ def _answer_html(result: RCAttributionResult) -> str:
             title = f"groundedness {g[token]:.3f}"
             if support is not None:
                 title += f", support {support_text(support[token], 3)}"
+            weakness = 1 - (g[token] if support is None else support[token])
             inner.append(
-                f'<span class="g{low_class}" style="--u:{1 - g[token]:.3f}" title="{title}">{text}</span>'
+                f'<span class="g{low_class}" style="--u:{weakness:.3f}" title="{title}">{text}</span>'
             )
         body = "".join(inner)
         parts.append(body if unit is None else f'<span class="u" data-u="{unit}">{body}</span>')
@@ -180,10 +181,11 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         f"<style>{_CSS}</style></head><body><h1>{title}</h1>"
         f'<h2>Answer</h2><div class="text" dir="auto" id="answer">{_answer_html(result)}</div>'
         '<p class="legend">Hover an answer part to see its sources (click to pin). '
-        '<span class="g" style="--u:1">Dotted red underline</span>: 1 - groundedness, how little the token '
-        'draws on the context (fainter = more). <span class="g low" style="--u:0">Red background</span>: '
-        f"unsupported: token support below {support_text(SUPPORT_THRESHOLD)}, {SUPPORT_MEANING} (hover a "
-        "token for its values; read a run of flags rather than a single one).</p>"
+        '<span class="g" style="--u:1">Dotted red underline</span>: 1 - token support, '
+        f"{SUPPORT_MEANING} (fainter = better supported). "
+        '<span class="g low" style="--u:0">Red background</span>: unsupported, token support below '
+        f"{support_text(SUPPORT_THRESHOLD)} (hover a token for its values; read a run of flags rather than a "
+        "single one).</p>"
         '<ol id="unit-sources"></ol>'
         f'<h2>Context <span id="showing">whole answer</span></h2>{chunks}{_summary_html(result)}'
         f'<script type="application/json" id="rc-data">{blob}</script><script>{_JS}</script>'

@@ -96,11 +96,16 @@ def token_rows(attributor: RCAttributor, edited: EditedAnswer, rng: random.Rando
 
 
 def token_auroc_table(
-    rows: Sequence[dict[str, Any]], reference: str = "neg_logprob", n_boot: int = 1000, seed: int = 0
+    rows: Sequence[dict[str, Any]],
+    reference: str = "neg_logprob",
+    n_boot: int = 1000,
+    seed: int = 0,
+    signals: Sequence[str] = TOKEN_SIGNALS,
 ) -> dict[str, dict[str, float]]:
-    """Per signal, the pooled token AUROC of edited (positive) against untouched tokens, with a 95% bootstrap
-    interval over records, the paired difference to ``reference``, and the AUROC per edit kind (that kind's
-    edited tokens against every untouched token)."""
+    """Per signal of ``signals``, the pooled token AUROC of edited (positive) against untouched tokens, with a
+    95% bootstrap interval over records, the paired difference to ``reference``, and the AUROC per edit kind
+    (that kind's edited tokens against every untouched token); for ``token_support``, the result's flag
+    rates."""
     kinds = [np.array(row["kinds"]) for row in rows]
     draws = np.random.default_rng(seed).integers(0, len(rows), size=(n_boot, len(rows)))
 
@@ -126,7 +131,7 @@ def token_auroc_table(
     all_labels = np.concatenate(kinds)
     words = np.concatenate([[bool(token.strip()) for token in row["tokens"]] for row in rows])
     table: dict[str, dict[str, float]] = {}
-    for signal in TOKEN_SIGNALS:
+    for signal in signals:
         value, resampled, by_kind = aurocs(signal)
         table[signal] = {
             **resampled_summary(value, resampled, base, base_draws, reference),
@@ -135,10 +140,11 @@ def token_auroc_table(
             "edited_tokens": int((all_labels != "").sum()),
             "tokens": len(all_labels),
         }
-    flagged = pooled("token_support", range(len(rows)))[0] > -SUPPORT_LOG_ODDS_THRESHOLD
-    edited = all_labels != ""
-    table["token_support"]["flagged_untouched"] = float(flagged[words & ~edited].mean())
-    table["token_support"]["caught_edited"] = float(flagged[words & edited].mean())
+    if "token_support" in signals:
+        flagged = pooled("token_support", range(len(rows)))[0] > -SUPPORT_LOG_ODDS_THRESHOLD
+        edited = all_labels != ""
+        table["token_support"]["flagged_untouched"] = float(flagged[words & ~edited].mean())
+        table["token_support"]["caught_edited"] = float(flagged[words & edited].mean())
     return table
 
 
@@ -163,9 +169,12 @@ def markdown(tables: dict[str, dict[str, dict[str, float]]], reference: str = "n
                 for name, v in table.items()
             ),
             "",
-            f"The result's cut-off (token support < {SUPPORT_THRESHOLD:g}) flags "
-            f"{table['token_support']['flagged_untouched']:.1%} of the untouched non-blank tokens and catches "
-            f"{table['token_support']['caught_edited']:.1%} of the edited ones.",
-            "",
         ]
+        if "flagged_untouched" in table.get("token_support", {}):
+            out += [
+                f"The result's cut-off (token support < {SUPPORT_THRESHOLD:g}) flags "
+                f"{table['token_support']['flagged_untouched']:.1%} of the untouched non-blank tokens and "
+                f"catches {table['token_support']['caught_edited']:.1%} of the edited ones.",
+                "",
+            ]
     return "\n".join(out)
