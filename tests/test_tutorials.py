@@ -58,6 +58,10 @@ def test_01_explain_a_rag_answer(tmp_path: Path) -> None:
     flagged = re.search(r"Given answer: \d+ of \d+ tokens unsupported: (\[.*\])", printed)
     assert flagged is not None
     assert not [t for t in ast.literal_eval(flagged.group(1)) if any(c.isdigit() or c.isupper() for c in t)]
+    # the same answer with a number the documents do not hold: a digit of it is flagged
+    edited = re.search(r"1,642 changed to 2,917: \d+ tokens unsupported: (\[.*\])", printed)
+    assert edited is not None
+    assert [t for t in ast.literal_eval(edited.group(1)) if t.isdigit()]
 
 
 @pytest.mark.real_model

@@ -302,13 +302,16 @@ print("wrote", support_path)
 
 # %% [markdown]
 # The given answer, which the documents hold word for word, gets no flag on its numbers and
-# names. The model's own answer is harder: its tokens are the model's greedy choices, so their
-# log-probabilities are high by construction and only the peak speaks against an invented one.
-# At the time of writing no token of the model's answer falls below the cut-off, but its least
-# supported tokens are the digits of the invented "1,000" (about 0.8, where copied tokens sit
-# near 1): sort by `token_support` to see where an answer of the model's own departs from the
-# documents, and read the flags as what they are measured to be, a detector of words the
-# documents do not contain (swapped names, numbers, dates), not a truth test.
+# names; at the time of writing one token is flagged, "at" of "deep at its deepest point" (the
+# document has "At" opening a sentence). Change Lake Baikal's depth to a number no document holds
+# and its first digit falls below the cut-off (the bottom panel). The model's own answer is
+# harder: its tokens are the model's greedy choices, so their log-probabilities are high by
+# construction and only the peak speaks against an invented one. No token of the model's answer
+# falls below the cut-off, but its least supported tokens are the digits of the invented "1,000"
+# (about 0.75 to 0.8, where copied tokens sit near 1): sort by `token_support` to see where an
+# answer of the model's own departs from the documents, and read the flags as what they are
+# measured to be, a detector of words the documents do not contain (swapped names, numbers,
+# dates), not a truth test.
 #
 # ## 7. Compare with mean attention over all heads
 #
