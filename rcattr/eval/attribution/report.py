@@ -51,10 +51,12 @@ def markdown_table(results: dict[str, Any]) -> str:
         "Intervals: percentile bootstrap over records (2,000 resamples; a record's spans stay together).",
     ]
     if results["reference"] is not None:
+        paper = (
+            f" and `{results['paper_reference']}` (the paper's recipe)" if results["paper_reference"] else ""
+        )
         notes[-1] += (
             " Differences are paired: both methods on the records they share, against "
-            f"`{results['reference']}` (the default RCAttributor) and `{results['paper_reference']}` "
-            "(the paper's recipe)."
+            f"`{results['reference']}` (the default RCAttributor){paper}."
         )
     notes += [
         "",
@@ -83,13 +85,38 @@ def markdown_table(results: dict[str, Any]) -> str:
         if not row.get("from") and row["n_records"] < results["n_records"]:
             notes.append(f"{name}: first {row['n_records']} records only (cost; `--method-limit`).")
     if "faithfulness" in results:
-        notes += ["", "| method | drop@1 | drop@3 | LDS | records |", "|---|---|---|---|---|"]
-        for name, row in results["faithfulness"].items():
-            notes.append(
-                f"| {name} | {_format(row.get('drop@1'), '.3f')} | {_format(row.get('drop@3'), '.3f')} | "
-                f"{_format(row.get('lds'), '.3f')} | {row['n_records']} |"
-            )
-        notes.append(
-            "drop@k: log-probability drop of the answer when the top-k sources are removed (higher is better)."
-        )
+        notes += _faithfulness_table(results["faithfulness"], results["reference"])
     return "\n".join(lines + notes) + "\n"
+
+
+FAITHFULNESS_METRICS = ("drop@1", "drop@3", "lds")
+
+
+def _faithfulness_table(faithfulness: dict[str, dict[str, Any]], reference: str | None) -> list[str]:
+    """The faithfulness rows: each metric's mean [95% CI] and its paired difference to the default."""
+
+    def cell(row: dict[str, Any], metric: str) -> str:
+        text = f"{_format(row.get(metric), '.3f')} {_interval(row.get(metric + '_interval'), '.3f')}".strip()
+        if metric + "_minus_reference" in row:
+            difference = row[metric + "_minus_reference"]
+            bounds = _interval(row.get(metric + "_minus_reference_interval"), "+.3f")
+            text += f" ({_format(difference, '+.3f')} {bounds})"
+        return text
+
+    paired = (
+        f"; in parentheses the paired difference to `{reference}` on the records both have"
+        if reference
+        else ""
+    )
+    return [
+        "",
+        "| method | drop@1 | drop@3 | LDS | records |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {name} | {' | '.join(cell(row, metric) for metric in FAITHFULNESS_METRICS)} | {row['n_records']} |"
+            for name, row in faithfulness.items()
+        ),
+        "drop@k: log-probability drop of the answer when the top-k sources are removed (higher is better); LDS: "
+        "Spearman correlation of the kept sources' summed scores with the answer's log-probability over random "
+        f"half-ablations. [95% CI] over records{paired}.",
+    ]

@@ -11,7 +11,13 @@ import torch
 
 from rcattr.eval.attribution.method import AttributionMethod, Row
 from rcattr.eval.attribution.recipes import DEFAULT, PAPER, ablation
-from rcattr.eval.common.metrics import accuracy, bootstrap_interval, paired_difference
+from rcattr.eval.common.metrics import (
+    accuracy,
+    bootstrap_interval,
+    mean_interval,
+    paired_difference,
+    paired_mean_difference,
+)
 
 Lines = dict[str, Row]  # a method's lines by record id
 
@@ -54,7 +60,9 @@ def summarise(
             row["difference_to_paper_interval"] = tuple(bounds)
     results = {**header, "reference": reference, "paper_reference": paper, "methods": table, **extra}
     if faithful:
-        results["faithfulness"] = _faithfulness_summary([row["metrics"] for row in faithful.values()])
+        results["faithfulness"] = _faithfulness_summary(
+            [row["metrics"] for row in faithful.values()], reference
+        )
     return results
 
 
@@ -111,16 +119,36 @@ def _summary(rows: Sequence[Row]) -> dict[str, Any]:
     return summary
 
 
-def _faithfulness_summary(rows: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Mean of each metric per method over the records where it is defined (nan ignored)."""
-    out: dict[str, dict[str, float]] = {}
+def _faithfulness_summary(
+    rows: Sequence[dict[str, dict[str, float]]], reference: str | None
+) -> dict[str, dict[str, Any]]:
+    """Per method and metric, over the records where it is defined (nan left out): the mean with its bootstrap
+    interval (``METRIC_interval``) and, against ``reference`` on the records both have, the paired difference
+    (``METRIC_minus_reference`` and its ``_interval``)."""
+    out: dict[str, dict[str, Any]] = {}
     for method in dict.fromkeys(name for row in rows for name in row):
-        present = [row[method] for row in rows if method in row]
-        values: dict[str, list[float]] = {}
-        for metrics in present:
-            for metric, value in metrics.items():
-                if value is not None and not math.isnan(value):
-                    values.setdefault(metric, []).append(value)
-        out[method] = {metric: sum(v) / len(v) for metric, v in values.items()}
-        out[method]["n_records"] = len(present)
+        present = [row for row in rows if method in row]
+        summary: dict[str, Any] = {"n_records": len(present)}
+        for metric in dict.fromkeys(metric for row in present for metric in row[method]):
+            values = [row[method][metric] for row in present if _defined(row[method].get(metric))]
+            if not values:
+                continue
+            summary[metric], *bounds = mean_interval(values)
+            summary[f"{metric}_interval"] = tuple(bounds)
+            paired = [
+                (row[method][metric], row[reference][metric])
+                for row in present
+                if reference in row
+                and _defined(row[method].get(metric))
+                and _defined(row[reference].get(metric))
+            ]
+            if reference is not None and method != reference and paired:
+                mine, theirs = zip(*paired, strict=True)
+                summary[f"{metric}_minus_reference"], *bounds = paired_mean_difference(mine, theirs)
+                summary[f"{metric}_minus_reference_interval"] = tuple(bounds)
+        out[method] = summary
     return out
+
+
+def _defined(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)

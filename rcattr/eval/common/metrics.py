@@ -120,6 +120,13 @@ def paired_difference(
     return float((correct.sum() - base.sum()) / defined.sum()), float(low), float(high)
 
 
+def mean_interval(
+    values: Sequence[float] | np.ndarray, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of per-record ``values`` with its percentile bootstrap interval: ``(mean, low, high)``."""
+    return paired_mean_difference(values, np.zeros(len(values)), level=level, n_boot=n_boot, seed=seed)
+
+
 def paired_mean_difference(
     values: Sequence[float] | np.ndarray,
     reference: Sequence[float] | np.ndarray,

@@ -26,6 +26,7 @@ from transformers import Cache, DynamicCache, PreTrainedModel
 from rcattr._compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, WindowScorer, cache_nbytes
+from rcattr.models import PACKAGED_MODELS, packaged_model_dir
 
 # name -> how to build the kvpress press at a compression ratio (the press classes' default settings): every
 # press of kvpress 0.5.5 that prunes the context at prefill offline, and Expected Attention, kvpress's strongest,
@@ -58,8 +59,12 @@ PRESSES: dict[str, Callable[[Any, float], Any]] = {
     "cap": lambda kvpress, ratio: kvpress.CapPress(compression_ratio=ratio),
     "kvcompose": lambda kvpress, ratio: kvpress.KVComposePress(compression_ratio=ratio),
     "random": lambda kvpress, ratio: kvpress.RandomPress(compression_ratio=ratio),
+    # query-agnostic: they replay the context ("Repeat the previous context") and mask what it attends least
+    "kvzip": lambda kvpress, ratio: kvpress.KVzipPress(compression_ratio=ratio),
+    "kvgrad": lambda kvpress, ratio: kvpress.KVgradPress(compression_ratio=ratio),
 }
 EAGER_PRESSES = frozenset({"observed_attention"})  # they score the attention weights only eager returns
+TOKENIZER_PRESSES = frozenset({"kvzip", "kvgrad"})  # they load the tokenizer from config.name_or_path
 # the words of an RCKVCache variant (joined by "+", e.g. "value_norm+sinks=4"): changes to the paper's recipe
 PAPER_VARIANT = "paper"  # the paper's recipe: expected RC, a threshold per key head and layer, no sinks
 PAPER_OPTIONS: dict[str, Any] = {
@@ -130,6 +135,21 @@ def eager_attention(model: PreTrainedModel) -> Iterator[None]:
         yield
     finally:
         set_attention_implementation(model, previous)
+
+
+@contextmanager
+def local_name_or_path(model: PreTrainedModel) -> Iterator[None]:
+    """Inside the block, ``model.config.name_or_path`` is the packaged model's folder when it names one, so a
+    press that calls ``AutoTokenizer.from_pretrained(model.config.name_or_path)`` loads it offline."""
+    name = model.config.name_or_path
+    if name not in PACKAGED_MODELS:
+        yield
+        return
+    model.config.name_or_path = str(packaged_model_dir(name))
+    try:
+        yield
+    finally:
+        model.config.name_or_path = name
 
 
 @dataclass(frozen=True)
@@ -251,7 +271,8 @@ class PressMethod(KVMethod):
             if getattr(module, "masked_key_indices", None) is not None:
                 setattr(module, "masked_key_indices", None)  # noqa: B010
         attention = eager_attention(model) if self.name in EAGER_PRESSES else nullcontext()
-        with attention, press(model):
+        naming = local_name_or_path(model) if self.name in TOKENIZER_PRESSES else nullcontext()
+        with attention, naming, press(model):
             model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache
 

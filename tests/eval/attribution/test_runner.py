@@ -175,3 +175,38 @@ def test_heads_method_scores_every_selection_rule_and_counts_their_heads(saved_l
     report = (out / "results.md").read_text()
     assert "| recipe | heads per record: mean | fewest | most |" in report and "sweep" not in results
     assert (out / "heads.png").exists() and not (out / "sweep.png").exists()
+
+
+def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotesum_data, tmp_path) -> None:
+    from rcattr.baselines.at2 import train_estimator
+    from rcattr.prompting import ContextInput
+
+    model, tokenizer = load_model(str(saved_llama))
+    inputs = [ContextInput(["One fact. Another.", "A third."], f"Question {i}?") for i in range(2)]
+    train_estimator(model, tokenizer, inputs, tmp_path / "at2", num_masks=4, num_iterations=3)
+    estimator = tmp_path / "at2" / "estimators" / "n2" / "score_estimator.pt"
+    out = quotesum_data / "peers"
+    methods = "rc,shapley,kernel_shap,context_cite,at2"
+    extra = [
+        "--methods",
+        methods,
+        "--at2-estimator",
+        str(estimator),
+        "--faithfulness",
+        "2",
+        "--lds-samples",
+        "4",
+    ]
+    results = _run(saved_llama, out, *extra)
+    for name in methods.split(","):
+        assert 0.0 <= results["methods"][name]["accuracy"] <= 1.0
+        faithful = results["faithfulness"][name]
+        assert faithful["n_records"] == 2
+        low, high = faithful["drop@1_interval"]
+        assert low <= faithful["drop@1"] <= high
+        if name != "rc":  # each against the default on the same records
+            low, high = faithful["drop@1_minus_reference_interval"]
+            assert low <= faithful["drop@1_minus_reference"] <= high
+    assert "drop@1_minus_reference" not in results["faithfulness"]["rc"]
+    table = (out / "results.md").read_text()
+    assert "| context_cite |" in table and "paired difference to `rc`" in table
