@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-kv clean
+.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-peers eval-kv clean
 
 setup: $(STAMP)
 
@@ -65,6 +65,20 @@ eval: setup
 		rc,rc_paper,sweep,attention,hidden_state,bm25,ablation,random,hybrid \
 		$(ATTRIBUTION_LIMITS) --method-limit ablation=2 --method-limit hybrid=40
 
+# the field's tools beside RC (docs/benchmarks.md, "The field's tools"): AT2 trained for the model, then every
+# method with faithfulness on 100 QuoteSum and 60 Veri-Gran records; days on 2 CPU cores, minutes on a GPU
+# (benchmarks/device/ runs it on a lent one). --shard I/N splits each run over processes or machines.
+PEERS = rc,attention,hidden_state,bm25,random,context_cite,shapley,kernel_shap,at2
+AT2_ESTIMATOR = runs/at2/estimators/n160/score_estimator.pt
+eval-peers: setup
+	$(PY) -m rcattr.eval.attribution.at2_training --examples 160 --sizes 10,20,40,80,160 --eval-limit 60 --out runs/at2
+	$(PY) -m rcattr.eval.attribution --dataset quotesum --limit 100 --faithfulness 100 --methods $(PEERS),ablation \
+		--method-limit ablation=0 --at2-estimator $(AT2_ESTIMATOR) --out runs/peers-qs
+	$(PY) -m rcattr.eval.attribution --dataset verigran --limit 60 --faithfulness 60 --methods $(PEERS) \
+		--at2-estimator $(AT2_ESTIMATOR) --out runs/peers-vg
+	$(PY) benchmarks/bench_peers.py --forwards-only --out runs/forward.json
+	$(PY) benchmarks/bench_peers.py --quotesum runs/peers-qs --verigran runs/peers-vg --forward runs/forward.json
+
 # the KV benchmark of docs/benchmarks.md: RCKVCache's default against kvpress's presses at 50% and 70% (the paper's
 # recipe too on SQuAD v2 and QMSum; the needle task's 4k prompts leave it to the 15-prompt lever table), then the
 # other presses on a subset; hours on 2 CPU cores, resumable (each run picks up its records), --shard I/N splits one
@@ -72,9 +86,11 @@ KV_PRESSES = snapkv,tova,streaming_llm,knorm,pyramidkv,adakv_snapkv,expected_att
 KV_OTHER_PRESSES = criticalkv_expected_attention,critical_adakv_expected_attention,keydiff,lagkv,leverage_score,non_causal_attn,compactor,cur,cap,kvcompose,random
 KV_RUN = $(KVPRESS_VENV)/bin/python -m rcattr.eval.kv --ratios 0.5,0.7 --window 16
 KV_DEFAULT = --rc-variants model_budget+value_norm+sinks=4
+# KVzip and KVgrad replay the context ("Repeat the previous context"): 2-5x a prefill
+KV_REPLAY_PRESSES = kvzip,kvgrad
 eval-kv: setup-kvpress
-	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT),paper --dataset squad --limit 100 --c 0.6,0.7,1.2,1.3 \
-		--out runs/kv-squad-100
+	$(KV_RUN) --methods $(KV_PRESSES),$(KV_REPLAY_PRESSES),rc $(KV_DEFAULT),paper --dataset squad --limit 100 \
+		--c 0.6,0.7,1.2,1.3 --out runs/kv-squad-100
 	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT),paper --dataset qmsum --limit 20 --c 0.15,0.2,0.5,0.6,0.7,1.0 \
 		--out runs/kv-qmsum-20
 	$(KV_RUN) --methods $(KV_PRESSES),rc $(KV_DEFAULT) --dataset needle --limit 60 --c 0.1,0.2,0.5 --out runs/kv-needle-60
