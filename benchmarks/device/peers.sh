@@ -3,8 +3,8 @@
 # Shapley sampling and Kernel SHAP on 100 QuoteSum and 60 Veri-Gran records with faithfulness. Every stage
 # resumes from its rows and is cut by a deadline (T1, T2: seconds from the start), so what finished comes back
 # in $OUT/runs.tgz; rerun the call to go on.
-# Seen on an H200 (issue 39): nine processes share the GPU well, ContextCite takes ~6 s a Veri-Gran record
-# with all nine running; one plain forward takes 26 ms (QuoteSum) and 49 ms (Veri-Gran).
+# Seen on an H200 (issue 39): ContextCite took ~6 s a Veri-Gran record with nine processes on the GPU
+# (their CPU threads, not the GPU, starved the QuoteSum shards); one plain forward took 26 ms (QuoteSum), 49 ms (Veri-Gran).
 set -u
 QS=${QS_LIMIT:-100}; VG=${VG_LIMIT:-60}; N=${SHARDS:-4}; T1=${T1:-300}; T2=${T2:-400}
 START=$(date +%s)

@@ -84,6 +84,7 @@ def _task_class() -> type:
         ) -> None:
             super().__init__(model, tokenizer, generate_kwargs=GENERATE_KWARGS)
             self.inp, self.granularity, self._example = inp, granularity, example
+            self._empty = False  # the package generated an empty answer: the target is empty
             if (
                 example is not None
             ):  # the answer is given: the package reads its hidden states, not a generation
@@ -110,7 +111,7 @@ def _task_class() -> type:
         @property
         def _end(self) -> int:
             example = self.example
-            return example.answer_start if getattr(self, "_empty", False) else example.ids.shape[1]
+            return example.answer_start if self._empty else example.ids.shape[1]
 
         def get_tokens(self, return_tensors: str | None = None) -> BatchEncoding:
             ids = self.example.ids[0, : self._end].cpu()

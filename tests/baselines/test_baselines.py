@@ -27,22 +27,11 @@ from rcattr.eval.attribution.faithfulness import answer_log_probs
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
 from rcattr.selectors import FixedHeads
-from tests.helpers import char_tokenizer, tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark {loudly}.", "Birds fly south in May."]
 QUESTION = "What did the cat do?"
 ANSWER = "It sat. Then it purred."
 INPUT = ContextInput(DOCUMENTS, QUESTION)
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return char_tokenizer()
 
 
 def _make(name: str, model, tokenizer):

@@ -18,21 +18,11 @@ from rcattr.baselines.context_cite import _citer
 from rcattr.baselines.peers import import_peer
 from rcattr.baselines.perturbation import span_template
 from rcattr.prompting import ContextInput
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark {loudly}.", "Birds fly south in May."]
 INPUT = ContextInput(DOCUMENTS, "What did the cat do?")
 ANSWER = "It sat. Then it purred."
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return char_tokenizer()
 
 
 def _answer_log_probs(model, prompt_ids: list[int], answer_ids: list[int]) -> torch.Tensor:
