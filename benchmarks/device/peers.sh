@@ -4,7 +4,7 @@
 # resumes from its rows and is cut by a deadline (T1, T2: seconds from the start), so what finished comes back
 # in $OUT/runs.tgz; rerun the call to go on.
 # Seen on an H200 (issue 39): ContextCite took ~6 s a Veri-Gran record with nine processes on the GPU
-# (their CPU threads, not the GPU, starved the QuoteSum shards); one plain forward took 26 ms (QuoteSum), 49 ms (Veri-Gran).
+# (the QuoteSum shards crawled, most likely from 16 CPU threads each); one plain forward took 26 ms (QuoteSum), 49 ms (Veri-Gran).
 set -u
 QS=${QS_LIMIT:-100}; VG=${VG_LIMIT:-60}; N=${SHARDS:-4}; T1=${T1:-300}; T2=${T2:-400}
 START=$(date +%s)
