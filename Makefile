@@ -32,7 +32,7 @@ setup-kvpress:
 demo: setup
 	$(VENV)/bin/rcattr demo
 
-# the three walk-throughs of tutorials/, outputs under tutorial-output/ (the test suite runs them too)
+# the walk-throughs of tutorials/, outputs under tutorial-output/ (the test suite runs them too)
 tutorials: setup
 	for tutorial in tutorials/*.py; do $(PY) $$tutorial || exit 1; done
 

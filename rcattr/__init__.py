@@ -16,6 +16,8 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from rcattr.attributor import RCAttributor
     from rcattr.capture import CaptureStep, LogitCapture, LogitStore
+    from rcattr.citations import Citation, CitedSource, CitedSpan
+    from rcattr.documents import Document
     from rcattr.models import load_model
     from rcattr.prompting import ContextInput
     from rcattr.result import HeadSelection, RCAttributionResult
@@ -29,6 +31,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         ".attributor": ["RCAttributor"],
         ".capture": ["CaptureStep", "LogitCapture", "LogitStore"],
+        ".citations": ["Citation", "CitedSource", "CitedSpan"],
+        ".documents": ["Document"],
         ".models": ["load_model"],
         ".prompting": ["ContextInput"],
         ".result": ["HeadSelection", "RCAttributionResult"],

@@ -10,7 +10,7 @@ kept. :class:`Reduction` holds what the pass gave, per layer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -292,9 +292,7 @@ def forward(
     already holds the prompt); otherwise the answer continues from that cache, cut back by one more
     token so that the prompt's last row, which predicts the first answer token, runs again.
     """
-    start, n_answer = example.answer_start, example.n_answer
-    if start < 1:
-        raise ValueError("the prompt is empty: nothing predicts the answer's first token")
+    start, n_answer = _answer_rows(example)
     cache = example.prompt_cache_for() if cache is None else cache
     with LogitCapture(model, reducer, query_positions=slice(start, None)):
         if cache is None:
@@ -307,6 +305,65 @@ def forward(
                 use_cache=True,
                 logits_to_keep=n_answer + 1,
             ).logits
-    rows = logits[0, :-1].float()  # [A, V]: row t predicts answer token t
-    chosen = rows.gather(-1, example.ids[0, start:, None])[:, 0]
-    reducer.out.token_logprob = (chosen - torch.logsumexp(rows, -1)).double()
+    reducer.out.token_logprob = _token_logprob(logits[0], example)
+
+
+def forward_batch(model: PreTrainedModel, examples: Sequence[Example], reducers: Sequence[Reducer]) -> None:
+    """:func:`forward` of each example into its reducer, from one forward over them all, left-padded.
+
+    Each row holds an example's prompt ⊕ answer right-aligned, with an attention mask and the positions of
+    its own pass (``cumsum(mask) - 1``), so every sequence ends at the last column: the rows captured start
+    at the earliest answer, and each reducer gets its own rows and its own keys, without the padding
+    (:class:`_Unbatch`). No example's prompt cache is used.
+    """
+    for example in examples:
+        _answer_rows(example)
+    lengths = [example.ids.shape[1] for example in examples]
+    width = max(lengths)
+    pads = [width - length for length in lengths]
+    device = examples[0].ids.device
+    ids = torch.zeros(len(examples), width, dtype=torch.long, device=device)  # id 0 on padding: masked
+    mask = torch.zeros_like(ids)
+    for row, (example, pad) in enumerate(zip(examples, pads, strict=True)):
+        ids[row, pad:] = example.ids[0]
+        mask[row, pad:] = 1
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    starts = [pad + example.answer_start for example, pad in zip(examples, pads, strict=True)]
+    first = min(starts)
+    keep = max(example.n_answer for example in examples) + 1
+    split = _Unbatch(reducers, [start - first for start in starts], pads)
+    with LogitCapture(model, split, query_positions=slice(first, None)):
+        logits = model(
+            ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=keep
+        ).logits
+    for row, (example, reducer) in enumerate(zip(examples, reducers, strict=True)):
+        reducer.out.token_logprob = _token_logprob(logits[row, keep - example.n_answer - 1 :], example)
+
+
+class _Unbatch:
+    """Hands each reducer its own example's logits ``[1, H, A_b, S_b]`` and step, from a left-padded batch's
+    ``[B, H, R, W]``: the rows from its answer's first (``rows[b]``, an index into the ``R`` captured) and the
+    keys from its first real token (``pads[b]``), as its own pass would give them."""
+
+    def __init__(self, reducers: Sequence[Reducer], rows: Sequence[int], pads: Sequence[int]) -> None:
+        self.parts = list(zip(reducers, rows, pads, strict=True))
+
+    def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
+        for index, (reducer, row, pad) in enumerate(self.parts):
+            rows, keys = slice(row, None), slice(pad, None)
+            reducer(logits[index : index + 1, :, rows, keys], step.row(index, rows, keys))
+
+
+def _answer_rows(example: Example) -> tuple[int, int]:
+    """The answer's first position and length; refused when no prompt token predicts its first token."""
+    if example.answer_start < 1:
+        raise ValueError("the prompt is empty: nothing predicts the answer's first token")
+    return example.answer_start, example.n_answer
+
+
+def _token_logprob(logits: torch.Tensor, example: Example) -> torch.Tensor:
+    """``[A]`` float64 log-probability of each answer token, from the ``[A + 1, V]`` logits of the positions
+    from the prompt's last to the answer's last (row t predicts answer token t)."""
+    rows = logits[:-1].float()
+    chosen = rows.gather(-1, example.ids[0, example.answer_start :, None])[:, 0]
+    return (chosen - torch.logsumexp(rows, -1)).double()

@@ -10,6 +10,7 @@ class TokenizerLike(Protocol):
 
     chat_template: Any
     eos_token_id: Any
+    pad_token_id: Any
 
     def __call__(self, text: str, **kwargs: Any) -> Any: ...
 

@@ -12,13 +12,13 @@ normalised over spans (paper Eq. 7).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._reduction import Layout, Reducer, Reduction, forward
+from rcattr._reduction import Layout, Reducer, Reduction, forward, forward_batch
 from rcattr._typing import TokenizerLike
 from rcattr.attention import check_supported
 from rcattr.base import AttributionInput, Example, SpanAttributor, normalise, unit_sum
@@ -145,14 +145,29 @@ class RCAttributor(SpanAttributor):
         return self.scorer_name
 
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        reducer = self._pass(example, {self.scorer_name: self.scorer})
+        return self._result(example, inp, self._pass(example, {self.scorer_name: self.scorer}))
+
+    def _explain_batch(
+        self, examples: Sequence[Example], inputs: Sequence[AttributionInput]
+    ) -> list[RCAttributionResult]:
+        """One left-padded forward for the batch (:func:`~rcattr._reduction.forward_batch`); a subclass with a
+        pass of its own (e.g. a recipe's levers) explains the examples one by one."""
+        if type(self)._pass is not RCAttributor._pass:
+            return super()._explain_batch(examples, inputs)
+        reducers = [self._reducer(example, {self.scorer_name: self.scorer}) for example in examples]
+        forward_batch(self.model, examples, reducers)
+        # map adds no Python frame (a comprehension does before 3.12): _result warns at the caller
+        return list(map(self._result, examples, inputs, reducers))
+
+    def _result(self, example: Example, inp: AttributionInput, reducer: Reducer) -> RCAttributionResult:
+        """The result of one example from its pass: head selection, span scores and per-token statistics."""
         selection = self._select(reducer)
         seq_attr, token_attr = self._span_scores(example, reducer, selection)
         if not bool((seq_attr > 0).any()):
             warnings.warn(
                 "no selected head sees the context from the answer (sliding windows shorter than the "
                 "distance?); every span scores 0",
-                stacklevel=3,
+                stacklevel=5,  # the caller of attribute() or attribute_many()
             )
         out, heads = reducer.out, selection.heads
         context = out.gather(out.context_rc, heads).sum(0)
@@ -178,9 +193,14 @@ class RCAttributor(SpanAttributor):
             head_selection=selection,
         )
 
+    def _reducer(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
+        """The deferred reduction of one example: every head's scores; span scores wait for
+        :meth:`_span_scores`."""
+        return Reducer(Layout.of(example), scorers, self.head_score, defer=True)
+
     def _pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
-        """The deferred pass: every head's scores; span scores wait for :meth:`_span_scores`."""
-        reducer = Reducer(Layout.of(example), scorers, self.head_score, defer=True)
+        """The deferred pass of one example."""
+        reducer = self._reducer(example, scorers)
         forward(self.model, example, reducer)
         return reducer
 

@@ -71,6 +71,22 @@ class CaptureStep:
     query: torch.Tensor | None = None
     key: torch.Tensor | None = None
 
+    def row(self, index: int, rows: slice, keys: slice) -> CaptureStep:
+        """Batch row ``index`` alone, its query rows ``rows`` and keys ``keys`` (slices of this step's), with
+        positions counted from the first key kept: a left-padded row without its padding, as its own
+        pass gives it (the logits to go with it: ``logits[index : index + 1, :, rows, keys]``)."""
+        key_positions = self.key_positions[keys]
+        shift = key_positions[:1]
+        own = index if len(self.visible) > 1 else 0  # [1, R, K]: the same for every row
+        return dataclasses.replace(
+            self,
+            query_positions=self.query_positions[rows] - shift,
+            key_positions=key_positions - shift,
+            visible=self.visible[own : own + 1, rows, keys],
+            query=None if self.query is None else self.query[index : index + 1, :, rows],
+            key=None if self.key is None else self.key[index : index + 1, :, keys],
+        )
+
 
 Reducer = Callable[[torch.Tensor, CaptureStep], None]
 """Called as ``reducer(logits, step)`` with ``logits`` of shape ``[B, H, R, K]``."""

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from captum.attr import TextTemplateInput, TextTokenInput
 
 from rcattr._typing import TokenizerLike
+from rcattr.documents import Document, as_document
 
 _MARKER = "\x00{}\x00"
 _UNUSABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (the marker's) and lone surrogates (no UTF-8 for them)
@@ -47,9 +49,12 @@ class ContextInput:
 
     Attributes
     ----------
-    context : str or sequence of str
+    context : str or sequence of documents
         The text to attribute over. A sequence is a list of chunks; they are numbered
-        ``Document [i]:`` in the prompt and ``granularity="chunk"`` scores each one.
+        ``Document [i]:`` in the prompt and ``granularity="chunk"`` scores each one. A chunk is a string,
+        a :class:`~rcattr.documents.Document`, or what a RAG framework returns: a mapping or object with
+        ``page_content`` (LangChain) or ``text`` (LlamaIndex) and optional ``metadata`` and ``id``; the
+        metadata comes back in the result's citations, ``to_dict()`` and HTML.
     question : str
         The question, placed after the context. May be empty.
     instruction : str
@@ -59,19 +64,20 @@ class ContextInput:
         tokenizer has one (None).
     """
 
-    context: str | Sequence[str]
+    context: str | Sequence[Any]
     question: str = ""
     instruction: str = DEFAULT_INSTRUCTION
     chat_template: bool | None = None
+    _documents: tuple[Document, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.context, (str, Sequence)):
             raise TypeError(
-                f"context must be a string or a sequence of strings (documents), got {type(self.context).__name__}"
+                "context must be a string or a sequence of documents (strings, or objects with page_content "
+                f"or text), got {type(self.context).__name__}; wrap a single document in a list"
             )
-        for index, chunk in enumerate(self.chunks):
-            if not isinstance(chunk, str):
-                raise TypeError(f"context chunk {index} is a {type(chunk).__name__}, not a string")
+        documents = [Document(self.context)] if isinstance(self.context, str) else self.context
+        object.__setattr__(self, "_documents", tuple(as_document(d, i) for i, d in enumerate(documents)))
         for name in ("question", "instruction"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a string, got {type(getattr(self, name)).__name__}")
@@ -81,8 +87,14 @@ class ContextInput:
             check_text("context", chunk, None if isinstance(self.context, str) else index)
 
     @property
+    def documents(self) -> list[Document]:
+        """The context's documents, with their metadata (one without metadata for a string context)."""
+        return list(self._documents)
+
+    @property
     def chunks(self) -> list[str]:
-        return [self.context] if isinstance(self.context, str) else list(self.context)
+        """The documents' texts."""
+        return [document.text for document in self.documents]
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,8 @@ class Prompt:
         For a ``TextTokenInput``: its token ids, and their character offsets in ``text``.
     feature_tokens : list of int, optional
         For a ``TextTokenInput``: the token index of each chunk (the tokens not skipped).
+    documents : list of Document, optional
+        For a :class:`ContextInput`: its documents, whose metadata results carry.
     """
 
     text: str
@@ -116,6 +130,7 @@ class Prompt:
     token_ids: list[int] | None = field(default=None)
     token_offsets: list[tuple[int, int]] | None = field(default=None)
     feature_tokens: list[int] | None = field(default=None)
+    documents: list[Document] | None = field(default=None)
 
 
 def render_prompt(
@@ -162,7 +177,9 @@ def _render_context(tokenizer: TokenizerLike, inp: ContextInput) -> Prompt:
         prefix = f"Document [{number}]: " if len(chunks) > 1 or not isinstance(inp.context, str) else ""
         starts.append(len(head) + len(body) + len(prefix))
         body += f"{prefix}{chunk}\n" if number < len(chunks) else f"{prefix}{chunk}"
-    return Prompt(head + body + tail, chunks, starts, add_special_tokens=not use_template)
+    return Prompt(
+        head + body + tail, chunks, starts, add_special_tokens=not use_template, documents=inp.documents
+    )
 
 
 def _render_template(inp: TextTemplateInput) -> Prompt:

@@ -11,6 +11,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 from captum.attr import LLMAttributionResult
 
+from rcattr.citations import (
+    MAX_SOURCES,
+    MIN_RELIANCE,
+    MIN_SHARE,
+    Citation,
+    CitedSpan,
+    cited_sources,
+    source,
+)
+from rcattr.documents import Document
 from rcattr.heads import MIN_HEAD_SHARE, OUTLIER_SIGMAS
 from rcattr.segmentation import TextSpan, one_line
 from rcattr.support import SUPPORT_THRESHOLD
@@ -85,6 +95,8 @@ class RCAttributionResult(LLMAttributionResult):
         output spans into ``answer``).
     chunks : list of str
         The context texts (one per document when the context was given as chunks).
+    documents : list of Document
+        The context's documents with their ids and metadata, as the input gave them (``chunks`` are their texts).
     answer : str
         The explained answer.
     answer_tokens : list of TextSpan
@@ -132,6 +144,7 @@ class RCAttributionResult(LLMAttributionResult):
         answer: str,
         answer_tokens: Sequence[TextSpan],
         span_scorer: str,
+        documents: Sequence[Document] | None = None,
         groundedness: torch.Tensor | None = None,
         lookback: torch.Tensor | None = None,
         unit_context_reliance: torch.Tensor | None = None,
@@ -151,6 +164,9 @@ class RCAttributionResult(LLMAttributionResult):
         self.context_spans = list(context_spans)
         self.output_spans = list(output_spans)
         self.chunks = list(chunks)
+        self.documents = [Document(chunk) for chunk in chunks] if documents is None else list(documents)
+        if [document.text for document in self.documents] != self.chunks:
+            raise ValueError("documents must hold the chunks' texts, one per chunk")
         self.answer = answer
         self.answer_tokens = list(answer_tokens)
         self.groundedness = groundedness
@@ -215,6 +231,77 @@ class RCAttributionResult(LLMAttributionResult):
         scores = self.scores(output)
         order = torch.argsort(scores, descending=True, stable=True)[:k]
         return [(self.context_spans[i], float(scores[i])) for i in order.tolist()]
+
+    def document_scores(self, output: int | None = None) -> torch.Tensor:
+        """``[n_documents]``: each document's share of the answer's (or output unit ``output``'s) attribution,
+        its spans' scores summed."""
+        scores = self.scores(output)
+        sources = torch.tensor([span.source for span in self.context_spans], dtype=torch.long)
+        return torch.zeros(len(self.chunks), dtype=scores.dtype).index_add_(0, sources, scores.cpu())
+
+    def citations(
+        self,
+        *,
+        min_share: float = MIN_SHARE,
+        max_sources: int = MAX_SOURCES,
+        min_reliance: float = MIN_RELIANCE,
+        sentences: int = 0,
+    ) -> list[Citation]:
+        """The documents that support each output unit, as an application shows them (:mod:`rcattr.citations`).
+
+        Attribute with ``output_granularity="sentence"`` for a citation per answer sentence (with
+        ``"answer"`` the whole answer is one unit), and with ``granularity="sentence"`` for ``sentences=``.
+
+        Parameters
+        ----------
+        min_share : float in (0, 1]
+            A document is cited when its share of the unit's attribution is at least this fraction of the
+            best document's.
+        max_sources : int
+            At most this many documents per unit, best first.
+        min_reliance : float in [0, 1]
+            A unit whose context reliance (:attr:`unit_context_reliance`) is below this gets no citation.
+        sentences : int
+            Also give each cited document's ``sentences`` best context spans for the unit, with their
+            character offsets into the document.
+
+        Returns
+        -------
+        list of Citation
+            One per output unit, in answer order, with offsets into the answer.
+        """
+        if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
+            raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
+        citations = []
+        for unit, span in enumerate(self.output_spans):
+            reliance = None if self.unit_context_reliance is None else float(self.unit_context_reliance[unit])
+            shares = self.document_scores(unit).tolist()
+            cited, uncited = cited_sources(
+                shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
+            )
+            sources = [
+                source(self.documents[d], d, shares[d], self._best_spans(unit, d, sentences)) for d in cited
+            ]
+            citations.append(Citation(span.start, span.end, span.text, sources, reliance, uncited))
+        return citations
+
+    def _best_spans(self, output: int, document: int, k: int) -> list[CitedSpan]:
+        """The ``k`` highest-scoring context spans of ``document`` for output unit ``output``."""
+        if not k:
+            return []
+        ranked = [(span, score) for span, score in self.top(None, output) if span.source == document]
+        return [CitedSpan(span.start, span.end, span.text, score) for span, score in ranked[:k]]
+
+    def cited_answer(self, style: str = "[n]", *, references: bool = True, **rule: Any) -> str:
+        """The answer with citation marks after each cited unit (:meth:`citations`, whose rule ``rule`` sets).
+
+        ``style`` is ``"[n]"`` (plain text, ``... Paris [1].``), ``"markdown"`` (footnotes ``[^1]``) or
+        ``"html"`` (linked superscripts); ``references`` appends the list of cited documents with their
+        metadata's title (or source, id, first words).
+        """
+        from rcattr.viz.cited_answer import cited_answer
+
+        return cited_answer(self, self.citations(**rule), style, references=references)
 
     def to_dataframe(self, output: int | None = None) -> pd.DataFrame:
         """Context spans sorted by score (ContextCite's table): ``document`` numbers documents from 1 as
@@ -294,7 +381,8 @@ class RCAttributionResult(LLMAttributionResult):
         (``groundedness``, ``lookback``, ``token_logprob``, ``token_peak``, ``token_support``),
         ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head],
         ...], "weights", "outliers", "few_heads"}``: see :class:`HeadSelection`) are None for baselines,
-        ``unsupported_tokens`` empty.
+        ``unsupported_tokens`` empty. ``documents`` lists each document's ``{"document", "id", "metadata"}``
+        (the metadata as the input gave it: JSON-serialisable when the application's is).
         The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
         """
         assert self.token_attr is not None  # always set by __init__
@@ -302,6 +390,10 @@ class RCAttributionResult(LLMAttributionResult):
         return {
             "answer": self.answer,
             "chunks": self.chunks,
+            "documents": [
+                {"document": index + 1, "id": document.id, "metadata": dict(document.metadata)}
+                for index, document in enumerate(self.documents)
+            ],
             "span_scorer": self.span_scorer,
             "context_spans": [
                 {"text": s.text, "document": s.source + 1, "source": s.source, "start": s.start, "end": s.end}

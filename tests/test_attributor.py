@@ -342,7 +342,11 @@ def test_bad_configuration_is_named(llama) -> None:
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda: ContextInput(["a document", 3]), TypeError, "context chunk 1 is a int, not a string"),
+        (
+            lambda: ContextInput(["a document", 3]),
+            TypeError,
+            r"context document 1 \(int\) has no page_content or text",
+        ),
         (lambda: ContextInput(42), TypeError, "context must be a string or a sequence"),
         (lambda: ContextInput("text", question=None), TypeError, "question must be a string"),
         (lambda: ContextInput("text", "why \x00 now"), ValueError, "question contains a NUL character"),

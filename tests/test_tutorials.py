@@ -89,6 +89,36 @@ def test_03_kv_cache_in_generate(tmp_path: Path) -> None:
 
 
 @pytest.mark.real_model
+def test_04_cite_sources_in_a_rag_app(tmp_path: Path) -> None:
+    out, printed = run_tutorial("04_cite_sources_in_a_rag_app", tmp_path)
+    markdown = (out / "cited_answer.md").read_text()
+    assert "[^1]" in markdown or "[^2]" in markdown
+    assert re.search(r"^\[\^\d\]: \[(Lake Baikal|Caspian Sea)\]\(https://en\.wikipedia\.org/", markdown, re.M)
+    assert '<li id="rc-source-' in (out / "cited_answer.html").read_text()
+    citations = pd.read_csv(out / "citations.csv")
+    assert citations["id"].dropna().isin(["wiki-baikal", "node-17"]).all()
+    # the given answer: its first sentence cites Lake Baikal's document, its second the Caspian Sea's
+    given = re.search(
+        r"Lake Baikal is the deepest lake, at 1,642 metres \[(.*?)\]\. The Caspian Sea is the "
+        r"largest by area \[(.*?)\]\.",
+        printed,
+    )
+    assert given is not None and given.group(1).startswith("1") and given.group(2).startswith("2")
+    batch = pd.read_csv(out / "batch.csv")
+    assert len(batch) == 3 and batch["answer"].str.len().gt(0).all()
+
+
+@pytest.mark.real_model
+def test_readme_rag_citation_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (TUTORIALS.parent / "README.md").read_text()
+    code = re.search(r"## Cite sources in your RAG app\n\n```python\n(.*?)```", readme, re.S)
+    assert code is not None and len(code.group(1).strip().splitlines()) <= 10 + 1  # one blank line
+    exec(compile(code.group(1), "README RAG citations", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "[^1]: Eiffel Tower" in printed and "[^1]" in printed.split("\n\n")[0]
+
+
+@pytest.mark.real_model
 def test_readme_quick_start_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (TUTORIALS.parent / "README.md").read_text()
     code = re.search(r"## Quick start\n\n```python\n(.*?)```", readme, re.S)

@@ -33,7 +33,7 @@ def report(result: RCAttributionResult, top: int) -> str:
     context reliance and its tokens the context does not support."""
     from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
 
-    lines = [f"Answer: {result.answer}", ""]
+    lines = [f"Answer: {result.cited_answer()}", ""]
     several = len(result.chunks) > 1
     for unit, span in enumerate(result.output_spans):
         lines.append(f"{span.text!r}")

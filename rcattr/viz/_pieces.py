@@ -43,7 +43,10 @@ def chunk_pieces(result: RCAttributionResult, source: int) -> list[Piece]:
 
 
 def document_name(result: RCAttributionResult, source: int) -> str:
-    return f"Document [{source + 1}]" if len(result.chunks) > 1 else "Context"
+    """``Document [n]`` (``Context`` for a lone string), with the document's title, source or id when it has one."""
+    document = result.documents[source]
+    name = f"Document [{source + 1}]" if len(result.chunks) > 1 else "Context"
+    return f"{name}: {document.label()}" if document.metadata or document.id else name
 
 
 def shade_intensity(scores: torch.Tensor) -> list[float]:

@@ -25,7 +25,7 @@ body{font:15px/1.6 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0
 .u{cursor:pointer;border-radius:3px}.u:hover,.u.active{outline:2px solid #f59e0b}
 .g{text-decoration:underline dotted rgba(220,38,38,var(--u));text-decoration-thickness:2px}
 .g.low{background:rgba(220,38,38,.12)}.s{border-radius:2px}
-.legend,#showing,.share{color:#666;font-size:.85em}table{border-collapse:collapse}
+.legend,#showing,.share,.meta{color:#666;font-size:.85em}.meta{margin:.2em 0}table{border-collapse:collapse}
 summary{cursor:pointer}summary h3{display:inline;margin:0}details.chunk{margin:.6em 0}
 td,th{border-bottom:1px solid #eee;padding:.2em .6em;text-align:left;vertical-align:top}
 """
@@ -106,7 +106,10 @@ def _chunk_html(result: RCAttributionResult, source: int, intensity: list[float]
             f'<span class="s" data-i="{index}" data-doc="{doc}" title="score {score:.3f}" '
             f'style="background:rgba(255,140,0,{0.85 * intensity[index]:.3f})">{text}</span>'
         )
-    body = f'<div class="text" dir="auto" data-chunk="{source}">{"".join(parts)}</div>'
+    body = (
+        _metadata_html(result, source)
+        + f'<div class="text" dir="auto" data-chunk="{source}">{"".join(parts)}</div>'
+    )
     if len(result.chunks) == 1:
         return f'<div class="chunk">{body}</div>'
     share = sum(
@@ -114,6 +117,18 @@ def _chunk_html(result: RCAttributionResult, source: int, intensity: list[float]
     )
     summary = f'<summary><h3>{doc}</h3> <span class="share">{share:.1%} of the answer</span></summary>'
     return f'<details class="chunk"{" open" if open_ else ""}>{summary}{body}</details>'
+
+
+def _metadata_html(result: RCAttributionResult, source: int) -> str:
+    """The document's id and metadata, as the input gave them, in one line (nothing when it has none)."""
+    document = result.documents[source]
+    items = ([("id", document.id)] if document.id else []) + list(document.metadata.items())
+    if not items:
+        return ""
+    fields = " · ".join(
+        f"<b>{html.escape(str(key))}</b>: {html.escape(one_line(str(value), 200))}" for key, value in items
+    )
+    return f'<p class="meta" dir="auto">{fields}</p>'
 
 
 def _open_documents(result: RCAttributionResult) -> set[int]:
@@ -180,6 +195,7 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_CSS}</style></head><body><h1>{title}</h1>"
         f'<h2>Answer</h2><div class="text" dir="auto" id="answer">{_answer_html(result)}</div>'
+        f'<h2>Cited answer</h2><div dir="auto" id="cited">{result.cited_answer("html")}</div>'
         '<p class="legend">Hover an answer part to see its sources (click to pin). '
         '<span class="g" style="--u:1">Dotted red underline</span>: 1 - token support, '
         f"{SUPPORT_MEANING} (fainter = better supported). "

@@ -14,6 +14,7 @@ RESUMABLE_CHANGES = (
     "method_limits",
     "faithfulness",
     "at2_estimator",
+    "batch_size",  # speed only: the rows are the same
 )  # may differ when resuming
 PROTOCOL = (
     "gold answer teacher-forced; context = the numbered sources and the question (chat template); "
@@ -39,6 +40,7 @@ class BenchmarkConfig:
     faithfulness: int = 0
     lds_samples: int = 32
     at2_estimator: str | None = None  # the at2 method's score estimator file (rcattr.baselines.at2)
+    batch_size: int = 1  # records attributed together (SpanAttributor.attribute_many); 1: one at a time
 
     def records_for(self, method: str) -> int | None:
         """How many records ``method`` runs on (the expensive ones may run on fewer)."""

@@ -2,7 +2,8 @@
 :class:`SpanAttributorMethod`, one :class:`~rcattr.base.SpanAttributor` run on each record.
 
 A method builds what it runs once per run (:meth:`AttributionMethod.build`), turns each record into one
-JSON line (:meth:`AttributionMethod.row`), and says how its lines enter the results: the rows of the
+JSON line (:meth:`AttributionMethod.row`; a batch of records at once with ``--batch-size``,
+:meth:`AttributionMethod.rows`), and says how its lines enter the results: the rows of the
 table they give (:meth:`AttributionMethod.table`; one, under the method's name, unless the method scores
 several recipes in one pass), the results of its own (:meth:`AttributionMethod.results`) and its figures.
 """
@@ -23,6 +24,7 @@ from rcattr.base import SpanAttributor
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import location_hits, source_hits
 from rcattr.prompting import ContextInput
+from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan
 
 if TYPE_CHECKING:
@@ -84,6 +86,11 @@ class AttributionMethod(ABC, Generic[A]):
     def row(self, built: A, record: AttributionRecord, config: BenchmarkConfig) -> Row:
         """The record's JSON line (without its ``id`` and ``seconds``, which the runner adds)."""
 
+    def rows(self, built: A, records: Sequence[AttributionRecord], config: BenchmarkConfig) -> list[Row]:
+        """The lines of a batch of records (``config.batch_size`` of them at most): :meth:`row` of each,
+        unless the method attributes a batch at once."""
+        return [self.row(built, record, config) for record in records]
+
     def table(self, done: dict[str, Row]) -> dict[str, dict[str, Row]]:
         """The rows of the results table the method's lines ``done`` (by record id) give, each by record id
         a line with ``source`` and ``location`` hits and, at chunk granularity, ``chunk_scores``."""
@@ -125,6 +132,25 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
             granularity=config.granularity,
             output_granularity=output_units(record),
         )
+        return self._scored(result, record, config)
+
+    def rows(
+        self, built: SpanAttributor, records: Sequence[AttributionRecord], config: BenchmarkConfig
+    ) -> list[Row]:
+        """The records' lines from one :meth:`~rcattr.base.SpanAttributor.attribute_many` call."""
+        if len(records) == 1:  # attribute() itself: a run at batch size 1 is the run before batching
+            return [self.row(built, records[0], config)]
+        results = built.attribute_many(
+            [context_input(record) for record in records],
+            [record.answer for record in records],
+            batch_size=len(records),
+            granularity=config.granularity,
+            output_granularity=[output_units(record) for record in records],
+            progress=False,
+        )
+        return [self._scored(result, record, config) for result, record in zip(results, records, strict=True)]
+
+    def _scored(self, result: RCAttributionResult, record: AttributionRecord, config: BenchmarkConfig) -> Row:
         if result.token_attr is None:
             raise ValueError(f"{self.name} gave no scores per output unit (token_attr) on record {record.id}")
         return scored_row(

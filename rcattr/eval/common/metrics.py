@@ -68,7 +68,8 @@ def _per_record(hits: Sequence[Sequence[bool | None]]) -> tuple[np.ndarray, np.n
     return correct, defined
 
 
-def _resample(n_records: int, n_boot: int, seed: int) -> np.ndarray:
+def resample_records(n_records: int, n_boot: int, seed: int) -> np.ndarray:
+    """``[n_boot, n_records]`` record indices drawn with replacement: the bootstrap's resamples."""
     return np.random.default_rng(seed).integers(0, n_records, size=(n_boot, n_records))
 
 
@@ -84,7 +85,7 @@ def bootstrap_interval(
     correct, defined = _per_record(hits)
     if defined.sum() == 0:
         return float("nan"), float("nan")
-    draws = _resample(len(correct), n_boot, seed)
+    draws = resample_records(len(correct), n_boot, seed)
     ratios = correct[draws].sum(1) / np.maximum(defined[draws].sum(1), 1)
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(ratios, [tail, 100 - tail])
@@ -113,7 +114,7 @@ def paired_difference(
         raise ValueError("paired comparison needs the same defined spans in every record")
     if defined.sum() == 0:
         return float("nan"), float("nan"), float("nan")
-    draws = _resample(len(correct), n_boot, seed)
+    draws = resample_records(len(correct), n_boot, seed)
     diffs = (correct[draws].sum(1) - base[draws].sum(1)) / np.maximum(defined[draws].sum(1), 1)
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(diffs, [tail, 100 - tail])
@@ -145,7 +146,7 @@ def paired_mean_difference(
     differences = np.asarray(values, dtype=np.float64) - np.asarray(reference, dtype=np.float64)
     if not len(differences):
         return float("nan"), float("nan"), float("nan")
-    means = differences[_resample(len(differences), n_boot, seed)].mean(1)
+    means = differences[resample_records(len(differences), n_boot, seed)].mean(1)
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(differences.mean()), float(low), float(high)

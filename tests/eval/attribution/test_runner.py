@@ -19,6 +19,7 @@ from rcattr.eval.attribution import (
 from rcattr.eval.attribution.recipes import ablation
 from rcattr.models import load_model
 from rcattr.result import RCAttributionResult
+from tests.helpers import without_timings
 
 
 def _run(saved_llama, out, *extra: str) -> dict:
@@ -99,6 +100,30 @@ def test_resumes_without_recomputing_and_refuses_other_settings(saved_llama, quo
     assert set(later["methods"]) == {"bm25", "random"}
     with pytest.raises(SystemExit, match="top_k"):
         _run(saved_llama, out, "--methods", "random", "--top-k", "5")
+
+
+def test_a_batched_run_writes_the_rows_of_a_run_one_record_at_a_time(saved_llama, quotesum_data) -> None:
+    methods = ("rc", "attention", "bm25", "random")  # two batched in one forward, two one by one
+
+    def rows(run: str, method: str) -> list[dict]:
+        lines = (quotesum_data / run / "records" / f"{method}.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines]
+
+    _run(saved_llama, quotesum_data / "one", "--methods", ",".join(methods))
+    _run(saved_llama, quotesum_data / "two", "--methods", ",".join(methods), "--batch-size", "2")
+    for method in methods:
+        one, two = rows("one", method), rows("two", method)
+        assert all(row["seconds"] >= 0 for row in two)
+        # the rows of a batch share its time: records 1 and 2 ran together, record 3 alone
+        assert two[0]["seconds"] == two[1]["seconds"]
+        scores = [[row.pop("chunk_scores") for row in run] for run in (one, two)]
+        assert without_timings(two) == without_timings(one)
+        torch.testing.assert_close(torch.tensor(scores[1]), torch.tensor(scores[0]), atol=1e-5, rtol=0)
+    before = (quotesum_data / "two" / "records" / "rc.jsonl").read_text()
+    _run(
+        saved_llama, quotesum_data / "two", "--methods", "rc", "--batch-size", "3"
+    )  # resumes: nothing to redo
+    assert (quotesum_data / "two" / "records" / "rc.jsonl").read_text() == before
 
 
 def test_cli_rejects_unknown_methods(saved_llama, quotesum_data) -> None:

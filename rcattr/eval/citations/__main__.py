@@ -1,0 +1,3 @@
+from rcattr.eval.citations.benchmark import main
+
+main()

@@ -1,0 +1,216 @@
+"""Documents with metadata, the citation rule, result.citations() and cited_answer() on hand-made scores and
+on a tiny model."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rcattr import ContextInput, RCAttributor
+from rcattr.baselines import BM25Attributor
+from rcattr.citations import cited_sources
+from rcattr.documents import Document, as_document
+from rcattr.result import RCAttributionResult
+from rcattr.segmentation import TextSpan
+from rcattr.viz import to_html
+from tests.helpers import char_tokenizer, tiny_model
+
+DOCUMENTS = [
+    Document(
+        "The tower is 330 metres tall. It is in Paris.", {"title": "Eiffel Tower", "url": "https://x.org/e"}
+    ),
+    Document("It opened in 1889 <b>on time</b>.", {"source": "history.txt"}, id="doc-2"),
+    Document("Bread is baked daily."),
+]
+ANSWER = "It is 330 metres tall. It opened in 1889! Bread <3"
+
+
+def _spans() -> list[TextSpan]:
+    pieces = [
+        (0, "The tower is 330 metres tall."),
+        (0, "It is in Paris."),
+        (1, DOCUMENTS[1].text),
+        (2, DOCUMENTS[2].text),
+    ]
+    return [
+        TextSpan(DOCUMENTS[d].text.index(t), DOCUMENTS[d].text.index(t) + len(t), t, d) for d, t in pieces
+    ]
+
+
+def _result(reliance: list[float] | None = None) -> RCAttributionResult:
+    # unit 0: document 1 (0.8), document 2 (0.15); unit 1: document 2 (0.55) and 1 (0.45); unit 2: nothing
+    token_attr = torch.tensor([[0.6, 0.2, 0.15, 0.05], [0.25, 0.2, 0.55, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    outputs = [TextSpan(0, 22, ANSWER[:22]), TextSpan(23, 41, ANSWER[23:41]), TextSpan(42, 50, ANSWER[42:])]
+    return RCAttributionResult(
+        seq_attr=token_attr.mean(0),
+        token_attr=token_attr,
+        context_spans=_spans(),
+        output_spans=outputs,
+        chunks=[d.text for d in DOCUMENTS],
+        documents=DOCUMENTS,
+        answer=ANSWER,
+        answer_tokens=[TextSpan(0, 2, "It")],
+        span_scorer="attention",
+        unit_context_reliance=None if reliance is None else torch.tensor(reliance),
+    )
+
+
+def test_documents_are_read_as_rag_frameworks_hold_them() -> None:
+    langchain = SimpleNamespace(page_content="A.", metadata={"source": "a.pdf", "page": 3}, id="lc-1")
+    llama_index = SimpleNamespace(text="B.", metadata={"file_name": "b.md"}, id_="node-7")
+    mapping = {"page_content": "C.", "metadata": {"title": "C"}}
+    documents = ContextInput(["plain", langchain, llama_index, mapping, {"text": "D."}], "Q?").documents
+    assert documents == [
+        Document("plain"),
+        Document("A.", {"source": "a.pdf", "page": 3}, "lc-1"),
+        Document("B.", {"file_name": "b.md"}, "node-7"),
+        Document("C.", {"title": "C"}),
+        Document("D."),
+    ]
+    assert ContextInput(documents).chunks == ["plain", "A.", "B.", "C.", "D."]
+    assert [d.label() for d in documents] == ["plain", "a.pdf", "b.md", "C", "D."]
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (3, r"context document 1 \(int\) has no page_content or text"),
+        ({"text": 5}, r"context document 1 \(dict\) has a int as its text"),
+        (SimpleNamespace(page_content="x", metadata=["a"]), "context document 1: metadata must be a mapping"),
+    ],
+)
+def test_documents_without_text_are_refused(item: object, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        ContextInput(["fine", item])
+    with pytest.raises(TypeError, match="wrap a single document in a list"):
+        ContextInput(SimpleNamespace(page_content="x"))  # type: ignore[arg-type]
+
+
+def test_document_text_is_checked_like_a_string() -> None:
+    with pytest.raises(ValueError, match="NUL character"):
+        ContextInput([{"page_content": "a\x00b"}])
+    assert as_document(DOCUMENTS[1], 0) is DOCUMENTS[1]
+
+
+def test_document_scores_sum_each_documents_spans() -> None:
+    result = _result()
+    for output in (None, 0, 1, 2):
+        scores = result.scores(output)
+        expected = [
+            sum(float(scores[i]) for i, s in enumerate(result.context_spans) if s.source == d)
+            for d in range(3)
+        ]
+        assert result.document_scores(output).tolist() == pytest.approx(expected)
+
+
+@given(
+    st.lists(st.floats(0, 1), min_size=1, max_size=12),
+    st.floats(0.01, 1),
+    st.integers(1, 5),
+    st.one_of(st.none(), st.floats(0, 1)),
+    st.floats(0, 1),
+)
+def test_the_rule_cites_what_its_definition_says(
+    shares: list[float], min_share: float, most: int, reliance: float | None, min_reliance: float
+) -> None:
+    cited, why = cited_sources(
+        shares, reliance, min_share=min_share, max_sources=most, min_reliance=min_reliance
+    )
+    if reliance is not None and reliance < min_reliance:
+        assert (cited, why) == ([], "low reliance")
+    elif max(shares) == 0:
+        assert (cited, why) == ([], "no context scores")
+    else:
+        eligible = {d for d, s in enumerate(shares) if s >= min_share * max(shares)}
+        assert why is None and set(cited) <= eligible and len(cited) == min(most, len(eligible))
+        assert [shares[d] for d in cited] == sorted((shares[d] for d in cited), reverse=True)
+        assert all(shares[d] <= min(shares[c] for c in cited) for d in eligible - set(cited))
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"min_share": 0}, "min_share must be in"),
+        ({"max_sources": 0}, "max_sources must be a whole number"),
+        ({"min_reliance": 1.5}, "min_reliance must be in"),
+    ],
+)
+def test_rule_arguments_are_checked(rule: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _result().citations(**rule)  # type: ignore[arg-type]
+
+
+def test_citations_carry_offsets_scores_and_metadata() -> None:
+    result = _result(reliance=[0.7, 0.6, 0.1])
+    first, second, third = result.citations(min_share=0.5, max_sources=2, min_reliance=0.3, sentences=1)
+    assert (first.start, first.end, first.text) == (0, 22, "It is 330 metres tall.")
+    assert [s.document for s in first.sources] == [0] and first.sources[0].score == pytest.approx(0.8)
+    assert first.sources[0].metadata == {"title": "Eiffel Tower", "url": "https://x.org/e"}
+    span = first.sources[0].spans[0]
+    assert DOCUMENTS[0].text[span.start : span.end] == span.text == "The tower is 330 metres tall."
+    assert [(s.number, s.id) for s in second.sources] == [(2, "doc-2"), (1, None)]
+    assert (
+        third.sources == []
+        and third.uncited == "low reliance"
+        and third.context_reliance == pytest.approx(0.1)
+    )
+    assert _result().citations(min_share=1.0)[2].uncited == "no context scores"  # a baseline: no reliance
+
+
+def test_cited_answer_in_each_style() -> None:
+    result = _result(reliance=[0.7, 0.6, 0.1])
+    rule = {"min_share": 0.5, "max_sources": 2, "min_reliance": 0.3}
+    assert result.cited_answer(**rule) == (
+        "It is 330 metres tall [1]. It opened in 1889 [2][1]! Bread <3\n\nSources:\n[1] Eiffel Tower\n[2] history.txt"
+    )
+    assert result.cited_answer("markdown", **rule) == (
+        "It is 330 metres tall[^1]. It opened in 1889[^2][^1]! Bread <3\n\n"
+        "[^1]: [Eiffel Tower](https://x.org/e)\n[^2]: history.txt"
+    )
+    page = result.cited_answer("html", **rule)
+    assert "Bread &lt;3" in page and '<li id="rc-source-1" value="1"><a href="https://x.org/e">' in page
+    assert result.cited_answer(references=False, **rule).endswith("Bread <3")
+    assert _result(reliance=[0.0, 0.0, 0.0]).cited_answer(min_reliance=0.5) == ANSWER  # nothing cited
+    with pytest.raises(ValueError, match="unknown citation style 'latex'"):
+        result.cited_answer("latex")
+
+
+def test_metadata_reaches_to_dict_and_html() -> None:
+    result = _result(reliance=[0.7, 0.6, 0.1])
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["documents"][1] == {"document": 2, "id": "doc-2", "metadata": {"source": "history.txt"}}
+    page = to_html(result)
+    assert "Document [1]: Eiffel Tower" in page and "<b>id</b>: doc-2" in page and "history.txt" in page
+    assert "&lt;b&gt;on time&lt;/b&gt;" in page and "<b>on time</b>" not in page
+    assert 'id="cited"' in page and "rc-source-1" in page
+
+
+def test_citations_from_a_model_run() -> None:
+    documents = [
+        {"page_content": "Paris is the capital of France. It is large.", "metadata": {"title": "France"}},
+        SimpleNamespace(page_content="Berlin is in Germany.", metadata={"source": "de.txt"}, id="d2"),
+    ]
+    inp = ContextInput(documents, "What is the capital?")
+    model, tokenizer = tiny_model("llama"), char_tokenizer()
+    result = RCAttributor(model, tokenizer).attribute(
+        inp, "Paris is. Berlin too.", granularity="sentence", output_granularity="sentence"
+    )
+    assert [d.metadata for d in result.documents] == [{"title": "France"}, {"source": "de.txt"}]
+    citations = result.citations(sentences=2)
+    assert [c.text for c in citations] == ["Paris is.", "Berlin too."]
+    for citation in citations:
+        assert result.answer[citation.start : citation.end] == citation.text
+        assert 1 <= len(citation.sources) <= 2 and citation.context_reliance is not None
+        for cited in citation.sources:
+            assert cited.score == pytest.approx(
+                float(result.document_scores(citations.index(citation))[cited.document])
+            )
+            for span in cited.spans:
+                assert result.chunks[cited.document][span.start : span.end] == span.text
+    baseline = BM25Attributor(model, tokenizer).attribute(inp, "Paris is.", output_granularity="sentence")
+    assert baseline.citations()[0].context_reliance is None and baseline.documents[1].id == "d2"
