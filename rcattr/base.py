@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, TypeGuard, cast
 
 import numpy as np
@@ -21,98 +20,22 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache, PreTrainedModel
 
+from rcattr import example as layout
 from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
-from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
+from rcattr.example import Draft, Example, SpanSpec
+from rcattr.options import OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import (
-    TextSpan,
-    char_spans,
     sentence_spans,
     token_ranges,
     token_spans,
-    whole_span,
 )
 
 AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput | str
-SpanSpec: TypeAlias = str | Sequence[tuple[int, int]]
 
 DEFAULT_GEN_ARGS: dict[str, Any] = {"max_new_tokens": 128, "do_sample": False}
-
-
-@dataclass(frozen=True)
-class Example:
-    """One prompt and answer, with the context spans and output units as token positions.
-
-    Attributes
-    ----------
-    prompt : Prompt
-    answer : str
-    ids : Tensor of long, shape [1, S]
-        Prompt ⊕ answer token ids, on the model's device.
-    answer_start : int
-        Position of the first answer token.
-    context_spans : list of TextSpan
-    context_ranges : list of list of int
-        Prompt positions of each context span's tokens.
-    output_spans : list of TextSpan
-        The output units, as character spans of the answer.
-    unit_ranges : list of range
-        Answer-token indices (0 = first answer token) of each output unit.
-    answer_tokens : list of TextSpan
-    answer_sentences : list of range
-        Answer-token indices of each sentence of the answer (where an attention scorer's
-        continuation stops).
-    prompt_cache : transformers.DynamicCache or None
-        When the answer was generated here: the generation's KV cache, whose first ``answer_start``
-        positions are the prompt's. A method that runs the prompt may continue from it instead
-        (:meth:`prompt_cache_for`), so that explaining a generated answer does not run the prompt twice.
-    """
-
-    prompt: Prompt
-    answer: str
-    ids: torch.Tensor
-    answer_start: int
-    context_spans: list[TextSpan]
-    context_ranges: list[list[int]]
-    output_spans: list[TextSpan]
-    unit_ranges: list[range]
-    answer_tokens: list[TextSpan]
-    answer_sentences: list[range]
-    prompt_cache: DynamicCache | None = None
-
-    @property
-    def n_answer(self) -> int:
-        return self.ids.shape[1] - self.answer_start
-
-    def prompt_cache_for(self) -> DynamicCache | None:
-        """The generation's cache cut back to the prompt, ready for the answer's forward; None if there is none."""
-        cache = self.prompt_cache
-        if cache is None:
-            return None
-        extra = cache.get_seq_length() - self.answer_start
-        if extra:
-            cache.crop(-extra)  # a negative length removes that many tokens in every transformers release
-        return cache
-
-    def result(
-        self, seq_attr: torch.Tensor, token_attr: torch.Tensor, method: str, inp: Any = None, **extra: Any
-    ) -> RCAttributionResult:
-        """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores."""
-        return RCAttributionResult(
-            seq_attr=seq_attr.detach().float().cpu(),
-            token_attr=token_attr.detach().float().cpu(),
-            context_spans=self.context_spans,
-            output_spans=self.output_spans,
-            chunks=self.prompt.chunks,
-            documents=self.prompt.documents,
-            answer=self.answer,
-            answer_tokens=self.answer_tokens,
-            span_scorer=method,
-            inp=inp if isinstance(inp, (TextTemplateInput, TextTokenInput)) else None,
-            **extra,
-        )
 
 
 class SpanAttributor(ABC):
@@ -281,11 +204,11 @@ class SpanAttributor(ABC):
             for draft, answer, units in zip(drafts, answers, output_granularities, strict=True)
         ]
 
-    def _draft(self, inp: AttributionInput, granularity: SpanSpec, output_granularity: SpanSpec) -> _Draft:
+    def _draft(self, inp: AttributionInput, granularity: SpanSpec, output_granularity: SpanSpec) -> Draft:
         """The prompt of ``inp``, tokenized, with its context spans; refused when it fills the model's window."""
         prompt = render_prompt(self.tokenizer, inp)
         prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
-        context_spans, context_ranges = _context_spans(prompt, prompt_offsets, granularity)
+        context_spans, context_ranges = layout.context_spans(prompt, prompt_offsets, granularity)
         if isinstance(output_granularity, str) and output_granularity not in OUTPUT_GRANULARITIES:
             raise ValueError(
                 f"unknown output_granularity {output_granularity!r}; choose one of {list(OUTPUT_GRANULARITIES)} "
@@ -297,10 +220,10 @@ class SpanAttributor(ABC):
                 f"the prompt ({len(prompt_ids)} tokens) leaves no room for an answer in the model's window of "
                 f"{window} positions; shorten the context"
             )
-        return _Draft(prompt, prompt_ids, context_spans, [list(r) for r in context_ranges])
+        return Draft(prompt, prompt_ids, context_spans, [list(r) for r in context_ranges])
 
     def _example(
-        self, draft: _Draft, answer: str, output_granularity: SpanSpec, cache: DynamicCache | None = None
+        self, draft: Draft, answer: str, output_granularity: SpanSpec, cache: DynamicCache | None = None
     ) -> Example:
         """The example of a prompt and its answer; refused when both exceed the model's window."""
         encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
@@ -312,7 +235,7 @@ class SpanAttributor(ABC):
                 f"prompt ({len(draft.ids)} tokens) + answer ({len(answer_ids)} tokens) = {total} tokens exceeds "
                 f"the model's window of {window} positions"
             )
-        output_spans = _answer_spans(answer, answer_offsets, output_granularity)
+        output_spans = layout.answer_spans(answer, answer_offsets, output_granularity)
         return Example(
             prompt=draft.prompt,
             answer=answer,
@@ -343,7 +266,7 @@ class SpanAttributor(ABC):
 
     def _answers(
         self,
-        drafts: Sequence[_Draft],
+        drafts: Sequence[Draft],
         targets: Sequence[str | None],
         gen_args: Mapping[str, Any] | None,
         *,
@@ -402,16 +325,6 @@ class SpanAttributor(ABC):
         return answers, cache
 
 
-@dataclass(frozen=True)
-class _Draft:
-    """A rendered and tokenized prompt with its context spans, before its answer is known."""
-
-    prompt: Prompt
-    ids: list[int]
-    context_spans: list[TextSpan]
-    context_ranges: list[list[int]]
-
-
 def _checked_target(target: object) -> str:
     """A given answer, refused when it is not a non-empty string of usable text."""
     if not isinstance(target, str):
@@ -463,71 +376,6 @@ def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Ten
 def span_sum(per_position: torch.Tensor, context_ranges: Sequence[Sequence[int]]) -> torch.Tensor:
     """``[..., P]`` per-prompt-position values summed over each context span: ``[..., n_spans]``."""
     return torch.stack([per_position[..., list(r)].sum(-1) for r in context_ranges], dim=-1)
-
-
-def _context_spans(
-    prompt: Prompt, offsets: np.ndarray, granularity: SpanSpec
-) -> tuple[list[TextSpan], list[Sequence[int]]]:
-    """The context spans and, for each, the prompt tokens it owns."""
-    if prompt.features is not None:  # captum input: its features are the spans
-        chunk_spans = [whole_span(chunk, index) for index, chunk in enumerate(prompt.chunks)]
-        if prompt.feature_tokens is not None:  # TextTokenInput: one feature per kept token
-            return chunk_spans, [[token] for token in prompt.feature_tokens]
-        ranges = token_ranges(chunk_spans, offsets, prompt.chunk_starts)
-        spans = [
-            chunk_spans[group[0]]
-            if len(group) == 1
-            else TextSpan(
-                0, len(prompt.chunks[group[0]]), " ".join(prompt.chunks[i] for i in group), group[0]
-            )
-            for group in prompt.features
-        ]
-        return spans, [sorted({t for i in group for t in ranges[i]}) for group in prompt.features]
-    if isinstance(granularity, str):
-        if granularity not in GRANULARITIES:
-            raise ValueError(
-                f"unknown granularity {granularity!r}; choose one of {list(GRANULARITIES)} or give (start, end) spans"
-            )
-        if granularity == "chunk":
-            spans = [whole_span(chunk, index) for index, chunk in enumerate(prompt.chunks)]
-        elif granularity == "sentence":
-            spans = [
-                span for index, chunk in enumerate(prompt.chunks) for span in sentence_spans(chunk, index)
-            ]
-        else:
-            spans = [
-                span
-                for index, (chunk, start) in enumerate(zip(prompt.chunks, prompt.chunk_starts, strict=True))
-                for span in token_spans(offsets, start, start + len(chunk), chunk, source=index)
-            ]
-    else:
-        if len(prompt.chunks) != 1:
-            raise ValueError(
-                "character spans as granularity need a single context string, not a list of chunks"
-            )
-        spans = _given_spans(prompt.chunks[0], granularity, "granularity")
-    return spans, list(token_ranges(spans, offsets, prompt.chunk_starts))
-
-
-def _answer_spans(answer: str, offsets: np.ndarray, spec: SpanSpec) -> list[TextSpan]:
-    if not isinstance(spec, str):
-        return _given_spans(answer, spec, "output_granularity")
-    if spec not in OUTPUT_GRANULARITIES:
-        raise ValueError(
-            f"unknown output_granularity {spec!r}; choose one of {list(OUTPUT_GRANULARITIES)} or give (start, end) spans"
-        )
-    if spec == "answer":
-        return [whole_span(answer)]
-    if spec == "sentence":
-        return sentence_spans(answer)
-    return token_spans(offsets, 0, len(answer), answer)
-
-
-def _given_spans(text: str, bounds: Sequence[tuple[int, int]], argument: str) -> list[TextSpan]:
-    try:
-        return char_spans(text, bounds)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{argument}: {error}") from None
 
 
 def normalise(scores: torch.Tensor) -> torch.Tensor:

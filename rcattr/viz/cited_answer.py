@@ -5,9 +5,12 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rcattr.citations import Citation
-from rcattr.result import RCAttributionResult
+
+if TYPE_CHECKING:
+    from rcattr.result import RCAttributionResult
 
 CITATION_STYLES = ("[n]", "markdown", "html")
 
