@@ -4,8 +4,11 @@ compiled grid (:mod:`rcattr._grid`), their row sums, and the shared sort / prefi
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import torch
 
@@ -42,6 +45,25 @@ measured slower (a larger table makes the gathers slower, a smaller one crowds m
 def _on_grid(*tensors: torch.Tensor) -> bool:
     """Whether the compiled CPU kernels of :mod:`rcattr._grid` take these tensors."""
     return all(t.device.type == "cpu" and t.dtype in ALLOWED_DTYPES and not t.requires_grad for t in tensors)
+
+
+@contextmanager
+def _caller_threads() -> Iterator[None]:
+    """Run a compiled kernel within the caller's thread budget and leave it as found.
+
+    numba's parallel kernels run on OpenMP, whose thread count torch shares: a kernel launch sets it to
+    numba's count (``NUMBA_NUM_THREADS``, every core by default), so a process limited to one thread
+    (``torch.set_num_threads(1)``, ``OMP_NUM_THREADS=1``) would be left with every core and oversubscribe
+    them when several run side by side. The kernel gets ``torch.get_num_threads()`` threads, and both
+    counts are restored after it."""
+    torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
+    numba.set_num_threads(max(1, min(torch_threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(numba_threads)
+        if torch.get_num_threads() != torch_threads:
+            torch.set_num_threads(torch_threads)
 
 
 def _rows(t: torch.Tensor) -> np.ndarray:
@@ -89,7 +111,10 @@ def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False)
         if ys.shape[-1] == 0:
             out.zero_()
         else:
-            _grid.count_below_rows(_rows(xs), _rows(ys), _n_finite(ys), right, GRID_CELLS_PER_Y, out.numpy())
+            with _caller_threads():
+                _grid.count_below_rows(
+                    _rows(xs), _rows(ys), _n_finite(ys), right, GRID_CELLS_PER_Y, out.numpy()
+                )
     return out.view(x.shape)
 
 
@@ -121,9 +146,10 @@ def count_below_row_sums(
     if not out.numel():
         return out
     ys = y_sorted.contiguous()
-    _grid.count_below_row_sums(
-        _rows(x), _rows(ys), _n_finite(ys), _rows(visible.expand(x.shape[1:])), GRID_CELLS_PER_Y, out.numpy()
-    )
+    with _caller_threads():
+        _grid.count_below_row_sums(
+            _rows(x), _rows(ys), _n_finite(ys), _rows(visible.expand(x.shape[1:])), GRID_CELLS_PER_Y, out.numpy()
+        )
     return out
 
 
@@ -173,14 +199,15 @@ def rank_and_phi_row_sums(
     )
     if sums.below.numel():
         ys = y_sorted.contiguous()
-        _grid.rank_and_phi_row_sums(
-            _rows(x),
-            _rows(ys),
-            _n_finite(ys),
-            _rows(visible.expand(x.shape[1:])),
-            GRID_CELLS_PER_Y,
-            *(t.numpy() for t in sums),
-        )
+        with _caller_threads():
+            _grid.rank_and_phi_row_sums(
+                _rows(x),
+                _rows(ys),
+                _n_finite(ys),
+                _rows(visible.expand(x.shape[1:])),
+                GRID_CELLS_PER_Y,
+                *(t.numpy() for t in sums),
+            )
     return sums
 
 
