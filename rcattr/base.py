@@ -209,6 +209,7 @@ class SpanAttributor(ABC):
         prompt = render_prompt(self.tokenizer, inp)
         prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
         context_spans, context_ranges = layout.context_spans(prompt, prompt_offsets, granularity)
+        prompt_ids, context_ranges = layout.sink_before_context(prompt_ids, context_ranges, self.tokenizer)
         if isinstance(output_granularity, str) and output_granularity not in OUTPUT_GRANULARITIES:
             raise ValueError(
                 f"unknown output_granularity {output_granularity!r}; choose one of {list(OUTPUT_GRANULARITIES)} "
@@ -220,7 +221,7 @@ class SpanAttributor(ABC):
                 f"the prompt ({len(prompt_ids)} tokens) leaves no room for an answer in the model's window of "
                 f"{window} positions; shorten the context"
             )
-        return Draft(prompt, prompt_ids, context_spans, [list(r) for r in context_ranges])
+        return Draft(prompt, prompt_ids, context_spans, context_ranges)
 
     def _example(
         self, draft: Draft, answer: str, output_granularity: SpanSpec, cache: DynamicCache | None = None

@@ -205,6 +205,26 @@ def test_captum_inputs(llama) -> None:
     assert result.input_tokens == list("Davelives")
 
 
+def test_a_captum_input_that_starts_with_a_feature_gets_a_token_in_front(llama) -> None:
+    tokenizer = char_tokenizer()
+    attributor = RCAttributor(llama, tokenizer, TopHeads(3))
+    example = attributor.prepare(TextTokenInput("Dave lives", tokenizer), "Florida")
+    assert example.ids[0, 0].item() == tokenizer.bos_token_id and len(example.context_ranges) == 10
+    assert example.context_ranges[0] == [1] and all(0 not in r for r in example.context_ranges)
+    marked = TextTokenInput("<bos>Dave lives", tokenizer, skip_tokens=["<bos>"])  # the same ids, said so
+    torch.testing.assert_close(
+        attributor.attribute(TextTokenInput("Dave lives", tokenizer), "Florida").seq_attr,
+        attributor.attribute(marked, "Florida").seq_attr,
+    )
+    template = attributor.prepare(TextTemplateInput("{} lives in {}.", values=["Dave", "Paris"]), "France")
+    assert template.ids[0, 0].item() == tokenizer.bos_token_id and template.context_ranges[0] == [1, 2, 3, 4]
+    plain = attributor.prepare(INPUT, ANSWER)  # its template comes first: nothing added
+    assert plain.ids[0, : plain.answer_start].tolist() == tokenizer(plain.prompt.text)["input_ids"]
+    tokenizer.bos_token, tokenizer.eos_token = None, None
+    with pytest.raises(ValueError, match="no BOS or EOS token"):
+        attributor.prepare(TextTokenInput("Dave lives", tokenizer), "Florida")
+
+
 def test_fixed_bottom_and_head_scores(llama) -> None:
     tokenizer = char_tokenizer()
     scores = RCAttributor(llama, tokenizer, TopHeads(4)).head_scores(INPUT, ANSWER)

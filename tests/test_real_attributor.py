@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from captum.attr import TextTokenInput
 
 from rcattr.attributor import RCAttributor
 from rcattr.demo import ANSWER, example_input
@@ -39,6 +40,18 @@ def test_each_answer_sentence_goes_to_its_document(smollm2) -> None:
     assert result.token_attr is not None
     assert result.token_attr.argmax(1).tolist() == [0, 1]
     assert bool((result.token_attr.max(1).values > 0.5).all())
+
+
+def test_a_captum_token_input_gives_the_copied_fact_not_its_first_token(smollm2) -> None:
+    model, tokenizer = smollm2
+    text = " ".join(FACTS) + " Tell me one fact."
+    result = RCAttributor(model, tokenizer).attribute(TextTokenInput(text, tokenizer), FACTS[2])
+    start = text.index(FACTS[2])
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    copied = torch.tensor([start <= first < start + len(FACTS[2]) for first, _ in offsets])
+    # without a token in front, the first word ("The") took 0.57 of it and the copied fact 0.25
+    assert float(result.seq_attr[0]) < 0.05
+    assert float(result.seq_attr[copied].sum()) > 0.5 and bool(copied[result.seq_attr.argmax()])
 
 
 def test_generated_and_given_answers_agree_on_the_real_model(smollm2) -> None:
