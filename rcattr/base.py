@@ -10,10 +10,9 @@ tokens and return the same :class:`~rcattr.result.RCAttributionResult`.
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias, TypeGuard, cast
+from typing import Any, ClassVar, Literal, TypeAlias, cast, overload
 
 import numpy as np
 import torch
@@ -21,9 +20,10 @@ from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache, PreTrainedModel
 
 from rcattr import example as layout
-from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
 from rcattr.example import Draft, Example, SpanSpec
+from rcattr.generation import generation_options, greedy_answers, model_window
+from rcattr.many import OnError, check_on_error, per_input, sequence, settled
 from rcattr.options import OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
 from rcattr.result import RCAttributionResult
@@ -34,8 +34,6 @@ from rcattr.segmentation import (
 )
 
 AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput | str
-
-DEFAULT_GEN_ARGS: dict[str, Any] = {"max_new_tokens": 128, "do_sample": False}
 
 
 class SpanAttributor(ABC):
@@ -91,6 +89,34 @@ class SpanAttributor(ABC):
         example = self.prepare(inp, target, granularity, output_granularity, gen_args)
         return self._explain(example, inp)
 
+    @overload
+    def attribute_many(
+        self,
+        inputs: Sequence[AttributionInput],
+        targets: Sequence[str | None] | None = None,
+        *,
+        batch_size: int = 8,
+        granularity: SpanSpec | Sequence[SpanSpec] = "sentence",
+        output_granularity: SpanSpec | Sequence[SpanSpec] = "answer",
+        gen_args: Mapping[str, Any] | None = None,
+        progress: bool = True,
+        errors: Literal["raise"] = "raise",
+    ) -> list[RCAttributionResult]: ...
+
+    @overload
+    def attribute_many(
+        self,
+        inputs: Sequence[AttributionInput],
+        targets: Sequence[str | None] | None = None,
+        *,
+        batch_size: int = 8,
+        granularity: SpanSpec | Sequence[SpanSpec] = "sentence",
+        output_granularity: SpanSpec | Sequence[SpanSpec] = "answer",
+        gen_args: Mapping[str, Any] | None = None,
+        progress: bool = True,
+        errors: OnError,
+    ) -> list[RCAttributionResult | None]: ...
+
     @torch.no_grad()
     def attribute_many(
         self,
@@ -102,12 +128,15 @@ class SpanAttributor(ABC):
         output_granularity: SpanSpec | Sequence[SpanSpec] = "answer",
         gen_args: Mapping[str, Any] | None = None,
         progress: bool = True,
-    ) -> list[RCAttributionResult]:
+        errors: OnError = "raise",
+    ) -> list[RCAttributionResult] | list[RCAttributionResult | None]:
         """:meth:`attribute` for many inputs, ``batch_size`` at a time: the same results, in order.
 
-        The answers of a batch that are not given are generated together (greedy, left-padded, no cache
-        kept), and a method that can explain a batch at once does (:class:`~rcattr.RCAttributor` runs
-        one left-padded forward per batch); the others explain its examples one by one.
+        Every input is rendered, tokenized and checked against the model's window first, so that a bad one
+        is refused before any model work. The answers of a batch that are not given are then generated
+        together (greedy, left-padded, no cache kept), and a method that can explain a batch at once does
+        (:class:`~rcattr.RCAttributor` runs one left-padded forward per batch); the others explain its
+        examples one by one. A batch that fails is run again one input at a time, to find the input.
 
         Parameters
         ----------
@@ -125,10 +154,13 @@ class SpanAttributor(ABC):
             Extra ``generate`` arguments for the answers generated (``num_return_sequences`` stays 1).
         progress : bool, default True
             Show a progress bar over the examples.
+        errors : {"raise", "skip"}, default "raise"
+            What an input that fails does: raise its error, its message prefixed with ``inputs[i]: ``, or
+            get None in the results with a warning that names it and the error, while the others finish.
 
         Returns
         -------
-        list of RCAttributionResult
+        list of RCAttributionResult (or None for an input skipped)
             ``results[i]`` equals ``attribute(inputs[i], targets[i], ...)``: ``seq_attr [n_spans_i]``,
             ``token_attr [n_outputs_i, n_spans_i]``.
 
@@ -139,28 +171,76 @@ class SpanAttributor(ABC):
         >>> [result.top(1)[0][0].source for result in results]
         [0, 2, 1]
         """
-        inputs = _sequence("inputs", inputs)
-        targets = [None] * len(inputs) if targets is None else _sequence("targets", targets)
+        inputs = sequence("inputs", inputs)
+        targets = [None] * len(inputs) if targets is None else sequence("targets", targets)
         if len(targets) != len(inputs):
             raise ValueError(
                 f"targets has {len(targets)} entries for {len(inputs)} inputs; give one per input"
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
-        spans = _per_input(granularity, len(inputs), "granularity")
-        units = _per_input(output_granularity, len(inputs), "output_granularity")
+        check_on_error(errors)
+        generation_options(self.model, gen_args)  # refused here rather than for each input
+        spans = per_input(granularity, len(inputs), "granularity")
+        units = per_input(output_granularity, len(inputs), "output_granularity")
         from tqdm.auto import tqdm
 
-        results: list[RCAttributionResult] = []
+        results: list[RCAttributionResult | None] = [None] * len(inputs)
+        outcomes: list[tuple[int, Draft | RCAttributionResult | Exception]] = []
+        for index, item in enumerate(zip(inputs, targets, spans, units, strict=True)):
+            outcomes.append((index, self._checked_draft(*item)))
+        drafts = [(index, draft) for index, draft in settled(outcomes, errors) if isinstance(draft, Draft)]
         with tqdm(total=len(inputs), desc=self.name, unit="example", disable=not progress) as bar:
-            for start in range(0, len(inputs), batch_size):
-                batch = slice(start, start + batch_size)
-                examples = self._prepare_batch(
-                    inputs[batch], targets[batch], spans[batch], units[batch], gen_args
-                )
-                results.extend(self._explain_batch(examples, inputs[batch]))
-                bar.update(len(examples))
+            bar.update(len(inputs) - len(drafts))
+            for start in range(0, len(drafts), batch_size):
+                batch = drafts[start : start + batch_size]
+                done = self._attribute_batch(batch, inputs, targets, units, gen_args)
+                for index, result in settled(done, errors):
+                    results[index] = cast(RCAttributionResult, result)
+                bar.update(len(batch))
         return results
+
+    def _checked_draft(
+        self, inp: AttributionInput, target: str | None, granularity: SpanSpec, output_granularity: SpanSpec
+    ) -> Draft | Exception:
+        """The draft of ``inp``, its given ``target`` checked against the model's window; or the error."""
+        try:
+            draft = self._draft(inp, granularity, output_granularity)
+            if target is not None:
+                self._answer_encoding(draft, _checked_target(target))
+        except Exception as error:  # one bad input: attribute_many names it, and raises or skips it
+            return error
+        return draft
+
+    def _attribute_batch(
+        self,
+        batch: Sequence[tuple[int, Draft]],
+        inputs: Sequence[AttributionInput],
+        targets: Sequence[str | None],
+        output_granularities: Sequence[SpanSpec],
+        gen_args: Mapping[str, Any] | None,
+    ) -> list[tuple[int, RCAttributionResult | Exception]]:
+        """The results of a batch of drafts (``inputs[index]``'s each); a batch that fails runs again one by
+        one, so that the error is the one input's."""
+        indices = [index for index, _ in batch]
+        try:
+            drafts = [draft for _, draft in batch]
+            answers, _ = self._answers(drafts, [targets[i] for i in indices], gen_args, keep_cache=False)
+            examples = [
+                self._example(draft, answer, output_granularities[index])
+                for (index, draft), answer in zip(batch, answers, strict=True)
+            ]
+            return list(
+                zip(indices, self._explain_batch(examples, [inputs[i] for i in indices]), strict=True)
+            )
+        except Exception as error:  # named, then raised or skipped, by attribute_many
+            if len(batch) == 1:
+                return [(indices[0], error)]
+            return [
+                done
+                for one in batch
+                for done in self._attribute_batch([one], inputs, targets, output_granularities, gen_args)
+            ]
 
     @abstractmethod
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
@@ -185,31 +265,12 @@ class SpanAttributor(ABC):
         answers, cache = self._answers([draft], [target], gen_args, keep_cache=True)
         return self._example(draft, answers[0], output_granularity, cache)
 
-    def _prepare_batch(
-        self,
-        inputs: Sequence[AttributionInput],
-        targets: Sequence[str | None],
-        granularities: Sequence[SpanSpec],
-        output_granularities: Sequence[SpanSpec],
-        gen_args: Mapping[str, Any] | None,
-    ) -> list[Example]:
-        """:meth:`prepare` of each input, the missing answers generated together (no cache kept)."""
-        drafts = [
-            self._draft(inp, spec, units)
-            for inp, spec, units in zip(inputs, granularities, output_granularities, strict=True)
-        ]
-        answers, _ = self._answers(drafts, targets, gen_args, keep_cache=False)
-        return [
-            self._example(draft, answer, units)
-            for draft, answer, units in zip(drafts, answers, output_granularities, strict=True)
-        ]
-
     def _draft(self, inp: AttributionInput, granularity: SpanSpec, output_granularity: SpanSpec) -> Draft:
         """The prompt of ``inp``, tokenized, with its context spans; refused when it fills the model's window."""
         prompt = render_prompt(self.tokenizer, inp)
         prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
-        context_spans, context_ranges = layout.context_spans(prompt, prompt_offsets, granularity)
-        prompt_ids, context_ranges = layout.sink_before_context(prompt_ids, context_ranges, self.tokenizer)
+        context_spans, ranges = layout.context_spans(prompt, prompt_offsets, granularity)
+        prompt_ids, context_ranges = layout.sink_before_context(prompt_ids, ranges, self.tokenizer)
         if isinstance(output_granularity, str) and output_granularity not in OUTPUT_GRANULARITIES:
             raise ValueError(
                 f"unknown output_granularity {output_granularity!r}; choose one of {list(OUTPUT_GRANULARITIES)} "
@@ -227,15 +288,7 @@ class SpanAttributor(ABC):
         self, draft: Draft, answer: str, output_granularity: SpanSpec, cache: DynamicCache | None = None
     ) -> Example:
         """The example of a prompt and its answer; refused when both exceed the model's window."""
-        encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
-        answer_ids = list(encoded["input_ids"])
-        answer_offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-        total, window = len(draft.ids) + len(answer_ids), self._window
-        if window is not None and total > window:
-            raise ValueError(
-                f"prompt ({len(draft.ids)} tokens) + answer ({len(answer_ids)} tokens) = {total} tokens exceeds "
-                f"the model's window of {window} positions"
-            )
+        answer_ids, answer_offsets = self._answer_encoding(draft, answer)
         output_spans = layout.answer_spans(answer, answer_offsets, output_granularity)
         return Example(
             prompt=draft.prompt,
@@ -251,10 +304,21 @@ class SpanAttributor(ABC):
             prompt_cache=cache,
         )
 
+    def _answer_encoding(self, draft: Draft, answer: str) -> tuple[list[int], np.ndarray]:
+        """The answer's token ids and character offsets; refused when the prompt and answer exceed the window."""
+        encoded = self.tokenizer(answer, add_special_tokens=False, return_offsets_mapping=True)
+        answer_ids = list(encoded["input_ids"])
+        total, window = len(draft.ids) + len(answer_ids), self._window
+        if window is not None and total > window:
+            raise ValueError(
+                f"prompt ({len(draft.ids)} tokens) + answer ({len(answer_ids)} tokens) = {total} tokens exceeds "
+                f"the model's window of {window} positions"
+            )
+        return answer_ids, np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+
     @property
     def _window(self) -> int | None:
-        """The model's window (``max_position_embeddings``), if it states one."""
-        return getattr(self.model.config.get_text_config(), "max_position_embeddings", None)
+        return model_window(self.model)
 
     def _tokenize_prompt(self, prompt: Prompt) -> tuple[list[int], np.ndarray]:
         if prompt.token_ids is not None and prompt.token_offsets is not None:
@@ -277,53 +341,13 @@ class SpanAttributor(ABC):
         with ``keep_cache`` and one draft to generate, also the cache of its generation."""
         given = [None if target is None else _checked_target(target) for target in targets]
         prompts = [draft.ids for draft, answer in zip(drafts, given, strict=True) if answer is None]
-        generated, cache = self._generate(prompts, gen_args, keep_cache) if prompts else ([], None)
+        generated, cache = (
+            greedy_answers(self.model, self.tokenizer, prompts, gen_args, keep_cache)
+            if prompts
+            else ([], None)
+        )
         fresh = iter(generated)
         return [next(fresh) if answer is None else answer for answer in given], cache
-
-    def _generate(
-        self, prompts: Sequence[list[int]], gen_args: Mapping[str, Any] | None, keep_cache: bool
-    ) -> tuple[list[str], DynamicCache | None]:
-        """The greedy answers to ``prompts`` from one ``generate`` over them, left-padded; with ``keep_cache``,
-        one prompt and one beam, also the generation's cache."""
-        options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
-        sequences = options.get("num_return_sequences", self.model.generation_config.num_return_sequences)
-        if sequences not in (None, 1):
-            raise ValueError(
-                f"gen_args: num_return_sequences={sequences!r}, but rcattr explains one answer; leave it at 1 "
-                "(with num_beams > 1 the best beam is the answer)"
-            )
-        cache = None
-        if keep_cache and len(prompts) == 1 and options.get("num_beams", 1) == 1:
-            if not {"past_key_values", "cache"} & set(options):
-                cache = DynamicCache()
-                options.update(cache_argument(self.model, cache))
-        width, window = max(map(len, prompts)), self._window
-        room = None if window is None else window - width
-        if room is not None and options.get("max_new_tokens", 0) > room:
-            warnings.warn(
-                f"max_new_tokens={options['max_new_tokens']} lowered to {room}: "
-                f"{'the prompt' if len(prompts) == 1 else 'the longest prompt of the batch'} takes "
-                f"{width} of the model's {window} positions",
-                stacklevel=6,  # the caller of attribute() or attribute_many()
-            )
-            options["max_new_tokens"] = room
-        pad = self.tokenizer.pad_token_id
-        pad = self.tokenizer.eos_token_id if pad is None else pad
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long, device=self.model.device)
-        mask = torch.zeros_like(ids)
-        for row, prompt in enumerate(prompts):  # left padding: every prompt ends where generation starts
-            ids[row, width - len(prompt) :] = torch.tensor(prompt, device=ids.device)
-            mask[row, width - len(prompt) :] = 1
-        generated = self.model.generate(  # type: ignore[operator]  # transformers types generate's decorator badly
-            ids, attention_mask=mask, pad_token_id=pad, **options
-        )
-        answers = [
-            str(self.tokenizer.decode(row[width:], skip_special_tokens=True)).strip() for row in generated
-        ]
-        if not all(answers):
-            raise RuntimeError("the model generated an empty answer; pass target= to explain a given answer")
-        return answers, cache
 
 
 def _checked_target(target: object) -> str:
@@ -334,39 +358,6 @@ def _checked_target(target: object) -> str:
     if not target.strip():
         raise ValueError("target is empty; give the answer to explain, or None to generate it")
     return target
-
-
-def _sequence(argument: str, value: Any) -> list[Any]:
-    """``value`` as a list, refused when it is not a sequence of items (a single string or input)."""
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise TypeError(
-            f"{argument} must be a sequence (one item per example), got {type(value).__name__}; "
-            "for a single example call attribute()"
-        )
-    return list(value)
-
-
-def _per_input(spec: SpanSpec | Sequence[SpanSpec], n_inputs: int, argument: str) -> list[SpanSpec]:
-    """One span spec per input: ``spec`` for each, or ``spec``'s own items when each is a name or a sequence
-    of ``(start, end)`` pairs (a sequence of pairs itself is one spec for every input)."""
-    if not _are_specs(spec):
-        return [cast(SpanSpec, spec)] * n_inputs
-    if len(spec) != n_inputs:
-        raise ValueError(f"{argument} gives {len(spec)} specs for {n_inputs} inputs; give one per input")
-    return list(spec)
-
-
-def _are_specs(spec: SpanSpec | Sequence[SpanSpec]) -> TypeGuard[Sequence[SpanSpec]]:
-    """Whether ``spec`` is a non-empty sequence of specs: names, or sequences of pairs (not of numbers)."""
-    return (
-        not isinstance(spec, str)
-        and len(spec) > 0
-        and all(
-            isinstance(item, str)
-            or (isinstance(item, Sequence) and not any(isinstance(pair, (int, np.integer)) for pair in item))
-            for item in spec
-        )
-    )
 
 
 def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Tensor:

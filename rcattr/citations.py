@@ -1,21 +1,30 @@
-"""Citations: which documents (and sentences) support each part of an answer, as an application shows them.
+"""Citations: which documents (and sentences) support each sentence of an answer, as applications show them.
 
 :meth:`RCAttributionResult.citations <rcattr.result.RCAttributionResult.citations>` turns a result's scores
-into one :class:`Citation` per output unit (per answer sentence with ``output_granularity="sentence"``).
-:func:`cited_sources` is the rule: a unit cites the documents whose share of its attribution is at least
-``min_share`` of its best document's, at most ``max_sources`` of them, and none when its context reliance
-(the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen on part of
-QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
+into one :class:`Citation` per answer sentence, whatever unit was attributed: :func:`sentence_groups` pairs
+the output units with the sentences they lie in (a sentence's tokens are averaged into it); an output unit
+over several sentences (``output_granularity="answer"``) cannot be split, so they are cited once, after the
+last. :func:`cited_sources` is the rule: a sentence cites the documents whose share of its attribution is at
+least ``min_share`` of its best document's, at most ``max_sources`` of them, and none when its context
+reliance (the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen on
+part of QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
 docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import torch
 
 from rcattr.documents import Document
+from rcattr.segmentation import TextSpan, sentence_spans
+
+if TYPE_CHECKING:
+    from rcattr.result import RCAttributionResult
 
 # Chosen on the dev part of QuoteSum and Veri-Gran (docs/benchmarks.md, "Citations"): the rule with the best
 # mean F1 of the cited documents over both files, 91.5% and 90.0% there, 87.7% and 86.1% on the held-back part.
@@ -66,12 +75,13 @@ class CitedSource:
 
 @dataclass(frozen=True)
 class Citation:
-    """The sources of one output unit.
+    """The sources of one answer sentence (of several, when one output unit spans them).
 
     Attributes
     ----------
     start, end : int
-        Character offsets of the unit in the answer.
+        Character offsets of the sentence in the answer (from its first sentence's start to its last one's
+        end when it covers several).
     text : str
         ``answer[start:end]``.
     sources : list of CitedSource
@@ -80,6 +90,9 @@ class Citation:
         The unit's context reliance (None for baselines), which the rule compares with ``min_reliance``.
     uncited : str or None
         Why the unit has no citation: ``"low reliance"`` or ``"no context scores"``; None when it has one.
+    n_sentences : int
+        How many answer sentences the citation covers: 1, unless an output unit of the result spans several
+        (attributed with ``output_granularity="answer"``), whose scores cannot be split between them.
     """
 
     start: int
@@ -88,6 +101,51 @@ class Citation:
     sources: list[CitedSource]
     context_reliance: float | None
     uncited: str | None = None
+    n_sentences: int = 1
+
+
+def sentence_groups(
+    sentences: Sequence[TextSpan], units: Sequence[TextSpan]
+) -> list[tuple[range, list[int]]]:
+    """The answer's sentences with the output units that cover them, in answer order.
+
+    A unit inside one sentence (a token, a sentence) joins that sentence; a unit over several (the whole
+    answer) joins them all into one group, as do units that overlap across them. Units over whitespace
+    only, and sentences that no unit covers, are left out.
+
+    Parameters
+    ----------
+    sentences : sequence of TextSpan
+        The answer's sentences, in order and disjoint.
+    units : sequence of TextSpan
+        The result's output units, as character spans of the answer.
+
+    Returns
+    -------
+    list of (range, list of int)
+        Per group, the indices of its sentences (consecutive) and of its units.
+    """
+    covers = [
+        [
+            index
+            for index, sentence in enumerate(sentences)
+            if unit.start < sentence.end and sentence.start < unit.end
+        ]
+        for unit in units
+    ]
+    merged: list[list[int]] = []
+    for first, last in sorted((cover[0], cover[-1]) for cover in covers if cover):
+        if merged and first <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return [
+        (
+            range(first, last + 1),
+            [unit for unit, cover in enumerate(covers) if cover and first <= cover[0] <= last],
+        )
+        for first, last in merged
+    ]
 
 
 def cited_sources(
@@ -123,6 +181,65 @@ def check_rule(min_share: float, max_sources: int, min_reliance: float) -> None:
         raise ValueError(
             f"min_reliance must be in [0, 1] (context reliance is a ratio), got {min_reliance!r}"
         )
+
+
+def sentence_citations(
+    result: RCAttributionResult,
+    min_share: float = MIN_SHARE,
+    max_sources: int = MAX_SOURCES,
+    min_reliance: float = MIN_RELIANCE,
+    sentences: int = 0,
+) -> list[Citation]:
+    """:meth:`RCAttributionResult.citations <rcattr.result.RCAttributionResult.citations>`: one citation per
+    answer sentence (per group of :func:`sentence_groups`), with a warning at its caller's caller for one over
+    several."""
+    if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
+        raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
+    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    answer_sentences = sentence_spans(result.answer)
+    sources_of = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
+    citations = []
+    for covered, units in sentence_groups(answer_sentences, result.output_spans):
+        scores = result.token_attr[units].mean(0)  # [n_spans]
+        reliance = (
+            None
+            if result.unit_context_reliance is None
+            else float(result.unit_context_reliance[units].mean())
+        )
+        shares = (
+            torch.zeros(len(result.chunks), dtype=scores.dtype).index_add_(0, sources_of, scores).tolist()
+        )
+        cited, uncited = cited_sources(
+            shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
+        )
+        found = [
+            source(result.documents[d], d, shares[d], _best_spans(result, scores, d, sentences))
+            for d in cited
+        ]
+        start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
+        citations.append(
+            Citation(start, end, result.answer[start:end], found, reliance, uncited, len(covered))
+        )
+    merged = [citation.n_sentences for citation in citations if citation.n_sentences > 1]
+    if merged:
+        warnings.warn(
+            f"{merged[0]} sentences of the answer are cited together, after the last: one output unit of the "
+            "result spans them (output_granularity='answer') and its scores cannot be split; attribute with "
+            "output_granularity='sentence' or 'token' for a citation per sentence",
+            stacklevel=3,  # the caller of citations() or cited_answer()
+        )
+    return citations
+
+
+def _best_spans(result: RCAttributionResult, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:
+    """The ``k`` context spans of ``document`` with the highest ``[n_spans]`` scores (ties in span order)."""
+    order = torch.argsort(scores, descending=True, stable=True).tolist()
+    ranked = [i for i in order if result.context_spans[i].source == document][:k]
+    return [
+        CitedSpan(span.start, span.end, span.text, float(scores[i]))
+        for i in ranked
+        for span in [result.context_spans[i]]
+    ]
 
 
 def source(document: Document, index: int, score: float, spans: list[CitedSpan]) -> CitedSource:

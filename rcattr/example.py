@@ -79,10 +79,12 @@ class Example:
     def result(
         self, seq_attr: torch.Tensor, token_attr: torch.Tensor, method: str, inp: Any = None, **extra: Any
     ) -> RCAttributionResult:
-        """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores."""
+        """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores; a span without a
+        token (an empty document's) scores 0 whatever the method gave it."""
+        tokenless = torch.tensor([len(r) == 0 for r in self.context_ranges])
         return RCAttributionResult(
-            seq_attr=seq_attr.detach().float().cpu(),
-            token_attr=token_attr.detach().float().cpu(),
+            seq_attr=seq_attr.detach().float().cpu().masked_fill(tokenless, 0.0),
+            token_attr=token_attr.detach().float().cpu().masked_fill(tokenless, 0.0),
             context_spans=self.context_spans,
             output_spans=self.output_spans,
             chunks=self.prompt.chunks,

@@ -9,8 +9,9 @@ that spans of the chunks map to tokens of the prompt without searching for text.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from captum.attr import TextTemplateInput, TextTokenInput
@@ -154,9 +155,19 @@ def _render_context(tokenizer: TokenizerLike, inp: ContextInput) -> Prompt:
     chunks = inp.chunks
     if not chunks or not any(chunk.strip() for chunk in chunks):
         raise ValueError("the context is empty; give at least one chunk with some text")
-    for index, chunk in enumerate(chunks):
-        if not chunk.strip():
-            raise ValueError(f"context chunk {index} is empty or only whitespace")
+    blank = [index for index, chunk in enumerate(chunks) if not chunk.strip()]
+    if blank:  # retrievers return such chunks: the others are still worth explaining
+        warnings.warn(
+            f"context chunk{'s' if len(blank) > 1 else ''} {', '.join(map(str, blank))} "
+            f"{'are' if len(blank) > 1 else 'is'} empty or only whitespace: kept as documents without text, "
+            "which score 0",
+            stacklevel=7,  # the caller of attribute() or attribute_many()
+        )
+    documents = [
+        replace(document, text="") if index in blank else document
+        for index, document in enumerate(inp.documents)
+    ]
+    chunks = [document.text for document in documents]
     marker = _MARKER.format("CONTEXT")
     question = f"\n\nQuestion: {inp.question}" if inp.question else ""
     message = f"{inp.instruction}\n\n{marker}{question}"
@@ -178,7 +189,7 @@ def _render_context(tokenizer: TokenizerLike, inp: ContextInput) -> Prompt:
         starts.append(len(head) + len(body) + len(prefix))
         body += f"{prefix}{chunk}\n" if number < len(chunks) else f"{prefix}{chunk}"
     return Prompt(
-        head + body + tail, chunks, starts, add_special_tokens=not use_template, documents=inp.documents
+        head + body + tail, chunks, starts, add_special_tokens=not use_template, documents=documents
     )
 
 

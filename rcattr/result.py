@@ -15,11 +15,9 @@ from rcattr.citations import (
     MIN_RELIANCE,
     MIN_SHARE,
     Citation,
-    CitedSpan,
-    cited_sources,
-    source,
+    sentence_citations,
 )
-from rcattr.documents import Document
+from rcattr.documents import Document, plain_json
 from rcattr.head_selection import HeadSelection
 from rcattr.segmentation import TextSpan, one_line
 from rcattr.support import SUPPORT_THRESHOLD
@@ -196,61 +194,48 @@ class RCAttributionResult(LLMAttributionResult):
         min_reliance: float = MIN_RELIANCE,
         sentences: int = 0,
     ) -> list[Citation]:
-        """The documents that support each output unit, as an application shows them (:mod:`rcattr.citations`).
+        """The documents that support each sentence of the answer, as an application shows them
+        (:mod:`rcattr.citations`).
 
-        Attribute with ``output_granularity="sentence"`` for a citation per answer sentence (with
-        ``"answer"`` the whole answer is one unit), and with ``granularity="sentence"`` for ``sentences=``.
+        Whatever the output units, citations are per sentence of the answer: a sentence's units (its tokens,
+        with ``output_granularity="token"``) have their scores and context reliance averaged. An output unit
+        that spans several sentences cannot be split: with ``output_granularity="answer"`` a longer answer is
+        cited once, after its last sentence (``Citation.n_sentences`` > 1), with a warning; attribute with
+        ``output_granularity="sentence"`` (or ``"token"``) for a citation per sentence. Attribute with
+        ``granularity="sentence"`` for ``sentences=``.
 
         Parameters
         ----------
         min_share : float in (0, 1]
-            A document is cited when its share of the unit's attribution is at least this fraction of the
+            A document is cited when its share of the sentence's attribution is at least this fraction of the
             best document's.
         max_sources : int
-            At most this many documents per unit, best first.
+            At most this many documents per sentence, best first.
         min_reliance : float in [0, 1]
-            A unit whose context reliance (:attr:`unit_context_reliance`) is below this gets no citation.
+            A sentence whose context reliance (:attr:`unit_context_reliance`) is below this gets no citation.
         sentences : int
-            Also give each cited document's ``sentences`` best context spans for the unit, with their
+            Also give each cited document's ``sentences`` best context spans for the sentence, with their
             character offsets into the document.
 
         Returns
         -------
         list of Citation
-            One per output unit, in answer order, with offsets into the answer.
+            One per answer sentence that an output unit covers, in answer order, with offsets into the answer.
         """
-        if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
-            raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
-        citations = []
-        for unit, span in enumerate(self.output_spans):
-            reliance = None if self.unit_context_reliance is None else float(self.unit_context_reliance[unit])
-            shares = self.document_scores(unit).tolist()
-            cited, uncited = cited_sources(
-                shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
-            )
-            sources = [
-                source(self.documents[d], d, shares[d], self._best_spans(unit, d, sentences)) for d in cited
-            ]
-            citations.append(Citation(span.start, span.end, span.text, sources, reliance, uncited))
-        return citations
-
-    def _best_spans(self, output: int, document: int, k: int) -> list[CitedSpan]:
-        """The ``k`` highest-scoring context spans of ``document`` for output unit ``output``."""
-        if not k:
-            return []
-        ranked = [(span, score) for span, score in self.top(None, output) if span.source == document]
-        return [CitedSpan(span.start, span.end, span.text, score) for span, score in ranked[:k]]
+        return sentence_citations(self, min_share, max_sources, min_reliance, sentences)
 
     def cited_answer(self, style: str = "[n]", *, references: bool = True, **rule: Any) -> str:
-        """The answer with citation marks after each cited unit (:meth:`citations`, whose rule ``rule`` sets).
+        """The answer with citation marks after each cited sentence (:meth:`citations`, whose rule ``rule``
+        sets).
 
-        ``style`` is ``"[n]"`` (plain text, ``... Paris [1].``), ``"markdown"`` (footnotes ``[^1]``) or
-        ``"html"`` (linked superscripts); ``references`` appends the list of cited documents with their
-        metadata's title (or source, id, first words).
+        ``style`` is ``"[n]"`` (plain text, ``... Paris [1].``), ``"markdown"`` (footnotes ``[^1]``, the text
+        and labels escaped, only http(s) urls linked) or ``"html"`` (linked superscripts, escaped);
+        ``references`` appends the list of cited documents with their :meth:`Document.label
+        <rcattr.documents.Document.label>` (the metadata's title, source, ...).
         """
         from rcattr.viz.cited_answer import cited_answer
 
-        return cited_answer(self, self.citations(**rule), style, references=references)
+        return cited_answer(self, sentence_citations(self, **rule), style, references=references)
 
     def to_dataframe(self, output: int | None = None) -> pd.DataFrame:
         """Context spans sorted by score (ContextCite's table): ``document`` numbers documents from 1 as
@@ -330,8 +315,9 @@ class RCAttributionResult(LLMAttributionResult):
         (``groundedness``, ``lookback``, ``token_logprob``, ``token_peak``, ``token_support``),
         ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head],
         ...], "weights", "outliers", "few_heads"}``: see :class:`HeadSelection`) are None for baselines,
-        ``unsupported_tokens`` empty. ``documents`` lists each document's ``{"document", "id", "metadata"}``
-        (the metadata as the input gave it: JSON-serialisable when the application's is).
+        ``unsupported_tokens`` empty. ``documents`` lists each document's ``{"document", "id", "metadata"}``,
+        the metadata made plain JSON by :func:`~rcattr.documents.plain_json` (dates as ISO strings, bytes
+        decoded, other objects as their ``str()``).
         The full ``[L, H]`` head score table is left out (see :attr:`head_selection`).
         """
         assert self.token_attr is not None  # always set by __init__
@@ -340,7 +326,7 @@ class RCAttributionResult(LLMAttributionResult):
             "answer": self.answer,
             "chunks": self.chunks,
             "documents": [
-                {"document": index + 1, "id": document.id, "metadata": dict(document.metadata)}
+                {"document": index + 1, "id": document.id, "metadata": plain_json(document.metadata)}
                 for index, document in enumerate(self.documents)
             ],
             "span_scorer": self.span_scorer,

@@ -164,7 +164,8 @@ def token_ranges(spans: Sequence[TextSpan], offsets: np.ndarray, shifts: Sequenc
     Raises
     ------
     ValueError
-        If a span covers no token (it lies outside the tokenized text).
+        If a non-empty span covers no token (it lies outside the tokenized text); an empty span (an empty
+        document's) gets an empty range.
     """
     starts, ends = offsets[:, 0], offsets[:, 1]
     empty = starts >= ends
@@ -174,6 +175,9 @@ def token_ranges(spans: Sequence[TextSpan], offsets: np.ndarray, shifts: Sequenc
     starts_max = np.maximum.accumulate(np.where(empty, -1, starts))
     ranges = []
     for span in spans:
+        if span.start == span.end:  # an empty document's span: no token, a score of 0
+            ranges.append(range(0))
+            continue
         first_char, last_char = shifts[span.source] + span.start, shifts[span.source] + span.end
         first = int(np.searchsorted(ends_max, first_char, side="right"))
         stop = int(np.searchsorted(starts_max, last_char, side="left"))

@@ -70,12 +70,15 @@ class SpanIndex:
 
         Returns ``(spans [s], index [s, W], mask [s, W])`` per group, as :attr:`padded` for those spans:
         a few long spans no longer pad every short one, so the padding is at most the spans' own size.
+        Spans without a token (an empty document's) are in no group: nothing to score.
         """
         index, mask = self.padded
         sizes = mask.sum(-1)
-        width_class = torch.log2(sizes.clamp_min(1).double()).ceil().long()
+        width_class = torch.log2(sizes.clamp_min(1).double()).ceil().long().masked_fill(sizes == 0, -1)
         groups = []
         for value in width_class.unique().tolist():
+            if value < 0:
+                continue
             spans = (width_class == value).nonzero().flatten()
             width = int(sizes[spans].max())
             groups.append((spans, index[spans, :width], mask[spans, :width]))

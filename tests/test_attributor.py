@@ -225,6 +225,22 @@ def test_a_captum_input_that_starts_with_a_feature_gets_a_token_in_front(llama) 
         attributor.prepare(TextTokenInput("Dave lives", tokenizer), "Florida")
 
 
+@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.parametrize("granularity", ["chunk", "sentence", "token"])
+def test_empty_retrieved_chunks_are_documents_that_score_zero(llama, scorer, granularity) -> None:
+    chunks = [DOCUMENTS[0], "", DOCUMENTS[1], "  \t"]
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3), span_scorer=scorer)
+    with pytest.warns(UserWarning, match="context chunks 1, 3 are empty or only whitespace"):
+        result = attributor.attribute(
+            ContextInput(chunks, QUESTION), ANSWER, granularity=granularity, output_granularity="sentence"
+        )
+    shares = result.document_scores(None)
+    assert len(result.documents) == 4 and shares[1] == shares[3] == 0.0
+    assert torch.isfinite(result.seq_attr).all() and shares[0] + shares[2] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError, match="the context is empty"):
+        attributor.attribute(ContextInput(["", " "], QUESTION), ANSWER)
+
+
 def test_fixed_bottom_and_head_scores(llama) -> None:
     tokenizer = char_tokenizer()
     scores = RCAttributor(llama, tokenizer, TopHeads(4)).head_scores(INPUT, ANSWER)
@@ -365,7 +381,7 @@ def test_bad_configuration_is_named(llama) -> None:
         (
             lambda: ContextInput(["a document", 3]),
             TypeError,
-            r"context document 1 \(int\) has no page_content or text",
+            r"context document 1 \(int\) has no page_content, text or content",
         ),
         (lambda: ContextInput(42), TypeError, "context must be a string or a sequence"),
         (lambda: ContextInput("text", question=None), TypeError, "question must be a string"),

@@ -245,15 +245,50 @@ def test_a_subclass_with_its_own_pass_runs_one_pass_per_example(llama) -> None:
     assert_same(batched, single)
 
 
-def test_a_sequence_beyond_the_window_is_refused_as_by_attribute(llama) -> None:
+def test_a_sequence_beyond_the_window_is_named_before_any_model_work(llama, monkeypatch) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
-    inputs = [INPUTS[0], ContextInput(["x" * 150])]
-    targets = [TARGETS[0], "y" * 60]
+    inputs = [INPUTS[0], INPUTS[1], ContextInput(["x" * 150])]
+    targets = [TARGETS[0], None, "y" * 60]
     with pytest.raises(ValueError, match="exceeds the model's window") as single:
-        attributor.attribute(inputs[1], targets[1])
-    with pytest.raises(ValueError, match="exceeds the model's window") as batched:
-        attributor.attribute_many(inputs, targets, progress=False)
-    assert str(batched.value) == str(single.value)
+        attributor.attribute(inputs[2], targets[2])
+    with monkeypatch.context() as patched:
+        patched.setattr(llama, "forward", lambda *a, **k: pytest.fail("ran the model before checking every input"))
+        with pytest.raises(ValueError, match="exceeds the model's window") as batched:
+            attributor.attribute_many(inputs, targets, batch_size=1, progress=False)
+    assert str(batched.value) == f"inputs[2]: {single.value}"
+
+
+def test_skipped_inputs_are_none_and_named_while_the_others_finish(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+    inputs = [INPUTS[0], ContextInput(["x" * 150]), INPUTS[2], ContextInput(["   "])]
+    targets = [TARGETS[0], "y" * 60, TARGETS[2], "Nothing."]
+    with pytest.warns(UserWarning) as warned:
+        results = attributor.attribute_many(inputs, targets, batch_size=2, errors="skip", progress=False)
+    skips = sorted(str(w.message) for w in warned if "skipped" in str(w.message))
+    assert [message.split(" skipped")[0] for message in skips] == ["inputs[1]", "inputs[3]"]
+    assert "exceeds the model's window" in skips[0] and "the context is empty" in skips[1]
+    assert results[1] is None and results[3] is None
+    assert_same([results[0], results[2]], [attributor.attribute(inputs[i], targets[i]) for i in (0, 2)])
+    with pytest.raises(ValueError, match="errors must be one of"):
+        attributor.attribute_many(inputs, targets, errors="ignore", progress=False)  # type: ignore[call-overload]
+
+
+def test_a_batch_that_fails_in_the_model_finds_its_input(llama, monkeypatch) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+    explain_batch = attributor._explain_batch
+
+    def fails_on_rain(examples, inputs):
+        if any(example.answer == "Rain." for example in examples):
+            raise RuntimeError("the model failed")
+        return explain_batch(examples, inputs)
+
+    monkeypatch.setattr(attributor, "_explain_batch", fails_on_rain)
+    with pytest.raises(RuntimeError, match=r"^inputs\[1\]: the model failed$"):
+        attributor.attribute_many(INPUTS, TARGETS, batch_size=3, progress=False)
+    with pytest.warns(UserWarning, match=r"inputs\[1\] skipped .*RuntimeError: the model failed"):
+        results = attributor.attribute_many(INPUTS, TARGETS, batch_size=3, errors="skip", progress=False)
+    assert results[1] is None
+    assert_same([results[0], results[2]], [attributor.attribute(INPUTS[i], TARGETS[i]) for i in (0, 2)])
 
 
 def test_no_inputs_give_no_results(llama) -> None:

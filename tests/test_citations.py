@@ -4,6 +4,8 @@ on a tiny model."""
 from __future__ import annotations
 
 import json
+import re
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -13,11 +15,12 @@ from hypothesis import strategies as st
 
 from rcattr import ContextInput, RCAttributor
 from rcattr.baselines import BM25Attributor
-from rcattr.citations import cited_sources
+from rcattr.citations import Citation, CitedSource, cited_sources, sentence_groups
 from rcattr.documents import Document, as_document
 from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan
+from rcattr.segmentation import TextSpan, sentence_spans, whole_span
 from rcattr.viz import to_html
+from rcattr.viz.cited_answer import cited_answer
 from tests.helpers import char_tokenizer, tiny_model
 
 DOCUMENTS = [
@@ -42,22 +45,37 @@ def _spans() -> list[TextSpan]:
     ]
 
 
-def _result(reliance: list[float] | None = None) -> RCAttributionResult:
-    # unit 0: document 1 (0.8), document 2 (0.15); unit 1: document 2 (0.55) and 1 (0.45); unit 2: nothing
-    token_attr = torch.tensor([[0.6, 0.2, 0.15, 0.05], [0.25, 0.2, 0.55, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    outputs = [TextSpan(0, 22, ANSWER[:22]), TextSpan(23, 41, ANSWER[23:41]), TextSpan(42, 50, ANSWER[42:])]
+# each answer sentence's scores over _spans(): sentence 1 cites document 1 (0.8; document 2 has 0.15),
+# sentence 2 documents 2 (0.55) and 1 (0.45), sentence 3 nothing
+SENTENCE_ROWS = [[0.6, 0.2, 0.15, 0.05], [0.25, 0.2, 0.55, 0.0], [0.0, 0.0, 0.0, 0.0]]
+SENTENCES = [TextSpan(0, 22, ANSWER[:22]), TextSpan(23, 41, ANSWER[23:41]), TextSpan(42, 50, ANSWER[42:])]
+
+
+def _made(
+    outputs: list[TextSpan],
+    rows: list[list[float]],
+    reliance: list[float] | None = None,
+    documents: list[Document] = DOCUMENTS,
+    answer: str = ANSWER,
+    spans: list[TextSpan] | None = None,
+) -> RCAttributionResult:
+    token_attr = torch.tensor(rows)
     return RCAttributionResult(
         seq_attr=token_attr.mean(0),
         token_attr=token_attr,
-        context_spans=_spans(),
+        context_spans=_spans() if spans is None else spans,
         output_spans=outputs,
-        chunks=[d.text for d in DOCUMENTS],
-        documents=DOCUMENTS,
-        answer=ANSWER,
-        answer_tokens=[TextSpan(0, 2, "It")],
+        chunks=[d.text for d in documents],
+        documents=documents,
+        answer=answer,
+        answer_tokens=[TextSpan(0, 2, answer[:2])],
         span_scorer="attention",
         unit_context_reliance=None if reliance is None else torch.tensor(reliance),
     )
+
+
+def _result(reliance: list[float] | None = None) -> RCAttributionResult:
+    return _made(SENTENCES, SENTENCE_ROWS, reliance)
 
 
 def test_documents_are_read_as_rag_frameworks_hold_them() -> None:
@@ -79,7 +97,7 @@ def test_documents_are_read_as_rag_frameworks_hold_them() -> None:
 @pytest.mark.parametrize(
     ("item", "message"),
     [
-        (3, r"context document 1 \(int\) has no page_content or text"),
+        (3, r"context document 1 \(int\) has no page_content, text or content"),
         ({"text": 5}, r"context document 1 \(dict\) has a int as its text"),
         (SimpleNamespace(page_content="x", metadata=["a"]), "context document 1: metadata must be a mapping"),
     ],
@@ -169,7 +187,7 @@ def test_cited_answer_in_each_style() -> None:
         "It is 330 metres tall [1]. It opened in 1889 [2][1]! Bread <3\n\nSources:\n[1] Eiffel Tower\n[2] history.txt"
     )
     assert result.cited_answer("markdown", **rule) == (
-        "It is 330 metres tall[^1]. It opened in 1889[^2][^1]! Bread <3\n\n"
+        "It is 330 metres tall[^1]. It opened in 1889[^2][^1]! Bread &lt;3\n\n"
         "[^1]: [Eiffel Tower](https://x.org/e)\n[^2]: history.txt"
     )
     page = result.cited_answer("html", **rule)
@@ -214,3 +232,148 @@ def test_citations_from_a_model_run() -> None:
                 assert result.chunks[cited.document][span.start : span.end] == span.text
     baseline = BM25Attributor(model, tokenizer).attribute(inp, "Paris is.", output_granularity="sentence")
     assert baseline.citations()[0].context_reliance is None and baseline.documents[1].id == "d2"
+
+
+def _tokens(text: str) -> list[TextSpan]:
+    """Word-piece-like tokens of ``text``: words and punctuation runs, each with the spaces before it."""
+    return [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\s*\w+|\s*[^\w\s]+", text)]
+
+
+def test_sentence_groups_pair_units_with_the_sentences_they_lie_in() -> None:
+    sentences = [TextSpan(0, 5, ""), TextSpan(6, 10, ""), TextSpan(11, 15, ""), TextSpan(16, 20, "")]
+    tokens = [
+        TextSpan(0, 3, ""),
+        TextSpan(3, 5, ""),
+        TextSpan(5, 6, ""),
+        TextSpan(6, 10, ""),
+        TextSpan(16, 18, ""),
+    ]
+    assert sentence_groups(sentences, tokens) == [
+        (range(0, 1), [0, 1]),
+        (range(1, 2), [3]),
+        (range(3, 4), [4]),
+    ]
+    assert sentence_groups(sentences, [TextSpan(0, 20, "")]) == [(range(0, 4), [0])]  # the whole answer
+    spanning = [TextSpan(0, 8, ""), TextSpan(7, 12, ""), TextSpan(16, 20, "")]  # units across sentences chain
+    assert sentence_groups(sentences, spanning) == [(range(0, 3), [0, 1]), (range(3, 4), [2])]
+
+
+def test_token_units_are_cited_per_sentence_at_its_end() -> None:
+    tokens = _tokens(ANSWER)
+    sentence_of = [next(i for i, s in enumerate(SENTENCES) if s.start <= t.end - 1 < s.end) for t in tokens]
+    assert sentence_of.count(1) == 5  # " It", " opened", " in", " 1889", "!"
+    # the tokens of sentence 2 differ, but average to its row: (2 * first + 2 * second + row) / 5
+    second = iter([[0.5, 0.4, 0.1, 0.0], [0.0, 0.0, 1.0, 0.0]] * 2 + [SENTENCE_ROWS[1]])
+    rows = [next(second) if sentence == 1 else SENTENCE_ROWS[sentence] for sentence in sentence_of]
+    reliance = [[0.7, 0.6, 0.1][sentence] for sentence in sentence_of]
+    result, by_sentence = _made(tokens, rows, reliance), _result([0.7, 0.6, 0.1])
+    rule = {"min_share": 0.5, "max_sources": 2, "min_reliance": 0.3}
+    for style in ("[n]", "markdown", "html"):
+        assert result.cited_answer(style, **rule) == by_sentence.cited_answer(style, **rule)
+    citations = result.citations(**rule, sentences=1)
+    assert [(c.start, c.end, c.text, c.n_sentences) for c in citations] == [
+        (s.start, s.end, s.text, 1) for s in SENTENCES
+    ]
+    for token_level, sentence_level in zip(
+        citations, by_sentence.citations(**rule, sentences=1), strict=True
+    ):
+        assert token_level.context_reliance == pytest.approx(sentence_level.context_reliance)
+        assert [(c.number, c.spans[0].text) for c in token_level.sources] == [
+            (c.number, c.spans[0].text) for c in sentence_level.sources
+        ]
+        assert [c.score for c in token_level.sources] == pytest.approx(
+            [c.score for c in sentence_level.sources]
+        )
+
+
+def test_an_answer_level_result_is_cited_once_at_its_end_and_says_why() -> None:
+    # the whole answer draws 0.57 on document 1 and 0.43 on document 2: the rule cites document 1 only
+    result = _made([whole_span(ANSWER)], [[0.3, 0.27, 0.43, 0.0]])
+    with pytest.warns(
+        UserWarning, match=r"3 sentences of the answer are cited together.*output_granularity='sentence'"
+    ):
+        (citation,) = result.citations()
+    assert (citation.start, citation.end, citation.text, citation.n_sentences) == (0, len(ANSWER), ANSWER, 3)
+    assert [cited.number for cited in citation.sources] == [1]
+    with pytest.warns(UserWarning, match="3 sentences of the answer are cited together") as caught:
+        assert result.cited_answer() == ANSWER + " [1]\n\nSources:\n[1] Eiffel Tower"
+    assert caught[0].filename == __file__  # the warning points at the caller
+    one = _made([whole_span(ANSWER[:22])], [SENTENCE_ROWS[0]], answer=ANSWER[:22])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an answer of one sentence is cited per sentence: no warning
+        assert one.cited_answer(references=False) == "It is 330 metres tall [1]."
+
+
+def test_citations_per_sentence_from_a_model_run_whatever_the_output_units() -> None:
+    inp = ContextInput(["Paris is the capital of France.", "Berlin is in Germany."], "What is the capital?")
+    attributor = RCAttributor(tiny_model("llama"), char_tokenizer())
+    answer = "Paris is. Berlin too."
+    tokens = attributor.attribute(inp, answer, granularity="chunk", output_granularity="token")
+    assert len(tokens.output_spans) == len(answer)  # one unit per character
+    citations = tokens.citations()
+    assert [(c.text, c.n_sentences) for c in citations] == [("Paris is.", 1), ("Berlin too.", 1)]
+    marked = tokens.cited_answer(references=False)
+    assert re.fullmatch(r"Paris is( \[\d\])+\. Berlin too( \[\d\])+\.", marked), marked
+    whole = attributor.attribute(inp, answer, granularity="chunk", output_granularity="answer")
+    with pytest.warns(UserWarning, match="2 sentences of the answer are cited together"):
+        assert [(c.text, c.n_sentences) for c in whole.citations()] == [(answer, 2)]
+
+
+def _titled(metadata: dict[str, object], answer: str = "It is tall.") -> RCAttributionResult:
+    documents = [Document("The tower is tall.", metadata)]
+    return _made(
+        sentence_spans(answer),
+        [[1.0]] * len(sentence_spans(answer)),
+        documents=documents,
+        answer=answer,
+        spans=[whole_span(documents[0].text)],
+    )
+
+
+@pytest.mark.parametrize(
+    ("metadata", "answer", "expected"),
+    [
+        (  # a title that closes the link text and opens its own link
+            {"title": "Fuji](https://evil.example)", "url": "https://x.org/e"},
+            "It is tall.",
+            "It is tall[^1].\n\n[^1]: [Fuji\\](https://evil.example)](https://x.org/e)",
+        ),
+        (  # raw HTML in a title, with and without a link
+            {"title": "<img src=x onerror=alert(1)>"},
+            "It is tall.",
+            "It is tall[^1].\n\n[^1]: &lt;img src=x onerror=alert(1)&gt;",
+        ),
+        (  # raw HTML, a footnote reference and emphasis in the answer
+            {"title": "T"},
+            "It is <b>tall</b> [^2] *really* & `so`.",
+            "It is &lt;b&gt;tall&lt;/b&gt; \\[\\^2\\] \\*really\\* &amp; \\`so\\`[^1].\n\n[^1]: T",
+        ),
+        (  # urls with spaces, parentheses and quotes stay one destination
+            {"title": "T", "url": 'https://x.org/a b)c"d'},
+            "It is tall.",
+            "It is tall[^1].\n\n[^1]: [T](https://x.org/a%20b%29c%22d)",
+        ),
+        (  # only http(s) urls become links
+            {"title": "T", "url": "javascript:alert(1)"},
+            "It is tall.",
+            "It is tall[^1].\n\n[^1]: T",
+        ),
+        (  # block markers at a line's start: a heading, a list item, a numbered item
+            {"title": "# T"},
+            "# It is tall.\n- It is.\n1) It is.",
+            "\\# It is tall[^1].\n\\- It is[^1].\n1\\) It is[^1].\n\n[^1]: \\# T",
+        ),
+    ],
+)
+def test_markdown_citations_are_escaped(metadata: dict[str, object], answer: str, expected: str) -> None:
+    assert _titled(metadata, answer).cited_answer("markdown") == expected
+
+
+def test_markdown_marks_are_not_read_as_links_or_definitions() -> None:
+    cites = CitedSource(0, 1, 1.0, None, {})
+    for answer, text, expected in [
+        ("Yes(https://evil.example)", "Yes", "Yes[^1]\\(https://evil.example)"),  # [^1](...) would link
+        (": see x", ":", "[^1]\\: see x"),  # [^1]: at a line's start would define a footnote
+    ]:
+        citation = Citation(0, len(text), text, [cites], None)
+        assert cited_answer(_titled({}, answer), [citation], "markdown", references=False) == expected

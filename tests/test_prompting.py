@@ -33,10 +33,18 @@ def test_forcing_a_missing_chat_template_fails() -> None:
         render_prompt(char_tokenizer(chat=False), ContextInput("x", chat_template=True))
 
 
-@pytest.mark.parametrize("context", ["", "   ", [], ["ok", " \n"]])
+@pytest.mark.parametrize("context", ["", "   ", [], [" \n", ""]])
 def test_empty_context_is_rejected(context: str | list[str]) -> None:
     with pytest.raises(ValueError, match="empty"):
         render_prompt(char_tokenizer(), ContextInput(context, "q"))
+
+
+def test_an_empty_chunk_among_others_is_kept_without_text_and_named() -> None:
+    documents = ["ok", {"page_content": " \n", "metadata": {"title": "blank"}}, "fine"]
+    with pytest.warns(UserWarning, match="context chunk 1 is empty or only whitespace"):
+        prompt = render_prompt(char_tokenizer(), ContextInput(documents, "q"))
+    assert prompt.chunks == ["ok", "", "fine"] and "Document [2]: \nDocument [3]: fine" in prompt.text
+    assert prompt.documents is not None and prompt.documents[1].metadata == {"title": "blank"}
 
 
 def test_template_input_values_and_mask_groups() -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+from decimal import Decimal
+from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pytest
 import torch
 
+from rcattr.documents import Document
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.segmentation import TextSpan
 
@@ -181,3 +185,42 @@ def test_head_selection_says_when_it_rests_on_few_heads() -> None:
     )
     assert HeadSelection(scores, one, "fixed").describe() == "1 head selected by fixed"
     assert _result(few).to_dict()["heads"]["few_heads"] is True
+
+
+def test_to_dict_is_plain_json_whatever_the_metadata() -> None:
+    class Tag:
+        def __str__(self) -> str:
+            return "tag"
+
+    metadata = {
+        "published": datetime.date(2024, 5, 1),
+        "fetched": datetime.datetime(2024, 5, 2, 13, 30),
+        "title": b"caf\xc3\xa9 \xff",
+        "nested": {"pages": (1, np.int64(2)), 3: {datetime.date(2020, 1, 1)}, "score": np.float32(0.5)},
+        "path": Path("docs/a.md"),
+        "price": Decimal("1.10"),
+        "missing": float("nan"),
+        "tag": Tag(),
+        "vector": np.array([1.5, 2.5]),
+        "ok": True,
+    }
+    result = _result()
+    result.documents[0] = Document(CHUNKS[0], metadata, id="doc-1")
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["documents"][0] == {
+        "document": 1,
+        "id": "doc-1",
+        "metadata": {
+            "published": "2024-05-01",
+            "fetched": "2024-05-02T13:30:00",
+            "title": "café \ufffd",
+            "nested": {"pages": [1, 2], "3": ["2020-01-01"], "score": 0.5},
+            "path": str(Path("docs/a.md")),
+            "price": "1.10",
+            "missing": None,
+            "tag": "tag",
+            "vector": [1.5, 2.5],
+            "ok": True,
+        },
+    }
+    assert result.documents[0].metadata is metadata  # the result keeps the application's own

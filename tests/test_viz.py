@@ -130,10 +130,14 @@ def test_html_spans_are_in_text_order() -> None:
 def test_html_payload_has_the_score_shapes() -> None:
     result = _result()
     payload = json.loads(_parse(to_html(result)).payload)
-    assert set(payload) == {"seq", "units"}
-    assert len(payload["seq"]) == 4
-    assert [len(row) for row in payload["units"]] == [4, 4]
+    assert set(payload) == {"seq", "units", "alpha", "documents", "cited", "fold"}
+    assert len(payload["seq"]) == len(payload["alpha"]["seq"]) == 4
+    assert [len(row) for row in payload["units"]] == [len(row) for row in payload["alpha"]["units"]] == [4, 4]
     assert payload["units"][1] == pytest.approx(result.token_attr[1].tolist(), abs=1e-6)
+    assert len(payload["documents"]["seq"]) == 2 and [len(row) for row in payload["documents"]["units"]] == [
+        2,
+        2,
+    ]
 
 
 def test_html_lists_top_sources_heads_and_groundedness() -> None:
@@ -251,31 +255,59 @@ def test_save_functions_write_files(tmp_path: Path) -> None:
 
 
 def _documents_result(shares: list[float]) -> RCAttributionResult:
-    """One span per document, the whole answer's scores ``shares``."""
+    """One span per document, a one-sentence answer's scores ``shares``."""
     chunks = [f"Document text number {i}." for i in range(len(shares))]
     spans = [whole_span(chunk, index) for index, chunk in enumerate(chunks)]
-    seq = torch.tensor(shares)
+    seq, answer = torch.tensor(shares), "It is 330 metres tall."
     return RCAttributionResult(
         seq_attr=seq,
         token_attr=seq[None],
         context_spans=spans,
-        output_spans=[whole_span(ANSWER)],
+        output_spans=[whole_span(answer)],
         chunks=chunks,
-        answer=ANSWER,
-        answer_tokens=[whole_span(ANSWER)],
+        answer=answer,
+        answer_tokens=[whole_span(answer)],
         span_scorer="rc",
     )
 
 
 def _alphas(page: str) -> list[float]:
+    """The shade of each context span as the page first shows it (the whole answer), in text order."""
     return [float(alpha) for alpha in re.findall(r"rgba\(255,140,0,([0-9.]+)\)", page)]
 
 
-def test_shading_is_absolute_so_a_context_that_explains_little_stays_pale() -> None:
-    even = _alphas(to_html(_documents_result([0.01] * 100)))  # nothing stands out
-    assert max(even) < 0.1
-    peaked = _alphas(to_html(_documents_result([0.9, 0.1])))
-    assert peaked[0] > 0.8 and 0.2 < peaked[1] < 0.3  # 0.85 * sqrt(share)
+def _payload(page: str) -> dict:
+    return json.loads(_parse(page).payload)
+
+
+def test_shading_separates_the_sources_from_the_noise() -> None:
+    # 36 documents as on the Veri-Gran page (docs/html_36_documents_*.png): two the answer draws on, the
+    # gold at 0.058, and 33 near an even share; the square root of the share shaded them 0.29, 0.21 and 0.15
+    shares = torch.full((36,), 0.025)
+    shares[[2, 10]], shares[6] = 0.113, 0.058
+    shares[20:] = 0.022
+    alphas = _alphas(to_html(_documents_result(shares.tolist())))
+    assert alphas[2] == alphas[10] == 0.85  # the best spans: darkest
+    assert 0.2 < alphas[6] < 0.4  # well above an even share: visible, paler than the best
+    noise = [alpha for i, alpha in enumerate(alphas) if i not in (2, 6, 10)]
+    assert max(noise) < 0.05 < alphas[6] / 4  # near an even share: (almost) unshaded
+    assert _alphas(to_html(_documents_result([0.9, 0.1]))) == [0.85, 0.0]  # below an even share: unshaded
+
+
+def test_a_flat_context_stays_unshaded() -> None:
+    page = to_html(_documents_result([0.01] * 100))  # nothing stands out: nothing is shaded
+    assert set(_alphas(page)) == {0.0}
+    assert _payload(page)["alpha"]["units"] == [[0.0] * 100]
+
+
+def test_each_unit_is_shaded_against_its_own_best_span() -> None:
+    result = _result()
+    payload = _payload(to_html(result))
+    for row, scores in zip(payload["alpha"]["units"], result.token_attr, strict=True):
+        best = int(scores.argmax())
+        assert row[best] == 0.85
+        below = [i for i, score in enumerate(scores.tolist()) if score <= scores.mean()]
+        assert below and all(row[i] == 0 for i in below)
 
 
 def _terminal_shades(result: RCAttributionResult) -> list[int]:
@@ -284,22 +316,80 @@ def _terminal_shades(result: RCAttributionResult) -> list[int]:
     return [int(code) for code in re.findall(r"\x1b\[38;5;16;48;5;(\d+)m", text)]
 
 
-def test_terminal_shading_is_absolute_like_the_page() -> None:
+def test_terminal_shading_is_absolute() -> None:
     assert _terminal_shades(_documents_result([1 / 200] * 200)) == []  # shares below 1%: unshaded
     assert set(_terminal_shades(_documents_result([0.012] * 80))) == {230}  # the palest shade
     assert _terminal_shades(_documents_result([0.9, 0.1])) == [203, 228]  # sqrt: 0.95 -> red, 0.32 -> yellow
 
 
-def test_many_documents_fold_all_but_the_highest_scoring() -> None:
+def _units_result(unit_shares: list[list[float]]) -> RCAttributionResult:
+    """One span per document and one output unit per row of ``unit_shares`` (each row: the unit's scores)."""
+    n_docs = len(unit_shares[0])
+    chunks = [f"Document text number {i}." for i in range(n_docs)]
+    units = [f"Sentence {u}." for u in range(len(unit_shares))]
+    answer = " ".join(units)
+    token_attr = torch.tensor(unit_shares)
+    return RCAttributionResult(
+        seq_attr=token_attr.mean(0),
+        token_attr=token_attr,
+        context_spans=[whole_span(chunk, index) for index, chunk in enumerate(chunks)],
+        output_spans=[_span(answer, unit) for unit in units],
+        chunks=chunks,
+        answer=answer,
+        answer_tokens=[_span(answer, unit) for unit in units],
+        span_scorer="rc",
+    )
+
+
+def _opened(page: str) -> list[int]:
+    return [
+        int(n)
+        for n in re.findall(r'<details class="chunk" data-d="\d+" open><summary><h3>Document \[(\d+)\]', page)
+    ]
+
+
+def test_many_documents_open_only_the_cited_ones() -> None:
     shares = torch.full((500,), 0.5 / 498)
     shares[[7, 300]] = 0.25
     page = to_html(_documents_result(shares.tolist()))
-    opened = re.findall(r'<details class="chunk" open><summary><h3>Document \[(\d+)\]', page)
-    assert len(opened) == 10 and {"8", "301"} <= set(opened)
-    assert page.count('<details class="chunk">') == 490 and "the other 490 folded" in page
-    assert "<details" not in to_html(_result()).split("Top sources")[0].replace(
-        '<details class="chunk" open>', ""
+    assert _opened(page) == [8, 301]
+    assert page.count('<details class="chunk uncited" data-d=') == 498 and "<details" not in page.replace(
+        '<details class="chunk', ""
     )
+    assert "500 documents: the 2 cited for the answer open, the other 498 folded" in page
+    assert '<span class="cite">cited [8]</span> <span class="share">25.0% of the answer' in page
+    few = to_html(_documents_result([0.7, 0.2, 0.1]))  # ten or fewer: all open, the uncited ones grey
+    assert _opened(few) == [1] and few.count('<details class="chunk uncited" data-d="') == 2
+    assert few.count('" open><summary>') == 3 and 'id="folding"' not in few and not _payload(few)["fold"]
+
+
+def test_the_page_follows_the_citations_of_each_unit() -> None:
+    # 12 documents: output 1 draws on documents 1 and 2 (0.8 of the best apart or closer), output 2 on
+    # document 6 alone, both on document 2; the rest is noise
+    first = [0.4, 0.34, 0.05] + [0.21 / 9] * 9
+    second = [0.05, 0.3, 0.02, 0.03, 0.02, 0.5] + [0.08 / 6] * 6
+    result = _units_result([first, second])
+    page = to_html(result)
+    payload = _payload(page)
+    cited = [[source.document for source in citation.sources] for citation in result.citations()]
+    assert payload["cited"] == {"seq": [0, 1, 5], "units": cited} and cited == [[0, 1], [5]]
+    assert _opened(page) == [1, 2, 6]
+    assert payload["fold"] and "12 documents: the 3 cited for the answer open, the other 9 folded" in page
+    assert re.findall(r'<span class="cite">cited \[(\d+)\]', page) == ["1", "2", "6"]
+    for unit in (0, 1):  # the labels a pinned unit shows: its own documents' shares
+        assert payload["documents"]["units"][unit] == pytest.approx(
+            result.document_scores(unit).tolist(), abs=1e-6
+        )
+    shares = [float(share) for share in re.findall(r'<span class="share">([\d.]+)% of the answer', page)]
+    assert shares == pytest.approx([100 * share for share in result.document_scores().tolist()], abs=0.05)
+
+
+def test_the_script_pins_labels_and_folding_to_the_unit() -> None:
+    page = to_html(_units_result([[0.9, 0.1] + [0.0] * 10, [0.0] * 11 + [1.0]]))
+    script = page.split("<script>")[-1]
+    assert "% of ${viewName(u)}" in script  # the share labels follow the hovered or pinned unit
+    assert "el.open = cited.includes(+el.dataset.d)" in script  # pinning opens the unit's cited documents
+    assert "show(pinned);\n    fold(pinned);" in script  # and unpinning (pinned = null) the answer's again
 
 
 def test_text_direction_follows_the_text() -> None:

@@ -54,10 +54,10 @@ def _caller_threads() -> Iterator[None]:
     numba's parallel kernels run on OpenMP, whose thread count torch shares: a kernel launch sets it to
     numba's count (``NUMBA_NUM_THREADS``, every core by default), so a process limited to one thread
     (``torch.set_num_threads(1)``, ``OMP_NUM_THREADS=1``) would be left with every core and oversubscribe
-    them when several run side by side. The kernel gets ``torch.get_num_threads()`` threads, and both
-    counts are restored after it."""
+    them when several run side by side. The kernel gets ``torch.get_num_threads()`` threads (at most numba's
+    own count), and both counts are restored after it."""
     torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
-    numba.set_num_threads(max(1, min(torch_threads, numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(max(1, min(torch_threads, numba_threads)))
     try:
         yield
     finally:
@@ -148,7 +148,12 @@ def count_below_row_sums(
     ys = y_sorted.contiguous()
     with _caller_threads():
         _grid.count_below_row_sums(
-            _rows(x), _rows(ys), _n_finite(ys), _rows(visible.expand(x.shape[1:])), GRID_CELLS_PER_Y, out.numpy()
+            _rows(x),
+            _rows(ys),
+            _n_finite(ys),
+            _rows(visible.expand(x.shape[1:])),
+            GRID_CELLS_PER_Y,
+            out.numpy(),
         )
     return out
 

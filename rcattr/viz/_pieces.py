@@ -1,5 +1,5 @@
 """What the views of a result share: cutting a chunk into its spans and the gaps between them, and a
-span's shading intensity."""
+span's shading intensity (absolute in the terminal, against the best span on the HTML page)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,22 @@ def shade_intensity(scores: torch.Tensor) -> list[float]:
     root keeps shares of a few percent visible (0.01 -> 0.1, 0.25 -> 0.5, 1 -> 1).
     """
     return scores.detach().float().cpu().clamp(0, 1).sqrt().tolist()
+
+
+def contrast_intensity(scores: torch.Tensor) -> torch.Tensor:
+    """``[..., n_spans]`` shading intensities in [0, 1], each row's relative to its own best span: how far a
+    span's score stands above the row's mean (an even spread), as a fraction of how far the best one does.
+
+    The best span gets 1 and a span at or below an even share gets 0, so the few spans an answer draws on
+    stand out from many near-even ones; a row where no span stands above the rest (a flat context) stays
+    unshaded. Equivalently: the score relative to the best, ``s / best``, rescaled from a floor at
+    ``mean / best`` (below it nothing is shaded) up to 1.
+    """
+    scores = scores.detach().float().cpu()
+    if scores.shape[-1] == 0:
+        return scores
+    mean = scores.mean(-1, keepdim=True)
+    best = scores.amax(-1, keepdim=True)
+    lead = best - mean
+    flat = lead <= 1e-6 * best.abs().clamp_min(1e-6)  # float error, not a span standing out
+    return torch.where(flat, 0.0, (scores - mean) / lead.clamp_min(1e-12)).clamp(0, 1)

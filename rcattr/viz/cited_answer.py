@@ -1,10 +1,18 @@
-"""The answer with citation marks, as plain text, markdown or an HTML fragment an application can show."""
+"""The answer with citation marks, as plain text, markdown or an HTML fragment an application can show.
+
+Markdown and HTML are escaped so that neither the answer nor a document's metadata can add markup: in
+markdown, the characters that start inline markup (``\\ ` * _ [ ] ~ | ^``) are backslash-escaped, ``<``,
+``>`` and ``&`` become entities (every markdown flavour reads them, not only CommonMark's ``\\<``), a block
+marker at the start of a line (``#``, ``-``, ``1.``...) is escaped, and so is a ``(`` or ``:`` right after a
+mark (``[^1](...)`` would be a link, ``[^1]:`` a footnote definition). Only ``http(s)`` urls become links,
+with spaces, parentheses, quotes and control characters percent-encoded.
+"""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from rcattr.citations import Citation
@@ -15,23 +23,25 @@ if TYPE_CHECKING:
 CITATION_STYLES = ("[n]", "markdown", "html")
 
 _CLOSING = re.compile(r"[.!?;:]*[\"')\]»”’]*\s*$")  # a unit's closing punctuation, which its marks go before
+_MARKDOWN = {char: "\\" + char for char in "\\`*_[]~|^"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_BLOCK_MARKER = re.compile(r"^[ \t]*\d*([#+\-=.)])", re.M)  # a heading, list item or rule at a line's start
+# a footnote mark followed by "(" reads as a link, followed by ":" (at a line's start) as a definition
+_AFTER_MARK = "(:"
+_URL_UNSAFE = re.compile(r"[\s()<>\\`\"\x00-\x1f\x7f]")
 
 
 def cited_answer(
     result: RCAttributionResult, citations: Sequence[Citation], style: str = "[n]", *, references: bool = True
 ) -> str:
-    """``result.answer`` with the marks of ``citations`` (one per output unit) inserted before each unit's
-    closing punctuation, and, with ``references``, the list of the cited documents after it."""
+    """``result.answer`` with the marks of ``citations`` inserted before each one's closing punctuation (the
+    marks of a sentence at its end), and, with ``references``, the list of the cited documents after it."""
     if style not in CITATION_STYLES:
         raise ValueError(f"unknown citation style {style!r}; choose one of {list(CITATION_STYLES)}")
-    answer, pieces, end = result.answer, [], 0
+    marks: dict[int, str] = {}
     for citation in citations:
-        numbers = [cited.number for cited in citation.sources]
         cut = citation.start + _CLOSING.search(citation.text).start()  # type: ignore[union-attr]  # always matches
-        pieces += [_text(answer[end:cut], style), _marks(numbers, style)]
-        end = cut
-    pieces.append(_text(answer[end:], style))
-    text = "".join(pieces)
+        marks[cut] = _marks([cited.number for cited in citation.sources], style)
+    text = _marked_text(result.answer, marks, style)
     cited = sorted({cited.number for citation in citations for cited in citation.sources})
     if style == "html":
         text = f'<p class="rc-answer">{text}</p>'
@@ -40,8 +50,31 @@ def cited_answer(
     return text + _references(result, cited, style)
 
 
-def _text(text: str, style: str) -> str:
-    return html.escape(text) if style == "html" else text
+def _marked_text(answer: str, marks: dict[int, str], style: str) -> str:
+    """``answer`` escaped for ``style``, with ``marks[i]`` inserted before character ``i``."""
+    if style == "[n]":
+        chars = list(answer)
+    elif style == "html":
+        chars = [html.escape(char) for char in answer]
+    else:
+        chars = _markdown_chars(answer, {cut for cut, mark in marks.items() if mark})
+    pieces, end = [], 0
+    for cut in sorted(marks):
+        pieces += ["".join(chars[end:cut]), marks[cut]]
+        end = cut
+    pieces.append("".join(chars[end:]))
+    return "".join(pieces)
+
+
+def _markdown_chars(text: str, after_marks: Collection[int] = ()) -> list[str]:
+    """Each character of ``text`` as markdown shows it literally (``after_marks``: where a mark ends)."""
+    chars = [_MARKDOWN.get(char, char) for char in text]
+    for match in _BLOCK_MARKER.finditer(text):
+        chars[match.start(1)] = "\\" + match.group(1)
+    for index in after_marks:
+        if index < len(text) and text[index] in _AFTER_MARK:
+            chars[index] = "\\" + text[index]
+    return chars
 
 
 def _marks(numbers: Sequence[int], style: str) -> str:
@@ -56,8 +89,14 @@ def _marks(numbers: Sequence[int], style: str) -> str:
 
 
 def _link(result: RCAttributionResult, number: int) -> str | None:
+    """Document ``number``'s metadata url when it is an http(s) one."""
     url = result.documents[number - 1].metadata.get("url")
     return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
+
+
+def _markdown_url(url: str) -> str:
+    """``url`` as a markdown link destination: what would end or break it percent-encoded."""
+    return _URL_UNSAFE.sub(lambda match: "".join(f"%{byte:02X}" for byte in match.group().encode()), url)
 
 
 def _references(result: RCAttributionResult, numbers: Sequence[int], style: str) -> str:
@@ -67,8 +106,8 @@ def _references(result: RCAttributionResult, numbers: Sequence[int], style: str)
     if style == "markdown":
         lines = []
         for n in numbers:
-            url = _link(result, n)
-            lines.append(f"[^{n}]: " + (f"[{labels[n]}]({url})" if url else labels[n]))
+            label, url = "".join(_markdown_chars(labels[n])), _link(result, n)
+            lines.append(f"[^{n}]: " + (f"[{label}]({_markdown_url(url)})" if url else label))
         return "\n\n" + "\n".join(lines)
     items = []
     for n in numbers:

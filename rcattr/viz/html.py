@@ -1,23 +1,28 @@
-"""A standalone HTML page of a result: the answer, each context span shaded by its score for the whole answer
-or for the unit under the pointer, answer tokens underlined by how little they draw on the context."""
+"""A standalone HTML page of a result: the answer, each context span shaded by how far it stands out for the
+whole answer or for the unit under the pointer, the documents the answer cites open and marked, answer
+tokens underlined by how little they draw on the context."""
 
 from __future__ import annotations
 
 import html
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rcattr.citations import Citation, cited_sources
 from rcattr.options import HTML_SUFFIXES
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import one_line
 from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
-from rcattr.viz._pieces import chunk_pieces, document_name, shade_intensity, text_pieces
+from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_name, text_pieces
+from rcattr.viz.cited_answer import cited_answer
 
-_OPEN_DOCUMENTS = 10  # with more than this many documents, the HTML page opens only the highest-scoring ones
+_FOLD_ABOVE = 10  # with more documents than this, the page opens only the ones cited for what it shows
+_ALPHA = 0.85  # opacity of the darkest shade (the view's best span)
 
 _CSS = """
 body{font:15px/1.6 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
@@ -27,20 +32,32 @@ body{font:15px/1.6 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0
 .g.low{background:rgba(220,38,38,.12)}.s{border-radius:2px}
 .legend,#showing,.share,.meta{color:#666;font-size:.85em}.meta{margin:.2em 0}table{border-collapse:collapse}
 summary{cursor:pointer}summary h3{display:inline;margin:0}details.chunk{margin:.6em 0}
+details.uncited>summary,details.uncited .text{color:#999}
+.cite{color:#9a3412;background:#ffedd5;border-radius:3px;padding:0 .35em;font-size:.85em}.cite:empty{display:none}
 td,th{border-bottom:1px solid #eee;padding:.2em .6em;text-align:left;vertical-align:top}
 """
 
 _JS = """
 const data = JSON.parse(document.getElementById("rc-data").textContent);
 const spans = [...document.querySelectorAll(".s")], units = [...document.querySelectorAll(".u")];
-const list = document.getElementById("unit-sources");
+const docs = [...document.querySelectorAll("details.chunk")];
+const list = document.getElementById("unit-sources"), folding = document.getElementById("folding");
+const pick = (views, u) => (u === null ? views.seq : views.units[u]);
+const viewName = (u) => (u === null ? "the answer" : `output ${u + 1}`);
 let pinned = null;
 function show(u) {
-  const scores = u === null ? data.seq : data.units[u];
+  const scores = pick(data, u), alpha = pick(data.alpha, u), shares = pick(data.documents, u);
+  const cited = pick(data.cited, u);
   for (const el of spans) {
-    const s = scores[+el.dataset.i];
-    el.style.background = `rgba(255,140,0,${(0.85 * Math.sqrt(Math.min(Math.max(s, 0), 1))).toFixed(3)})`;
-    el.title = `score ${s.toFixed(3)}`;
+    const i = +el.dataset.i;
+    el.style.background = `rgba(255,140,0,${alpha[i].toFixed(3)})`;
+    el.title = `score ${scores[i].toFixed(3)}`;
+  }
+  for (const el of docs) {
+    const d = +el.dataset.d, isCited = cited.includes(d);
+    el.classList.toggle("uncited", !isCited);
+    el.querySelector(".share").textContent = `${(100 * shares[d]).toFixed(1)}% of ${viewName(u)}`;
+    el.querySelector(".cite").textContent = isCited ? `cited [${d + 1}]` : "";
   }
   document.getElementById("showing").textContent = u === null ? "whole answer" : `output ${u + 1}`;
   for (const el of units) el.classList.toggle("active", +el.dataset.u === u);
@@ -54,10 +71,23 @@ function show(u) {
     list.append(item);
   }
 }
+function fold(u) {
+  if (!data.fold) return;
+  const cited = pick(data.cited, u);
+  for (const el of docs) el.open = cited.includes(+el.dataset.d);
+  folding.textContent = foldingText(docs.length, cited.length, viewName(u));
+}
+function foldingText(n, k, name) {
+  return `${n} documents: the ${k} cited for ${name} open, the other ${n - k} folded (click a title to open it).`;
+}
 for (const el of units) {
   el.addEventListener("mouseenter", () => show(+el.dataset.u));
   el.addEventListener("mouseleave", () => show(pinned));
-  el.addEventListener("click", () => { pinned = pinned === +el.dataset.u ? null : +el.dataset.u; show(pinned); });
+  el.addEventListener("click", () => {
+    pinned = pinned === +el.dataset.u ? null : +el.dataset.u;
+    show(pinned);
+    fold(pinned);
+  });
 }
 """
 
@@ -93,8 +123,49 @@ def _answer_html(result: RCAttributionResult) -> str:
     return "".join(parts)
 
 
-def _chunk_html(result: RCAttributionResult, source: int, intensity: list[float], open_: bool) -> str:
+def _views(result: RCAttributionResult, citations: Sequence[Citation]) -> dict[str, Any]:
+    """What the page shows for the whole answer (``"seq"``) and for each output unit (``"units"``).
+
+    ``alpha``: each span's shade, ``[n_spans]`` and ``[n_outputs, n_spans]`` (:func:`contrast_intensity`
+    times the darkest opacity); ``documents``: each document's share (``[n_documents]`` and ``[n_outputs,
+    n_documents]``); ``cited``: the 0-based documents cited, for the whole answer those of ``citations`` (the
+    cited answer's), for a unit those the same rule (:func:`~rcattr.citations.cited_sources`) gives its own
+    shares and context reliance (a sentence unit's are its sentence's citation).
+    """
+    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    reliance = result.unit_context_reliance
+    shares = [result.document_scores(unit) for unit in range(len(result.output_spans))]
+    cited = [
+        cited_sources(row.tolist(), None if reliance is None else float(reliance[unit]))[0]
+        for unit, row in enumerate(shares)
+    ]
+
+    def rounded(values: torch.Tensor, decimals: int = 6) -> Any:
+        return values.double().round(decimals=decimals).tolist()
+
+    return {
+        "alpha": {
+            "seq": rounded(_ALPHA * contrast_intensity(result.seq_attr), 3),
+            "units": rounded(_ALPHA * contrast_intensity(result.token_attr), 3),
+        },
+        "documents": {"seq": rounded(result.document_scores()), "units": [rounded(row) for row in shares]},
+        "cited": {
+            "seq": sorted({source.document for citation in citations for source in citation.sources}),
+            "units": cited,
+        },
+        "fold": len(result.chunks) > _FOLD_ABOVE,
+    }
+
+
+def _folding_text(n: int, k: int, name: str) -> str:
+    return (
+        f"{n} documents: the {k} cited for {name} open, the other {n - k} folded (click a title to open it)."
+    )
+
+
+def _chunk_html(result: RCAttributionResult, source: int, views: dict[str, Any]) -> str:
     chunk, doc = result.chunks[source], html.escape(document_name(result, source))
+    alpha = views["alpha"]["seq"]
     parts = []
     for start, end, index in chunk_pieces(result, source):
         text = html.escape(chunk[start:end])
@@ -104,7 +175,7 @@ def _chunk_html(result: RCAttributionResult, source: int, intensity: list[float]
         score = float(result.seq_attr[index])
         parts.append(
             f'<span class="s" data-i="{index}" data-doc="{doc}" title="score {score:.3f}" '
-            f'style="background:rgba(255,140,0,{0.85 * intensity[index]:.3f})">{text}</span>'
+            f'style="background:rgba(255,140,0,{alpha[index]:.3f})">{text}</span>'
         )
     body = (
         _metadata_html(result, source)
@@ -112,11 +183,15 @@ def _chunk_html(result: RCAttributionResult, source: int, intensity: list[float]
     )
     if len(result.chunks) == 1:
         return f'<div class="chunk">{body}</div>'
-    share = sum(
-        float(result.seq_attr[i]) for i, span in enumerate(result.context_spans) if span.source == source
+    cited = source in views["cited"]["seq"]
+    share = views["documents"]["seq"][source]
+    summary = (
+        f'<summary><h3>{doc}</h3> <span class="cite">{f"cited [{source + 1}]" if cited else ""}</span> '
+        f'<span class="share">{share:.1%} of the answer</span></summary>'
     )
-    summary = f'<summary><h3>{doc}</h3> <span class="share">{share:.1%} of the answer</span></summary>'
-    return f'<details class="chunk"{" open" if open_ else ""}>{summary}{body}</details>'
+    opened = " open" if cited or not views["fold"] else ""
+    kind = "" if cited else " uncited"
+    return f'<details class="chunk{kind}" data-d="{source}"{opened}>{summary}{body}</details>'
 
 
 def _metadata_html(result: RCAttributionResult, source: int) -> str:
@@ -129,16 +204,6 @@ def _metadata_html(result: RCAttributionResult, source: int) -> str:
         f"<b>{html.escape(str(key))}</b>: {html.escape(one_line(str(value), 200))}" for key, value in items
     )
     return f'<p class="meta" dir="auto">{fields}</p>'
-
-
-def _open_documents(result: RCAttributionResult) -> set[int]:
-    """The documents the page shows open: all of them, or the :data:`_OPEN_DOCUMENTS` highest-scoring."""
-    if len(result.chunks) <= _OPEN_DOCUMENTS:
-        return set(range(len(result.chunks)))
-    shares = torch.zeros(len(result.chunks))
-    for index, span in enumerate(result.context_spans):
-        shares[span.source] += float(result.seq_attr[index])
-    return set(torch.argsort(shares, descending=True, stable=True)[:_OPEN_DOCUMENTS].tolist())
 
 
 def _summary_html(result: RCAttributionResult) -> str:
@@ -158,8 +223,14 @@ def _summary_html(result: RCAttributionResult) -> str:
 def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
     """A standalone HTML page (no external resources) showing ``result``.
 
-    Hovering an answer unit shades the context by that unit's scores and lists its top 3 sources;
-    clicking pins it. Answer tokens are underlined in red the less the context supports them.
+    Each context span is shaded by how far its score stands above an even spread, against the best span
+    (:func:`~rcattr.viz._pieces.contrast_intensity`), so the few spans an answer draws on stand out from many
+    near-even ones. Each document is labelled with its share of the answer and, when the answer cites it
+    (:meth:`~rcattr.result.RCAttributionResult.citations`, the rule of the cited answer), marked ``cited
+    [n]``; with more than 10 documents only the cited ones are open. Hovering an answer unit shows its
+    shading, shares and citations and lists its top 3 sources; clicking pins it, opening the documents it
+    cites (clicking again goes back to the whole answer). Answer tokens are underlined in red the less the
+    context supports them.
 
     Parameters
     ----------
@@ -170,33 +241,35 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
     Returns
     -------
     str
-        The page; all text is HTML-escaped and the scores are embedded as JSON
-        (``{"seq": [n_spans], "units": [n_outputs, n_spans]}``).
+        The page; all text is HTML-escaped and the data the script needs is embedded as JSON: the scores
+        (``"seq"``: [n_spans], ``"units"``: [n_outputs, n_spans]) and, each as ``{"seq": ..., "units":
+        ...}`` for the whole answer and per unit, the spans' shades (``"alpha"``), the documents' shares
+        (``"documents"``) and the cited documents (``"cited"``, 0-based), with ``"fold"``.
     """
     title = html.escape(title or f"Context attribution ({result.span_scorer})")
-    intensity = shade_intensity(result.seq_attr)
-    opened = _open_documents(result)
     assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    citations = result.citations()
+    views = _views(result, citations)
     payload = {
         "seq": result.seq_attr.double().round(decimals=6).tolist(),
         "units": result.token_attr.double().round(decimals=6).tolist(),
+        **views,
     }
     blob = json.dumps(payload).replace("</", "<\\/")
-    chunks = "".join(
-        _chunk_html(result, source, intensity, source in opened) for source in range(len(result.chunks))
-    )
-    collapsed = len(result.chunks) - len(opened)
-    if collapsed:
-        chunks = (
-            f'<p class="legend">{len(result.chunks)} documents: the {len(opened)} that the answer draws on most '
-            f"are open, the other {collapsed} folded (click a title to open it).</p>{chunks}"
-        )
+    chunks = "".join(_chunk_html(result, source, views) for source in range(len(result.chunks)))
+    if views["fold"]:
+        folding = _folding_text(len(result.chunks), len(views["cited"]["seq"]), "the answer")
+        chunks = f'<p class="legend" id="folding">{folding}</p>{chunks}'
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_CSS}</style></head><body><h1>{title}</h1>"
         f'<h2>Answer</h2><div class="text" dir="auto" id="answer">{_answer_html(result)}</div>'
-        f'<h2>Cited answer</h2><div dir="auto" id="cited">{result.cited_answer("html")}</div>'
-        '<p class="legend">Hover an answer part to see its sources (click to pin). '
+        f'<h2>Cited answer</h2><div dir="auto" id="cited">{cited_answer(result, citations, "html")}</div>'
+        '<p class="legend">Hover an answer part to see its sources (click to pin, again to unpin). '
+        '<span style="background:#ff9d26">Orange</span>: how far a context span stands '
+        "above an even spread of the scores, against the best span (darkest); spans at or below an even share "
+        'are not shaded. <span class="cite">cited [n]</span>: a document the cited answer cites; the others '
+        "are grey. "
         '<span class="g" style="--u:1">Dotted red underline</span>: 1 - token support, '
         f"{SUPPORT_MEANING} (fainter = better supported). "
         '<span class="g low" style="--u:0">Red background</span>: unsupported, token support below '

@@ -55,6 +55,17 @@ def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granul
     assert result.top(1)[0][0] in result.context_spans
 
 
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_an_empty_retrieved_chunk_is_a_document_that_scores_zero(llama, tokenizer, name: str) -> None:
+    with pytest.warns(UserWarning, match="context chunk 1 is empty or only whitespace"):
+        result = _make(name, llama, tokenizer).attribute(
+            ContextInput([DOCUMENTS[0], " \n ", DOCUMENTS[2]], QUESTION), ANSWER, granularity="chunk"
+        )
+    assert len(result.documents) == 3 and result.chunks[1] == ""
+    assert float(result.seq_attr[1]) == 0.0 and result.token_attr is not None
+    assert bool((result.token_attr[:, 1] == 0).all()) and torch.isfinite(result.seq_attr).all()
+
+
 def test_attention_baseline_is_rc_over_every_head(llama, tokenizer) -> None:
     every_head = [(layer, head) for layer in range(3) for head in range(4)]
     fixed = RCAttributor.paper(llama, tokenizer, heads=FixedHeads(every_head)).attribute(

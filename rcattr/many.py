@@ -1,0 +1,84 @@
+"""Many inputs at once (:meth:`~rcattr.base.SpanAttributor.attribute_many`): the arguments given per input, and
+an error that names the input it came from."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias, TypeGuard, cast
+
+import numpy as np
+
+from rcattr.example import SpanSpec
+
+OnError: TypeAlias = Literal["raise", "skip"]
+ON_ERROR = ("raise", "skip")
+
+
+def sequence(argument: str, value: Any) -> list[Any]:
+    """``value`` as a list, refused when it is not a sequence of items (a single string or input)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{argument} must be a sequence (one item per example), got {type(value).__name__}; "
+            "for a single example call attribute()"
+        )
+    return list(value)
+
+
+def per_input(spec: SpanSpec | Sequence[SpanSpec], n_inputs: int, argument: str) -> list[SpanSpec]:
+    """One span spec per input: ``spec`` for each, or ``spec``'s own items when each is a name or a sequence
+    of ``(start, end)`` pairs (a sequence of pairs itself is one spec for every input)."""
+    if not _are_specs(spec):
+        return [cast(SpanSpec, spec)] * n_inputs
+    if len(spec) != n_inputs:
+        raise ValueError(f"{argument} gives {len(spec)} specs for {n_inputs} inputs; give one per input")
+    return list(spec)
+
+
+def _are_specs(spec: SpanSpec | Sequence[SpanSpec]) -> TypeGuard[Sequence[SpanSpec]]:
+    """Whether ``spec`` is a non-empty sequence of specs: names, or sequences of pairs (not of numbers)."""
+    return (
+        not isinstance(spec, str)
+        and len(spec) > 0
+        and all(
+            isinstance(item, str)
+            or (isinstance(item, Sequence) and not any(isinstance(pair, (int, np.integer)) for pair in item))
+            for item in spec
+        )
+    )
+
+
+def check_on_error(errors: object) -> None:
+    if errors not in ON_ERROR:
+        raise ValueError(f"errors must be one of {list(ON_ERROR)}, got {errors!r}")
+
+
+def settled(outcomes: Sequence[tuple[int, Any]], errors: OnError) -> list[tuple[int, Any]]:
+    """``(index, outcome)`` pairs without their errors: the first raised, named by its input, or each skipped
+    with a warning (``errors="skip"``)."""
+    for index, outcome in outcomes:
+        if isinstance(outcome, Exception):
+            if errors == "raise":
+                raise for_input(outcome, index)
+            skipped(outcome, index)
+    return [(index, outcome) for index, outcome in outcomes if not isinstance(outcome, Exception)]
+
+
+def for_input(error: Exception, index: int) -> Exception:
+    """``error`` with its message prefixed by the input it came from, ``inputs[index]``: of the same type,
+    or a ValueError naming it when that type takes other arguments."""
+    message = f"inputs[{index}]: {error}"
+    try:
+        named = type(error)(message)
+    except Exception:
+        named = ValueError(f"inputs[{index}]: {type(error).__name__}: {error}")
+    named.__cause__ = error
+    return named
+
+
+def skipped(error: Exception, index: int) -> None:
+    """Warn that ``inputs[index]`` gets no result (``errors="skip"``) and why."""
+    warnings.warn(
+        f"inputs[{index}] skipped (its result is None): {type(error).__name__}: {error}",
+        stacklevel=5,  # the caller of attribute_many()
+    )
