@@ -26,7 +26,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -208,13 +214,7 @@ def load_model(
     >>> model, tokenizer = load_model()  # SmolLM2-135M-Instruct, offline
     >>> model, tokenizer = load_model("gemma-3-270m")  # the packaged Gemma 3, offline
     """
-    if name_or_path is None:
-        name_or_path = DEFAULT_MODEL
-    if not isinstance(name_or_path, (str, os.PathLike)):
-        raise TypeError(f"name_or_path must be a model name or path, got {type(name_or_path).__name__}")
-    packaged = name_or_path in PACKAGED_MODELS
-    if not packaged:
-        _check_reachable(str(name_or_path))
+    name_or_path, packaged = _named(name_or_path)
     with contextlib.nullcontext() if verbose else _quiet_transformers():
         source = packaged_model_dir(str(name_or_path)) if packaged else name_or_path
         tokenizer = _load_tokenizer(source)
@@ -224,6 +224,33 @@ def load_model(
         model.config.name_or_path = str(name_or_path)
     model.eval()
     return model, tokenizer
+
+
+def load_tokenizer(
+    name_or_path: str | os.PathLike[str] | None = None,
+) -> tuple[PreTrainedTokenizerBase, int | None]:
+    """The tokenizer :func:`load_model` would load for ``name_or_path``, and the model's window
+    (``max_position_embeddings``, None when its config states none), without loading the weights: to check an
+    input before the model's load."""
+    name_or_path, packaged = _named(name_or_path)
+    with _quiet_transformers():
+        source = packaged_model_dir(str(name_or_path)) if packaged else name_or_path
+        tokenizer = _load_tokenizer(source)
+        config = AutoConfig.from_pretrained(source)
+    return tokenizer, getattr(config.get_text_config(), "max_position_embeddings", None)
+
+
+def _named(name_or_path: str | os.PathLike[str] | None) -> tuple[str | os.PathLike[str], bool]:
+    """The model's name or path (the default model for None) and whether it is a packaged one; refused when it
+    is neither a name nor a path, or cannot be reached."""
+    if name_or_path is None:
+        name_or_path = DEFAULT_MODEL
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"name_or_path must be a model name or path, got {type(name_or_path).__name__}")
+    packaged = name_or_path in PACKAGED_MODELS
+    if not packaged:
+        _check_reachable(str(name_or_path))
+    return name_or_path, packaged
 
 
 # The files a saved tokenizer is read from (fast, sentencepiece, BPE, WordPiece, tiktoken): a folder with none

@@ -148,6 +148,45 @@ def test_compress_budget_and_decode_every_build_the_cache(
     assert (policy.rule, policy.decode) == (rule, decode)
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["explain", "--context", "{long}"], "--context: the prompt (3"),
+        (["explain", "--context", "{short}", "--answer", "x" * 300], "--answer: prompt ("),
+        (["compress", "--context", "{long}"], "leaves no room for an answer in the model's window of 256"),
+    ],
+)
+def test_what_exceeds_the_window_is_refused_before_the_weights_load(
+    tmp_path, capsys, monkeypatch, argv, message
+):
+    import rcattr.models
+    from tests.helpers import save_tiny, tiny_model
+
+    folder = save_tiny(tiny_model("llama"), tmp_path / "tiny")
+    monkeypatch.setattr(rcattr.models, "load_model", lambda *a, **k: pytest.fail("loaded the model first"))
+    (tmp_path / "long.txt").write_text("Paris is the capital of France. " * 10, encoding="utf-8")
+    (tmp_path / "short.txt").write_text("Paris is in France.", encoding="utf-8")
+    files = {"long": tmp_path / "long.txt", "short": tmp_path / "short.txt"}
+    capsys.readouterr()  # saving the tiny model's progress bar
+    assert main([part.format(**files) for part in argv] + ["--model", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_compress_lowers_max_new_tokens_to_the_window_as_explain_does(tmp_path, capsys) -> None:
+    from tests.helpers import save_tiny, tiny_model
+
+    folder = save_tiny(tiny_model("llama"), tmp_path / "tiny")
+    context = tmp_path / "context.txt"
+    context.write_text("Paris is the capital of France.", encoding="utf-8")
+    argv = ["compress", "--context", str(context), "--model", str(folder), "--max-new-tokens", "100000"]
+    capsys.readouterr()  # saving the tiny model's progress bar
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "rcattr compress: warning: max_new_tokens=100000 lowered to " in captured.err
+    assert "RCKVCache: " in captured.out
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input: one line naming the problem, a non-zero exit, before any model work
 # ---------------------------------------------------------------------------------------------
@@ -170,6 +209,8 @@ def _context_files(directory):
         (["explain", "--context", "{d}/latin1.txt"], "is not utf-8 text (byte 0xe9 at offset 3)"),
         (["explain", "--context", "{d}/latin1.txt", "--encoding", "klingon"], "unknown text encoding"),
         (["explain", "--context", "{d}/empty.txt"], "--context: {d}/empty.txt is empty"),
+        (["explain", "--context", "{d}/good.txt", "--answer", " "], "--answer: the answer is empty"),
+        (["heads", "--answer", ""], "--answer: the answer is empty"),
         (["explain", "--context", "{d}/good.txt", "--html", "{d}/no/such/dir/r.html"], "the folder"),
         (["heads", "--out", "{d}/heads.bmpx"], "cannot tell an image format from '.bmpx'"),
         (["compress", "--context", "{d}/good.txt", "--heatmap", "{d}"], "is a directory; give a file name"),

@@ -9,7 +9,14 @@ from collections.abc import Callable, Sequence
 
 from rcattr.cli.arguments import build_parser
 from rcattr.cli.commands import COMMANDS, report
-from rcattr.cli.inputs import CommandError, check_output, html_suffixes, image_suffixes, read_input
+from rcattr.cli.inputs import (
+    CommandError,
+    check_fits,
+    check_output,
+    html_suffixes,
+    image_suffixes,
+    read_input,
+)
 
 __all__ = ["main", "report"]
 
@@ -23,7 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_output("--html", getattr(args, "html", None), html_suffixes, "an HTML page")
             for option in ("out", "heatmap"):
                 check_output(f"--{option}", getattr(args, option, None), image_suffixes, "an image format")
-            return COMMANDS[args.command](args, read_input(args))
+            inp = read_input(args)
+            check_fits(args, inp)
+            return COMMANDS[args.command](args, inp)
         except CommandError as error:
             return _fail(prog, error, status=2)
         except (ValueError, TypeError, OSError, ImportError, NotImplementedError) as error:

@@ -93,10 +93,40 @@ def check_output(option: str, value: str | None, suffixes: Callable[[], Collecti
 
 
 def read_input(args: argparse.Namespace) -> ContextInput:
+    """The command's context and question (the demo's without ``--context``), read and checked before torch is
+    imported, and the given ``--answer`` checked."""
+    answer = getattr(args, "answer", None)
+    if answer is not None and not answer.strip():
+        raise CommandError("--answer: the answer is empty; give the answer to explain, or leave --answer out")
+    context = None
+    if getattr(args, "context", None) is not None:
+        context = _read_context(args.context, args.encoding, args.chunks_by_blank_line)
     from rcattr.demo import example_input
     from rcattr.prompting import ContextInput
 
-    if getattr(args, "context", None) is None:
-        return example_input()
-    context = _read_context(args.context, args.encoding, args.chunks_by_blank_line)
-    return ContextInput(context, args.question)
+    return example_input() if context is None else ContextInput(context, args.question)
+
+
+def check_fits(args: argparse.Namespace, inp: ContextInput) -> None:
+    """Refuse, with only the tokenizer and config loaded (not the weights), a prompt that fills the model's
+    window, or a prompt and given ``--answer`` that exceed it, as the library would after the model's load."""
+    from rcattr.models import load_tokenizer
+    from rcattr.prompting import render_prompt
+
+    tokenizer, window = load_tokenizer(args.model)
+    if window is None:
+        return
+    prompt = render_prompt(tokenizer, inp)
+    tokens = len(tokenizer(prompt.text, add_special_tokens=prompt.add_special_tokens)["input_ids"])
+    if tokens >= window:
+        raise CommandError(
+            f"--context: the prompt ({tokens} tokens) leaves no room for an answer in the model's window of "
+            f"{window} positions; shorten the context"
+        )
+    answer = getattr(args, "answer", None)
+    total = tokens + (0 if answer is None else len(tokenizer(answer, add_special_tokens=False)["input_ids"]))
+    if total > window:
+        raise CommandError(
+            f"--answer: prompt ({tokens} tokens) + answer ({total - tokens} tokens) = {total} tokens exceeds the "
+            f"model's window of {window} positions"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ from transformers.cache_utils import Cache
 
 from rcattr._compat import cache_argument
 from rcattr._typing import TokenizerLike
+from rcattr.generation import model_window
 from rcattr.prompting import ContextInput, render_prompt
 
 __all__ = ["AnswerAgreement", "Comparison", "compare_generations"]
@@ -70,12 +72,19 @@ def compare_generations(
     prompt = render_prompt(tokenizer, inp)
     inputs = tokenizer(prompt.text, return_tensors="pt", add_special_tokens=prompt.add_special_tokens)
     prompt_tokens = inputs["input_ids"].shape[1]
-    window = getattr(model.config.get_text_config(), "max_position_embeddings", None)
-    if window is not None and prompt_tokens + max_new_tokens > window:
+    window = model_window(model)
+    if window is not None and prompt_tokens >= window:
         raise ValueError(
-            f"the prompt ({prompt_tokens} tokens) + max_new_tokens={max_new_tokens} exceeds the model's window of "
-            f"{window} positions; shorten the context or lower max_new_tokens"
+            f"the prompt ({prompt_tokens} tokens) leaves no room for an answer in the model's window of {window} "
+            "positions; shorten the context"
         )
+    if window is not None and prompt_tokens + max_new_tokens > window:
+        warnings.warn(
+            f"max_new_tokens={max_new_tokens} lowered to {window - prompt_tokens}: the prompt takes "
+            f"{prompt_tokens} of the model's {window} positions",
+            stacklevel=3,  # the caller of compare_generations()
+        )
+        max_new_tokens = window - prompt_tokens
     generated = []
     for past in (DynamicCache(config=model.config), cache):
         out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
