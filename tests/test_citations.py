@@ -208,6 +208,16 @@ def test_metadata_reaches_to_dict_and_html() -> None:
     assert 'id="cited"' in page and "rc-source-1" in page
 
 
+def test_the_page_shows_metadata_values_as_a_reader_reads_them() -> None:
+    import datetime
+
+    metadata = {"title": b"Caf\xc3\xa9", "published": datetime.date(2024, 5, 1), "pages": (3, 4)}
+    documents = [Document(DOCUMENTS[0].text, metadata), *DOCUMENTS[1:]]
+    page = to_html(_made(SENTENCES, SENTENCE_ROWS, documents=documents))
+    assert "<b>title</b>: Café" in page and "b&#x27;" not in page
+    assert "<b>published</b>: 2024-05-01" in page and "<b>pages</b>: [3, 4]" in page
+
+
 def test_citations_from_a_model_run() -> None:
     documents = [
         {"page_content": "Paris is the capital of France. It is large.", "metadata": {"title": "France"}},

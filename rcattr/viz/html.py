@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from rcattr.citations import Citation, cited_sources
+from rcattr.documents import plain_json
 from rcattr.options import HTML_SUFFIXES
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import one_line
@@ -201,9 +202,16 @@ def _metadata_html(result: RCAttributionResult, source: int) -> str:
     if not items:
         return ""
     fields = " · ".join(
-        f"<b>{html.escape(str(key))}</b>: {html.escape(one_line(str(value), 200))}" for key, value in items
+        f"<b>{html.escape(str(key))}</b>: {html.escape(one_line(_shown(value), 200))}" for key, value in items
     )
     return f'<p class="meta" dir="auto">{fields}</p>'
+
+
+def _shown(value: object) -> str:
+    """A metadata value as a reader sees it: strings as they are, bytes decoded, dates in ISO form, the rest
+    as JSON (:func:`~rcattr.documents.plain_json`)."""
+    plain = plain_json(value)
+    return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
 
 
 def _summary_html(result: RCAttributionResult) -> str:
