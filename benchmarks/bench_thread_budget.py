@@ -63,9 +63,15 @@ def _busy() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--new-tokens", type=int, default=32, help="tokens generated per generate (default 32)")
-    parser.add_argument("--repeats", type=int, default=3, help="timings after the first attribute() (default 3)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--new-tokens", type=int, default=32, help="tokens generated per generate (default 32)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timings after the first attribute() (default 3)"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="rounds of the two processes (default 1)")
     parser.add_argument("--load", type=int, default=0, help="busy processes beside the runs (default 0)")
     args = parser.parse_args()

@@ -252,7 +252,9 @@ def test_a_sequence_beyond_the_window_is_named_before_any_model_work(llama, monk
     with pytest.raises(ValueError, match="exceeds the model's window") as single:
         attributor.attribute(inputs[2], targets[2])
     with monkeypatch.context() as patched:
-        patched.setattr(llama, "forward", lambda *a, **k: pytest.fail("ran the model before checking every input"))
+        patched.setattr(
+            llama, "forward", lambda *a, **k: pytest.fail("ran the model before checking every input")
+        )
         with pytest.raises(ValueError, match="exceeds the model's window") as batched:
             attributor.attribute_many(inputs, targets, batch_size=1, progress=False)
     assert str(batched.value) == f"inputs[2]: {single.value}"
