@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rcattr.eval.attribution.runner import AttributionBenchmark
     from rcattr.eval.attribution.sweep import SweepMethod, plot_sweep
 
-# imported on first use: `python -m rcattr.eval.attribution` checks its run folder before torch loads
+# imported on first use: `python -m rcattr.eval.attribution` locks its run folder before torch loads
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {

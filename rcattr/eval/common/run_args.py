@@ -14,7 +14,7 @@ from transformers import PreTrainedModel
 from rcattr._typing import TokenizerLike
 from rcattr.eval.common.registry import check_methods
 from rcattr.eval.common.row_files import RowFileError
-from rcattr.eval.common.run_lock import RunLock, RunLockedError
+from rcattr.eval.common.run_lock import RunLockedError, run_folder_lock
 from rcattr.eval.common.run_store import RunSettingsError, ShardedRun, run_sharded
 from rcattr.eval.common.sharding import Processes, Shard
 from rcattr.options import positive_int
@@ -97,9 +97,10 @@ def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
 @contextmanager
 def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iterator[Path]:
     """The run folder of a command line, held for ``shard``'s writes while the command runs (not with
-    ``--report-only``, which only reads). What stops a run ends the command with one line: an ``--out``
-    that is a file or cannot be made (checked first), a folder another live run writes, a folder holding
-    a run with other settings, a file of rows with a damaged line."""
+    ``--report-only``, which only reads), with the lock its ``__main__`` took before torch loaded
+    (:func:`~rcattr.eval.common.run_lock.command_lock`) when there is one. What stops a run ends the command
+    with one line: an ``--out`` that is a file or cannot be made (checked first), a folder another live run
+    writes, a folder holding a run with other settings, a file of rows with a damaged line."""
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise SystemExit(f"--out {out} is a file; give a folder (made if missing)")
@@ -108,7 +109,7 @@ def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iter
     except OSError as error:
         raise SystemExit(f"--out {out}: cannot make the folder ({error.strerror or error})") from None
     try:
-        with nullcontext() if report_only else RunLock(folder, shard):
+        with nullcontext() if report_only else run_folder_lock(folder, shard):
             yield folder
     except (RunLockedError, RunSettingsError, RowFileError) as error:
         raise SystemExit(str(error)) from None

@@ -5,8 +5,9 @@ exclusive ``flock`` and keeps its pid, host, start time and command line in it. 
 folder refuses at once, naming the holder, when its shard shares a record with a live lock's shard (a whole
 run shares every record; shards ``0/2`` and ``1/2`` none, so they write side by side). The kernel drops the
 ``flock`` of a process that dies, however it dies: a lock file left by a dead process is taken over, with a
-warning naming it. This module needs only the standard library, so a command can check the lock before it
-imports torch.
+warning naming it. This module needs only the standard library, so a benchmark command takes its folder's
+lock (:func:`command_lock`) before it imports torch, loads its model or reads its data: a second run on the
+folder is refused within a second, whatever the first is doing.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,6 +34,7 @@ except ImportError:  # Windows has no flock: runs go unlocked there, with a warn
 
 logger = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
+_command_lock: RunLock | None = None  # the one command_lock holds; run_folder_lock goes on with it
 
 
 class RunLockedError(RuntimeError):
@@ -109,34 +112,84 @@ class RunLock:
 
 def check_unlocked(folder: str | Path, shard: Shard | None = None) -> None:
     """Raise :class:`RunLockedError` if a live process holds a lock of ``folder`` sharing records with
-    ``shard``; takes nothing (a quick check before a command's slow start; :class:`RunLock` decides)."""
+    ``shard``; takes nothing (:class:`RunLock` decides)."""
     folder = Path(folder)
     held = _live_lock(folder, shard or Shard()) if folder.is_dir() else None
     if held is not None:
         raise RunLockedError(_held_message(held, folder))
 
 
-def exit_if_locked(argv: Sequence[str], default_out: str | None = None) -> None:
-    """End a benchmark command at once, before its slow imports, when the ``--out`` (and ``--shard``) of
-    its command line ``argv`` name a folder another live run writes (a quick check: :class:`RunLock`
-    decides later; ``--report-only`` only reads, and is let through)."""
-    parser = argparse.ArgumentParser(add_help=False)
+@contextmanager
+def command_lock(argv: Sequence[str], default_out: str | None = None) -> Iterator[None]:
+    """Hold the lock of the run folder that the ``--out`` (and ``--shard``) of the benchmark command line
+    ``argv`` name, from before the command's slow start (torch, the model, the data) to its end; a folder
+    another live run writes ends the command at once with one line naming the holder.
+
+    The command's :func:`rcattr.eval.common.run_args.run_folder` goes on with this lock
+    (:func:`run_folder_lock`). Nothing is held with ``--report-only`` (it only reads), ``--help``, no
+    ``--out``, or an ``--out`` or ``--shard`` the command's own checks refuse. A folder made here and still
+    empty at the end (a command line its parser refused) is removed.
+    """
+    global _command_lock
+    lock = _lock_of_command_line(argv, default_out)
+    made = lock is not None and not lock.folder.exists()
+    if lock is not None:
+        try:
+            lock.acquire()
+        except RunLockedError as error:
+            raise SystemExit(str(error)) from None
+        except OSError:  # a folder that cannot be made: the command's run_folder says so
+            pass
+        else:
+            _command_lock = lock
+    try:
+        yield
+    finally:
+        _command_lock = None
+        if lock is not None:
+            lock.release()
+            if made:
+                with suppress(OSError):
+                    lock.folder.rmdir()  # only if still empty
+
+
+def run_folder_lock(folder: Path, shard: Shard) -> AbstractContextManager[object]:
+    """The lock of ``shard``'s writes in ``folder`` for a command to hold while it runs: the one it took at
+    its start (:func:`command_lock`) when that names this folder and shard, else a new :class:`RunLock`
+    (after giving back a lock of the command's that names another, e.g. processes that split the run
+    otherwise than the command line said)."""
+    global _command_lock
+    held = _command_lock
+    if held is not None and held.path.resolve() == lock_path(folder, shard).resolve():
+        return nullcontext(held)
+    if held is not None:
+        held.release()
+        _command_lock = None
+    return RunLock(folder, shard)
+
+
+def _lock_of_command_line(argv: Sequence[str], default_out: str | None) -> RunLock | None:
+    """The lock a command line's run writes under (None when it writes nothing or its parser will stop it)."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     parser.add_argument("--out", default=default_out)
     parser.add_argument("--shard")
     parser.add_argument("--report-only", action="store_true")
-    args, _ = parser.parse_known_args(argv)
-    if args.out is None or args.report_only:
-        return
+    try:
+        args, rest = parser.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return None
+    if args.out is None or args.report_only or {"-h", "--help"} & set(rest):
+        return None
+    folder = Path(args.out)
+    if folder.exists() and not folder.is_dir():
+        return None
     try:
         requested = Shard.parse(args.shard) if args.shard else Shard()
     except ValueError:
-        return  # the command's own parser says what is wrong
+        return None
     # under accelerate launch / torchrun, this process's part of the shard (Processes.start splits it so)
     shard = requested.split(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)))
-    try:
-        check_unlocked(args.out, shard)
-    except RunLockedError as error:
-        raise SystemExit(str(error)) from None
+    return RunLock(folder, shard)
 
 
 def _live_lock(folder: Path, shard: Shard, skip: Path | None = None) -> Path | None:

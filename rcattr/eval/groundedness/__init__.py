@@ -11,5 +11,5 @@ from rcattr._lazy import lazy_exports
 if TYPE_CHECKING:
     from rcattr.eval.groundedness.benchmark import main
 
-# imported on first use: `python -m rcattr.eval.groundedness` checks its run folder before torch loads
+# imported on first use: `python -m rcattr.eval.groundedness` locks its run folder before torch loads
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {".benchmark": ["main"]})

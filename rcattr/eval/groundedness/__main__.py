@@ -1,10 +1,9 @@
 import sys
 
-from rcattr.eval.common.run_lock import exit_if_locked
+from rcattr.eval.common.run_lock import command_lock
 
-# a folder another run writes is refused before torch loads
-exit_if_locked(sys.argv[1:], default_out="runs/groundedness")
+# the run folder is held before torch, the model and the data load: a second run on it is refused at once
+with command_lock(sys.argv[1:], default_out="runs/groundedness"):
+    from rcattr.eval.groundedness.benchmark import main
 
-from rcattr.eval.groundedness.benchmark import main  # noqa: E402
-
-main()
+    main()

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rcattr.eval.kv.registry import PressFamily, RCFamily, default_kv_methods
     from rcattr.eval.kv.runner import KVBenchmark
 
-# imported on first use: `python -m rcattr.eval.kv` checks its run folder before torch loads
+# imported on first use: `python -m rcattr.eval.kv` locks its run folder before torch loads
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from rcattr.eval.kv_long.cli import main
     from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
 
-# imported on first use: `python -m rcattr.eval.kv_long` checks its run folder before torch loads
+# imported on first use: `python -m rcattr.eval.kv_long` locks its run folder before torch loads
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {

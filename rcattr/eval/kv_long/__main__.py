@@ -1,10 +1,9 @@
 import sys
 
-from rcattr.eval.common.run_lock import exit_if_locked
+from rcattr.eval.common.run_lock import command_lock
 
-# a folder another run writes is refused before torch loads
-exit_if_locked(sys.argv[1:])
+# the run folder is held before torch, the model and the data load: a second run on it is refused at once
+with command_lock(sys.argv[1:]):
+    from rcattr.eval.kv_long.cli import main
 
-from rcattr.eval.kv_long.cli import main  # noqa: E402
-
-raise SystemExit(main())
+    raise SystemExit(main())

@@ -1,11 +1,14 @@
 """The benchmark runners' command lines on their run folders: a run killed mid-way resumes to the rows of an
-uninterrupted one, a second run on a folder in use refuses at once, and what stops a run (a file as --out,
-a count below 1, other settings, a damaged file of rows) is said in one line before the model loads."""
+uninterrupted one, a second run on a folder in use refuses at once (before its own start-up, even while the
+first is still starting), and what stops a run (a file as --out, a count below 1, other settings, a damaged
+file of rows) is said in one line before the model loads."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -15,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from rcattr.eval.attribution.cli import main as attribution_main
+from rcattr.eval.common.run_lock import lock_path
 from rcattr.eval.common.run_store import read_rows
+from rcattr.eval.common.sharding import Shard
 from rcattr.eval.groundedness.benchmark import main as groundedness_main
 from rcattr.eval.kv.cli import main as kv_main
 from rcattr.eval.kv_long.cli import main as kv_long_main
@@ -28,6 +33,27 @@ RUNNERS = {
     "kv_long": (kv_long_main, ["--task", "needle", "--methods", "rc"]),
     "groundedness": (groundedness_main, []),
 }
+COMMANDS = {  # python -m rcattr.eval.NAME: the module its __main__ goes on to (torch and the rest), arguments
+    "attribution": ("rcattr.eval.attribution.cli", ["--dataset", "quotesum"]),
+    "kv": ("rcattr.eval.kv.cli", ["--dataset", "squad", "--methods", "rc"]),
+    "kv_long": ("rcattr.eval.kv_long.cli", ["--task", "needle", "--methods", "rc"]),
+    "citations": ("rcattr.eval.citations.benchmark", []),
+    "groundedness": ("rcattr.eval.groundedness.benchmark", []),
+}
+# python -m PACKAGE ARGUMENTS, whose start-up (the import of MODULE: torch, transformers, ...) never ends
+SLOW_START = """
+import pathlib, runpy, sys, time
+
+class SlowStart:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            pathlib.Path({started!r}).touch()
+            time.sleep(600)
+
+sys.meta_path.insert(0, SlowStart())
+sys.argv = [{package!r}, *{arguments!r}]
+runpy.run_module({package!r}, run_name="__main__", alter_sys=True)
+"""
 
 
 @pytest.fixture
@@ -194,3 +220,54 @@ def test_other_settings_and_a_damaged_row_file_end_the_command_in_one_line(
     rows.write_text('{"id": "q0_0"\n' + rows.read_text())
     with pytest.raises(SystemExit, match=rf"{rows}, line 1: not a JSON row"):
         attribution_main(arguments)
+
+
+class ModelLoads(Exception):
+    """The run got past its run folder to its model."""
+
+
+@pytest.mark.parametrize("runner", COMMANDS)
+def test_a_second_run_is_refused_before_its_start_up_while_the_first_is_still_starting(
+    runner, tmp_path, monkeypatch
+) -> None:
+    module, arguments = COMMANDS[runner]
+    package = f"rcattr.eval.{runner}"
+    out = tmp_path / "run"
+    arguments = [*arguments, "--out", str(out)]
+    started = tmp_path / "first-started"
+    script = SLOW_START.format(module=module, started=str(started), package=package, arguments=arguments)
+    loaded = importlib.import_module(module)
+    first = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.DEVNULL)
+    imported = []
+
+    class StartUp:  # fails the second run if it goes on to its command line's module
+        def find_spec(self, name, path=None, target=None):
+            if name == module:
+                imported.append(name)
+                raise AssertionError(f"the second run imported {name} (torch, its model, its data)")
+
+    monkeypatch.setattr(sys, "argv", [package, *arguments])
+    try:
+        _wait_for(started.exists, 60)  # the first is still importing torch and the rest
+        monkeypatch.delitem(sys.modules, module)
+        monkeypatch.setattr(sys, "meta_path", [StartUp(), *sys.meta_path])
+        with pytest.raises(SystemExit, match=f"{out} is being written by pid {first.pid} on "):
+            runpy.run_module(package, run_name="__main__")
+        assert imported == []
+    finally:
+        first.kill()
+        first.wait()
+    monkeypatch.setitem(sys.modules, module, loaded)
+    monkeypatch.setattr(sys, "meta_path", sys.meta_path[1:])
+    holders = []
+
+    def load_model(*args, **kwargs):
+        holders.append(json.loads(lock_path(out, Shard()).read_text())["pid"])
+        raise ModelLoads
+
+    # the first gone, the second goes on to its model with the lock it took at its start
+    monkeypatch.setattr("rcattr.models.load_model", load_model)
+    with pytest.raises(ModelLoads):
+        runpy.run_module(package, run_name="__main__")
+    assert holders == [os.getpid()]
+    assert not lock_path(out, Shard()).exists()

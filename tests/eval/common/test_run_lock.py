@@ -1,5 +1,6 @@
 """One writer per run folder and shard: a second writer refuses at once naming the holder, shards that share
-no record write side by side, a lock left by a dead process is taken over with a warning."""
+no record write side by side, a lock left by a dead process is taken over with a warning, and a command holds
+its folder from its start (before torch loads) to its end."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ import time
 
 import pytest
 
-from rcattr.eval.common.run_lock import RunLock, RunLockedError, check_unlocked, exit_if_locked, lock_path
+from rcattr.eval.common.run_lock import (
+    RunLock,
+    RunLockedError,
+    check_unlocked,
+    command_lock,
+    lock_path,
+    run_folder_lock,
+)
 from rcattr.eval.common.sharding import Shard
 
 
@@ -87,9 +95,10 @@ def test_a_lock_held_by_another_process_is_seen_and_dropped_when_it_is_killed(tm
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        with pytest.raises(SystemExit, match=f"pid {holder.pid} on "):
-            exit_if_locked(["--dataset", "quotesum", "--out", str(tmp_path)])
-        exit_if_locked(["--out", str(tmp_path), "--report-only"])  # reading a folder in use is allowed
+        with pytest.raises(SystemExit, match=f"pid {holder.pid} on "), command_lock(["--out", str(tmp_path)]):
+            pass
+        with command_lock(["--out", str(tmp_path), "--report-only"]):  # reading a folder in use is allowed
+            pass
     finally:
         holder.kill()
         holder.wait()
@@ -102,6 +111,43 @@ def test_a_lock_held_by_another_process_is_seen_and_dropped_when_it_is_killed(tm
             time.sleep(0.05)
     with RunLock(tmp_path):
         pass
+
+
+def test_a_command_holds_its_folder_from_its_start_and_its_run_goes_on_with_that_lock(tmp_path) -> None:
+    out = tmp_path / "run"
+    with command_lock(["--dataset", "quotesum", "--out", str(out)]):
+        assert json.loads(lock_path(out, Shard()).read_text())["pid"] == os.getpid()
+        with pytest.raises(RunLockedError):
+            RunLock(out).acquire()
+        with run_folder_lock(out, Shard()):  # the command's own lock: not refused
+            assert lock_path(out, Shard()).exists()
+        with run_folder_lock(out, Shard(1, 2)):  # the run split otherwise than the command line said
+            assert sorted(path.name for path in out.iterdir()) == [".lock.shard-1-of-2"]
+    assert not out.exists()  # made by the command and left empty (e.g. its parser refused it): removed
+    out.mkdir()
+    with command_lock(["--out", str(out)]):
+        pass
+    assert out.is_dir() and not any(out.iterdir())  # there before: kept
+
+
+def test_a_command_locks_its_process_share_of_its_shard(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # the second of two processes of accelerate launch
+    with command_lock(["--out", str(tmp_path), "--shard", "1/3"]):
+        assert [path.name for path in tmp_path.iterdir()] == [".lock.shard-4-of-6"]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--report-only"], ["--help"], ["--shard", "3/2"], ["--shard"], ["--out", "{file}"]],
+    ids=["report-only", "help", "bad-shard", "shard-without-value", "out-a-file"],
+)
+def test_a_command_that_writes_nothing_or_that_its_parser_stops_takes_no_lock(tmp_path, arguments) -> None:
+    out, file = tmp_path / "run", tmp_path / "file"
+    file.write_text("")
+    argv = ["--out", str(out), *(argument.format(file=file) for argument in arguments)]
+    with command_lock(argv):
+        assert not out.exists() and file.read_text() == ""
 
 
 def test_a_file_system_without_locks_runs_unlocked_with_a_warning(tmp_path, monkeypatch, caplog) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -111,7 +112,12 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_two_processes_under_accelerate_launch_equal_a_single_run(saved_llama, quotesum_data) -> None:
-    single = _single_run(saved_llama, quotesum_data / "single")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the launched processes' budget (OMP_NUM_THREADS=1): float sums depend on it
+    try:
+        single = _single_run(saved_llama, quotesum_data / "single")
+    finally:
+        torch.set_num_threads(threads)
     out = quotesum_data / "accelerate"
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
     launch += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
