@@ -290,6 +290,10 @@ class SpanAttributor(ABC):
         """The example of a prompt and its answer; refused when both exceed the model's window."""
         answer_ids, answer_offsets = self._answer_encoding(draft, answer)
         output_spans = layout.answer_spans(answer, answer_offsets, output_granularity)
+        sentences = sentence_spans(answer)
+        # a whole-answer unit is also scored per sentence, so that its citations are per sentence
+        added = sentences if output_granularity == "answer" and len(sentences) > 1 else []
+        output_spans += added
         return Example(
             prompt=draft.prompt,
             answer=answer,
@@ -300,8 +304,9 @@ class SpanAttributor(ABC):
             output_spans=output_spans,
             unit_ranges=list(token_ranges(output_spans, answer_offsets, [0])),
             answer_tokens=token_spans(answer_offsets, 0, len(answer), answer),
-            answer_sentences=list(token_ranges(sentence_spans(answer), answer_offsets, [0])),
+            answer_sentences=list(token_ranges(sentences, answer_offsets, [0])),
             prompt_cache=cache,
+            sentence_units=len(added),
         )
 
     def _answer_encoding(self, draft: Draft, answer: str) -> tuple[list[int], np.ndarray]:

@@ -2,9 +2,10 @@
 
 :meth:`RCAttributionResult.citations <rcattr.result.RCAttributionResult.citations>` turns a result's scores
 into one :class:`Citation` per answer sentence, whatever unit was attributed: :func:`sentence_groups` pairs
-the output units with the sentences they lie in (a sentence's tokens are averaged into it); an output unit
-over several sentences (``output_granularity="answer"``) cannot be split, so they are cited once, after the
-last. :func:`cited_sources` is the rule: a sentence cites the documents whose share of its attribution is at
+the output units with the sentences they lie in (a sentence's tokens are averaged into it). A whole-answer
+unit (``output_granularity="answer"``) is scored per sentence too (the result's :class:`SentenceRows`), which
+are cited instead; a unit over several sentences without such rows (given character spans, a method that
+scores fewer rows) cannot be split, so they are cited once, after the last. :func:`cited_sources` is the rule: a sentence cites the documents whose share of its attribution is at
 least ``min_share`` of its best document's, at most ``max_sources`` of them, and none when its context
 reliance (the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen on
 part of QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
@@ -92,7 +93,7 @@ class Citation:
         Why the unit has no citation: ``"low reliance"`` or ``"no context scores"``; None when it has one.
     n_sentences : int
         How many answer sentences the citation covers: 1, unless an output unit of the result spans several
-        (attributed with ``output_granularity="answer"``), whose scores cannot be split between them.
+        and the result has no rows of its own for them (:class:`SentenceRows`): its scores cannot be split.
     """
 
     start: int
@@ -102,6 +103,26 @@ class Citation:
     context_reliance: float | None
     uncited: str | None = None
     n_sentences: int = 1
+
+
+@dataclass(frozen=True)
+class SentenceRows:
+    """Each answer sentence's scores, kept when the result's output units are coarser than its sentences (the
+    whole answer, ``output_granularity="answer"``), so that citations are per sentence all the same.
+
+    Attributes
+    ----------
+    spans : list of TextSpan
+        The answer's sentences.
+    scores : Tensor, shape [n_sentences, n_spans]
+        Their rows, as ``token_attr``'s for output units.
+    context_reliance : Tensor, shape [n_sentences], or None
+        Their context reliance, as ``unit_context_reliance``'s (None for baselines).
+    """
+
+    spans: list[TextSpan]
+    scores: torch.Tensor
+    context_reliance: torch.Tensor | None = None
 
 
 def sentence_groups(
@@ -196,16 +217,15 @@ def sentence_citations(
     if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
         raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
     assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    rows = result.sentence_rows or SentenceRows(
+        result.output_spans, result.token_attr, result.unit_context_reliance
+    )
     answer_sentences = sentence_spans(result.answer)
     sources_of = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
     citations = []
-    for covered, units in sentence_groups(answer_sentences, result.output_spans):
-        scores = result.token_attr[units].mean(0)  # [n_spans]
-        reliance = (
-            None
-            if result.unit_context_reliance is None
-            else float(result.unit_context_reliance[units].mean())
-        )
+    for covered, units in sentence_groups(answer_sentences, rows.spans):
+        scores = rows.scores[units].mean(0)  # [n_spans]
+        reliance = None if rows.context_reliance is None else float(rows.context_reliance[units].mean())
         shares = (
             torch.zeros(len(result.chunks), dtype=scores.dtype).index_add_(0, sources_of, scores).tolist()
         )
@@ -224,8 +244,8 @@ def sentence_citations(
     if merged:
         warnings.warn(
             f"{merged[0]} sentences of the answer are cited together, after the last: one output unit of the "
-            "result spans them (output_granularity='answer') and its scores cannot be split; attribute with "
-            "output_granularity='sentence' or 'token' for a citation per sentence",
+            "result spans them and its scores cannot be split; attribute with output_granularity='answer', "
+            "'sentence' or 'token' for a citation per sentence",
             stacklevel=3,  # the caller of citations() or cited_answer()
         )
     return citations

@@ -13,6 +13,7 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache
 
+from rcattr.citations import SentenceRows
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.prompting import Prompt
 from rcattr.result import RCAttributionResult
@@ -48,6 +49,9 @@ class Example:
         When the answer was generated here: the generation's KV cache, whose first ``answer_start``
         positions are the prompt's. A method that runs the prompt may continue from it instead
         (:meth:`prompt_cache_for`), so that explaining a generated answer does not run the prompt twice.
+    sentence_units : int
+        How many of the last output units are the answer's sentences, added for citations to a whole-answer
+        unit (:meth:`result` keeps them apart, as the result's ``sentence_rows``); 0 otherwise.
     """
 
     prompt: Prompt
@@ -61,6 +65,7 @@ class Example:
     answer_tokens: list[TextSpan]
     answer_sentences: list[range]
     prompt_cache: DynamicCache | None = None
+    sentence_units: int = 0
 
     @property
     def n_answer(self) -> int:
@@ -80,13 +85,23 @@ class Example:
         self, seq_attr: torch.Tensor, token_attr: torch.Tensor, method: str, inp: Any = None, **extra: Any
     ) -> RCAttributionResult:
         """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores; a span without a
-        token (an empty document's) scores 0 whatever the method gave it."""
+        token (an empty document's) scores 0 whatever the method gave it. The rows of the sentence units
+        (:attr:`sentence_units`) and their ``unit_context_reliance`` become the result's ``sentence_rows``."""
         tokenless = torch.tensor([len(r) == 0 for r in self.context_ranges])
+        token_attr = token_attr.detach().float().cpu().masked_fill(tokenless, 0.0)
+        units = len(self.output_spans) - self.sentence_units
+        if self.sentence_units and len(token_attr) == len(self.output_spans):  # (a method may score fewer)
+            reliance = extra.get("unit_context_reliance")
+            extra["sentence_rows"] = SentenceRows(
+                self.output_spans[units:], token_attr[units:], None if reliance is None else reliance[units:]
+            )
+            if reliance is not None:
+                extra["unit_context_reliance"] = reliance[:units]
         return RCAttributionResult(
             seq_attr=seq_attr.detach().float().cpu().masked_fill(tokenless, 0.0),
-            token_attr=token_attr.detach().float().cpu().masked_fill(tokenless, 0.0),
+            token_attr=token_attr[:units],
             context_spans=self.context_spans,
-            output_spans=self.output_spans,
+            output_spans=self.output_spans[:units],
             chunks=self.prompt.chunks,
             documents=self.prompt.documents,
             answer=self.answer,

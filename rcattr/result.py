@@ -15,6 +15,7 @@ from rcattr.citations import (
     MIN_RELIANCE,
     MIN_SHARE,
     Citation,
+    SentenceRows,
     sentence_citations,
 )
 from rcattr.documents import Document, plain_json
@@ -73,6 +74,10 @@ class RCAttributionResult(LLMAttributionResult):
         flags the tokens below :data:`~rcattr.support.SUPPORT_THRESHOLD`.
     head_selection : HeadSelection or None
         RC methods only: all head scores and the selected heads.
+    sentence_rows : SentenceRows or None
+        With a whole-answer unit (``output_granularity="answer"``) and several answer sentences: each
+        sentence's ``[n_sentences, n_spans]`` rows and context reliance from the same pass, which
+        :meth:`citations` cites; None otherwise.
     span_scorer : str
         The RC span scorer, or the name of the baseline method that produced the scores.
     """
@@ -99,6 +104,7 @@ class RCAttributionResult(LLMAttributionResult):
         token_peak: torch.Tensor | None = None,
         token_support: torch.Tensor | None = None,
         head_selection: HeadSelection | None = None,
+        sentence_rows: SentenceRows | None = None,
         inp: Any = None,
     ) -> None:
         super().__init__(
@@ -123,6 +129,7 @@ class RCAttributionResult(LLMAttributionResult):
         self.token_peak = token_peak
         self.token_support = token_support
         self.head_selection = head_selection
+        self.sentence_rows = sentence_rows
         self.span_scorer = span_scorer
 
     @property
@@ -198,11 +205,11 @@ class RCAttributionResult(LLMAttributionResult):
         (:mod:`rcattr.citations`).
 
         Whatever the output units, citations are per sentence of the answer: a sentence's units (its tokens,
-        with ``output_granularity="token"``) have their scores and context reliance averaged. An output unit
-        that spans several sentences cannot be split: with ``output_granularity="answer"`` a longer answer is
-        cited once, after its last sentence (``Citation.n_sentences`` > 1), with a warning; attribute with
-        ``output_granularity="sentence"`` (or ``"token"``) for a citation per sentence. Attribute with
-        ``granularity="sentence"`` for ``sentences=``.
+        with ``output_granularity="token"``) have their scores and context reliance averaged, and a whole-answer
+        unit (``"answer"``, the default) was scored per sentence too (:attr:`sentence_rows`). Only an output
+        unit of given character spans over several sentences cannot be split: those are cited once, after the
+        last (``Citation.n_sentences`` > 1), with a warning. Attribute with ``granularity="sentence"`` for
+        ``sentences=``.
 
         Parameters
         ----------

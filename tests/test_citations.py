@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rcattr import ContextInput, RCAttributor
 from rcattr.baselines import BM25Attributor
-from rcattr.citations import Citation, CitedSource, cited_sources, sentence_groups
+from rcattr.citations import Citation, CitedSource, SentenceRows, cited_sources, sentence_groups
 from rcattr.documents import Document, as_document
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan, sentence_spans, whole_span
@@ -296,11 +296,27 @@ def test_token_units_are_cited_per_sentence_at_its_end() -> None:
         )
 
 
-def test_an_answer_level_result_is_cited_once_at_its_end_and_says_why() -> None:
-    # the whole answer draws 0.57 on document 1 and 0.43 on document 2: the rule cites document 1 only
+def test_a_whole_answer_unit_is_cited_per_sentence_from_its_sentence_rows() -> None:
+    # issue 48's case: the whole answer splits 0.57 / 0.43 between two documents, so the rule on its one row
+    # cites one; its sentences' own rows cite each its document
+    answer = ANSWER[:41]  # "It is 330 metres tall. It opened in 1889!"
+    sentences = sentence_spans(answer)
+    rows = SentenceRows(sentences, torch.tensor([[0.7, 0.2, 0.1, 0.0], [0.1, 0.0, 0.9, 0.0]]), None)
+    result = _made([whole_span(answer)], [[0.3, 0.27, 0.43, 0.0]], answer=answer)
+    result.sentence_rows = rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cited = [[source.number for source in citation.sources] for citation in result.citations()]
+        assert cited == [[1], [2]]
+        assert result.cited_answer(references=False) == "It is 330 metres tall [1]. It opened in 1889 [2]!"
+
+
+def test_a_unit_over_sentences_without_their_rows_is_cited_once_at_its_end_and_says_why() -> None:
+    # the whole answer draws 0.57 on document 1 and 0.43 on document 2: the rule cites document 1 only; the
+    # result has no rows of the sentences (as with given character spans), so they are cited together
     result = _made([whole_span(ANSWER)], [[0.3, 0.27, 0.43, 0.0]])
     with pytest.warns(
-        UserWarning, match=r"3 sentences of the answer are cited together.*output_granularity='sentence'"
+        UserWarning, match=r"3 sentences of the answer are cited together.*output_granularity='answer'"
     ):
         (citation,) = result.citations()
     assert (citation.start, citation.end, citation.text, citation.n_sentences) == (0, len(ANSWER), ANSWER, 3)
@@ -324,9 +340,18 @@ def test_citations_per_sentence_from_a_model_run_whatever_the_output_units() -> 
     assert [(c.text, c.n_sentences) for c in citations] == [("Paris is.", 1), ("Berlin too.", 1)]
     marked = tokens.cited_answer(references=False)
     assert re.fullmatch(r"Paris is( \[\d\])+\. Berlin too( \[\d\])+\.", marked), marked
+    # the whole answer as the unit: its sentences are scored too (sentence_rows), and cited as sentence units are
     whole = attributor.attribute(inp, answer, granularity="chunk", output_granularity="answer")
-    with pytest.warns(UserWarning, match="2 sentences of the answer are cited together"):
-        assert [(c.text, c.n_sentences) for c in whole.citations()] == [(answer, 2)]
+    sentences = attributor.attribute(inp, answer, granularity="chunk", output_granularity="sentence")
+    assert len(whole.output_spans) == 1 and whole.token_attr.shape[0] == 1 and whole.sentence_rows is not None
+    assert whole.unit_context_reliance is not None and whole.unit_context_reliance.shape == (1,)
+    torch.testing.assert_close(whole.sentence_rows.scores, sentences.token_attr)
+    torch.testing.assert_close(whole.sentence_rows.context_reliance, sentences.unit_context_reliance)
+    torch.testing.assert_close(whole.seq_attr, sentences.seq_attr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing cited together
+        assert whole.citations() == sentences.citations()
+        assert whole.cited_answer() == sentences.cited_answer()
 
 
 def _titled(metadata: dict[str, object], answer: str = "It is tall.") -> RCAttributionResult:

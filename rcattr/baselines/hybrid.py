@@ -58,7 +58,7 @@ class HybridAttributor(SpanAttributor):
         lexical = self.bm25._explain(example, inp)
         assert rc.token_attr is not None and lexical.token_attr is not None
         seq_attr = reciprocal_rank_fusion(rc.seq_attr, lexical.seq_attr, offset=self.offset)
-        token_attr = reciprocal_rank_fusion(rc.token_attr, lexical.token_attr, offset=self.offset)
+        token_attr = reciprocal_rank_fusion(_unit_rows(rc), _unit_rows(lexical), offset=self.offset)
         return example.result(
             normalise(seq_attr),
             normalise(token_attr),
@@ -66,3 +66,11 @@ class HybridAttributor(SpanAttributor):
             inp,
             head_selection=rc.head_selection,
         )
+
+
+def _unit_rows(result: RCAttributionResult) -> torch.Tensor:
+    """``[n_units, n_spans]``: the result's rows of every unit of its example, its sentences' included."""
+    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    if result.sentence_rows is None:
+        return result.token_attr
+    return torch.cat([result.token_attr, result.sentence_rows.scores])

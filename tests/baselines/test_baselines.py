@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -53,6 +54,20 @@ def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granul
     assert [span.text for span in result.output_spans] == ["It sat.", "Then it purred."]
     assert result.input_tokens == [span.text for span in result.context_spans]
     assert result.top(1)[0][0] in result.context_spans
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_a_whole_answer_result_keeps_its_sentences_rows_for_citations(llama, tokenizer, name: str) -> None:
+    result = _make(name, llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
+    assert (
+        result.token_attr is not None and result.token_attr.shape == (1, 3) and len(result.output_spans) == 1
+    )
+    rows = result.sentence_rows
+    assert rows is not None and [span.text for span in rows.spans] == ["It sat.", "Then it purred."]
+    assert rows.scores.shape == (2, 3) and torch.isfinite(rows.scores).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # per sentence: nothing cited together
+        assert [citation.text for citation in result.citations()] == ["It sat.", "Then it purred."]
 
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
