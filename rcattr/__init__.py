@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from rcattr.attributor import RCAttributor
     from rcattr.capture import CaptureStep, LogitCapture, LogitStore
-    from rcattr.citations import Citation, CitedSource, CitedSpan
+    from rcattr.citations import Citation, CitedSource, CitedSpan, SentenceRows
     from rcattr.documents import Document
     from rcattr.models import load_model
     from rcattr.prompting import ContextInput
@@ -31,7 +31,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         ".attributor": ["RCAttributor"],
         ".capture": ["CaptureStep", "LogitCapture", "LogitStore"],
-        ".citations": ["Citation", "CitedSource", "CitedSpan"],
+        ".citations": ["Citation", "CitedSource", "CitedSpan", "SentenceRows"],
         ".documents": ["Document"],
         ".models": ["load_model"],
         ".prompting": ["ContextInput"],
