@@ -9,6 +9,7 @@ class TokenizerLike(Protocol):
     """What rcattr needs from a tokenizer: a fast (offset-mapping) Hugging Face tokenizer."""
 
     chat_template: Any
+    bos_token_id: Any
     eos_token_id: Any
     pad_token_id: Any
 

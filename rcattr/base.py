@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias, cast, overload
+from typing import Any, ClassVar, Literal, TypeAlias, overload
 
 import numpy as np
 import torch
@@ -186,17 +186,22 @@ class SpanAttributor(ABC):
         from tqdm.auto import tqdm
 
         results: list[RCAttributionResult | None] = [None] * len(inputs)
-        outcomes: list[tuple[int, Draft | RCAttributionResult | Exception]] = []
-        for index, item in enumerate(zip(inputs, targets, spans, units, strict=True)):
-            outcomes.append((index, self._checked_draft(*item)))
-        drafts = [(index, draft) for index, draft in settled(outcomes, errors) if isinstance(draft, Draft)]
+        drafts: list[tuple[int, Draft]] = settled(
+            [
+                (index, self._checked_draft(*item))
+                for index, item in enumerate(zip(inputs, targets, spans, units, strict=True))
+            ],
+            errors,
+        )
         with tqdm(total=len(inputs), desc=self.name, unit="example", disable=not progress) as bar:
             bar.update(len(inputs) - len(drafts))
             for start in range(0, len(drafts), batch_size):
                 batch = drafts[start : start + batch_size]
-                done = self._attribute_batch(batch, inputs, targets, units, gen_args)
-                for index, result in settled(done, errors):
-                    results[index] = cast(RCAttributionResult, result)
+                done: list[tuple[int, RCAttributionResult]] = settled(
+                    self._attribute_batch(batch, inputs, targets, units, gen_args), errors
+                )
+                for index, result in done:
+                    results[index] = result
                 bar.update(len(batch))
         return results
 
@@ -289,11 +294,10 @@ class SpanAttributor(ABC):
     ) -> Example:
         """The example of a prompt and its answer; refused when both exceed the model's window."""
         answer_ids, answer_offsets = self._answer_encoding(draft, answer)
-        output_spans = layout.answer_spans(answer, answer_offsets, output_granularity)
         sentences = sentence_spans(answer)
         # a whole-answer unit is also scored per sentence, so that its citations are per sentence
         added = sentences if output_granularity == "answer" and len(sentences) > 1 else []
-        output_spans += added
+        output_spans = [*layout.answer_spans(answer, answer_offsets, output_granularity), *added]
         return Example(
             prompt=draft.prompt,
             answer=answer,

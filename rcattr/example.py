@@ -13,6 +13,7 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache
 
+from rcattr._typing import TokenizerLike
 from rcattr.citations import SentenceRows
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.prompting import Prompt
@@ -167,7 +168,7 @@ def context_spans(
 
 
 def sink_before_context(
-    ids: list[int], context_ranges: Sequence[Sequence[int]], tokenizer: Any
+    ids: list[int], context_ranges: Sequence[Sequence[int]], tokenizer: TokenizerLike
 ) -> tuple[list[int], list[list[int]]]:
     """The prompt's ids and context spans' positions with a token in front that is not context.
 

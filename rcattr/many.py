@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias, TypeGuard, cast
+from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar, cast
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from rcattr.example import SpanSpec
 
 OnError: TypeAlias = Literal["raise", "skip"]
 ON_ERROR = ("raise", "skip")
+Outcome = TypeVar("Outcome")
 
 
 def sequence(argument: str, value: Any) -> list[Any]:
@@ -53,7 +54,9 @@ def check_on_error(errors: object) -> None:
         raise ValueError(f"errors must be one of {list(ON_ERROR)}, got {errors!r}")
 
 
-def settled(outcomes: Sequence[tuple[int, Any]], errors: OnError) -> list[tuple[int, Any]]:
+def settled(
+    outcomes: Sequence[tuple[int, Outcome | Exception]], errors: OnError
+) -> list[tuple[int, Outcome]]:
     """``(index, outcome)`` pairs without their errors: the first raised, named by its input, or each skipped
     with a warning (``errors="skip"``)."""
     for index, outcome in outcomes:
