@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import torch
@@ -22,6 +23,7 @@ from rcattr._reduction import Layout, Reducer, Reduction, forward, forward_batch
 from rcattr._typing import TokenizerLike
 from rcattr.attention import check_supported
 from rcattr.base import AttributionInput, Example, SpanAttributor, normalise, unit_sum
+from rcattr.fusion import fuse_where_heads_disagree
 from rcattr.heads import HeadScore
 from rcattr.result import HeadSelection, RCAttributionResult
 from rcattr.scorers import AttentionScorer, SpanScorer, make_span_scorer, scorer_name
@@ -80,6 +82,11 @@ class RCAttributor(SpanAttributor):
     votes : {"mass", "share"}, default "share"
         How the selected heads' span scores add up: their mass (paper Eq. 7), or each head's share
         over the spans, so that a head that attends more does not outvote the others.
+    lexical : bool, default False
+        Where the selected heads disagree on a unit's top span, let BM25 fill the disagreeing share of the
+        vote (:mod:`rcattr.fusion`; ``result.head_selection.lexical_share`` says how much it filled). It
+        won or tied on all three models and both dev files (docs/benchmarks.md) but is part lexical, not
+        the model's own account alone, so it is asked for.
 
     Examples
     --------
@@ -101,6 +108,7 @@ class RCAttributor(SpanAttributor):
         span_scorer: str | SpanScorer = "attention",
         *,
         votes: HeadVotes = "share",
+        lexical: bool = False,
     ) -> None:
         check_supported(model)
         super().__init__(model, tokenizer)
@@ -113,6 +121,7 @@ class RCAttributor(SpanAttributor):
             )
         self.scorer = make_span_scorer(span_scorer)
         self.votes: HeadVotes = votes
+        self.lexical = lexical
         config = model.config.get_text_config()
         self.n_layers, self.n_heads = config.num_hidden_layers, config.num_attention_heads
         self.heads = (OutlierHeads() if heads is None else heads).for_model(self.n_layers, self.n_heads)
@@ -163,6 +172,8 @@ class RCAttributor(SpanAttributor):
         """The result of one example from its pass: head selection, span scores and per-token statistics."""
         selection = self._select(reducer)
         seq_attr, token_attr = self._span_scores(example, reducer, selection)
+        if self.lexical:
+            seq_attr, token_attr, selection = self._fused(example, reducer, selection, seq_attr, token_attr)
         if not bool((seq_attr > 0).any()):
             warnings.warn(
                 "no selected head sees the context from the answer (sliding windows shorter than the "
@@ -192,6 +203,22 @@ class RCAttributor(SpanAttributor):
             token_support=torch.sigmoid(support_log_odds(out.token_logprob, peak, n_self)).float().cpu(),
             head_selection=selection,
         )
+
+    def _fused(
+        self,
+        example: Example,
+        reducer: Reducer,
+        selection: HeadSelection,
+        seq_attr: torch.Tensor,
+        token_attr: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, HeadSelection]:
+        """The votes fused with BM25 where the selected heads disagree, and the selection saying how much."""
+        out, name, heads = reducer.out, self.scorer_name, selection.heads
+        evidence = (out.gather(out.answer_scores[name], heads), out.gather(out.unit_scores[name], heads))
+        seq_attr, token_attr, share = fuse_where_heads_disagree(
+            (seq_attr, token_attr), evidence, selection.weights, example
+        )
+        return seq_attr, token_attr, replace(selection, lexical_share=share)
 
     def _reducer(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
         """The deferred reduction of one example: every head's scores; span scores wait for

@@ -28,6 +28,9 @@ class HeadSelection:
     minimum : int, optional
         The stated minimum of a selection (:func:`rcattr.heads.min_heads`, 5% of the model's heads): fewer
         selected heads are flagged (:attr:`few_heads`).
+    lexical_share : float, optional
+        With ``RCAttributor(lexical=True)``, how much of the unit votes BM25 filled where the selected heads
+        disagreed (mean over units of 1 - the heads' agreement; :mod:`rcattr.fusion`).
     """
 
     scores: torch.Tensor
@@ -36,6 +39,7 @@ class HeadSelection:
     weights: torch.Tensor | None = None
     outliers: int | None = None
     minimum: int | None = None
+    lexical_share: float | None = None
 
     def as_pairs(self) -> list[tuple[int, int]]:
         return [(int(layer), int(head)) for layer, head in self.heads.tolist()]
@@ -56,4 +60,6 @@ class HeadSelection:
                 f"; fewer than {self.minimum} ({MIN_HEAD_SHARE:.0%} of the model's {self.scores.numel()}): "
                 "the attribution rests on few heads' votes (a fixed top_k spreads it)"
             )
+        if self.lexical_share is not None:
+            text += f"; BM25 filled {self.lexical_share:.0%} of the votes, where the heads disagreed"
         return text

@@ -321,7 +321,7 @@ class RCAttributionResult(LLMAttributionResult):
         ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; the per-token signals
         (``groundedness``, ``lookback``, ``token_logprob``, ``token_peak``, ``token_support``),
         ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head],
-        ...], "weights", "outliers", "few_heads"}``: see :class:`HeadSelection`) are None for baselines,
+        ...], "weights", "outliers", "few_heads", "lexical_share"}``: see :class:`HeadSelection`) are None for baselines,
         ``unsupported_tokens`` empty. ``documents`` lists each document's ``{"document", "id", "metadata"}``,
         the metadata made plain JSON by :func:`~rcattr.documents.plain_json` (dates as ISO strings, bytes
         decoded, other objects as their ``str()``).
@@ -368,6 +368,7 @@ class RCAttributionResult(LLMAttributionResult):
                 "weights": None if selection.weights is None else selection.weights.tolist(),
                 "outliers": selection.outliers,
                 "few_heads": selection.few_heads,
+                "lexical_share": selection.lexical_share,
             },
         }
 

@@ -9,7 +9,9 @@ from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
+from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.heads import min_heads, outlier_count
+from rcattr.lexical import bm25_scores
 from rcattr.prompting import ContextInput, render_prompt
 from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer
@@ -500,3 +502,40 @@ def test_the_default_pass_computes_only_what_it_uses(llama) -> None:
     attributor._span_scores(attributor.prepare(INPUT, ANSWER), reducer, selection)
     scored = {(layer, int(head)) for layer, heads in reducer.out.scored.items() for head in heads}
     assert scored == set(selection.as_pairs()) and set(reducer.out.answer_scores) == {"attention"}
+
+
+@pytest.mark.parametrize("granularity", ["chunk", "sentence"])
+def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, granularity) -> None:
+    """Brute force: each unit's vote and each selected head's own top span, then BM25 by hand."""
+    tokenizer = char_tokenizer()
+    plain = RCAttributor(llama, tokenizer, TopHeads(5)).attribute(
+        INPUT, ANSWER, granularity=granularity, output_granularity="sentence"
+    )
+    fused = RCAttributor(llama, tokenizer, TopHeads(5), lexical=True).attribute(
+        INPUT, ANSWER, granularity=granularity, output_granularity="sentence"
+    )
+    heads = plain.head_selection.heads
+    assert fused.head_selection.heads.tolist() == heads.tolist()
+    example = RCAttributor(llama, tokenizer).prepare(INPUT, ANSWER, granularity, "sentence")
+    lexical_answer, lexical_units = bm25_scores(example)
+    per_head = head_span_scores(
+        RCAttributor(llama, tokenizer, TopHeads(5)),
+        INPUT,
+        ANSWER,
+        granularity=granularity,
+        output_granularity="sentence",
+    )
+    layers, index = heads.unbind(1)
+    own_tops = per_head.units["attention"][layers, index].argmax(-1)  # [k, U]
+    agreement = (own_tops == plain.token_attr.argmax(-1)[None]).double().mean(0)  # [U]
+    shares = lexical_units / lexical_units.sum(-1, keepdim=True).clamp_min(1e-30)
+    expected = agreement[:, None] * plain.token_attr.double() + (1 - agreement[:, None]) * shares
+    torch.testing.assert_close(
+        fused.token_attr.double(), expected / expected.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5
+    )
+    assert fused.head_selection.lexical_share == pytest.approx(float((1 - agreement).mean()))
+    assert "BM25 filled" in fused.head_selection.describe()
+    assert plain.head_selection.lexical_share is None and "BM25" not in plain.head_selection.describe()
+    assert lexical_answer.shape == fused.seq_attr.shape
+    if granularity == "chunk":  # the tiny model's five heads split on one sentence there
+        assert fused.head_selection.lexical_share == pytest.approx(0.5)

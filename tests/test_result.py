@@ -130,6 +130,7 @@ def test_to_dict_round_trips_through_json() -> None:
         "weights": [0.5, 1.0],
         "outliers": None,
         "few_heads": False,
+        "lexical_share": None,
     }
     baseline = json.loads(json.dumps(_result().to_dict()))
     assert baseline["groundedness"] is None and baseline["heads"] is None

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
-import bm25s
-import torch
-
 from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.lexical import bm25_scores, bm25_terms
 from rcattr.result import RCAttributionResult
 
-_WORD = re.compile(r"\w+")
-
-
-def bm25_terms(text: str) -> list[str]:
-    """Lower-cased word tokens (``\\w+``), the terms BM25 matches on."""
-    return _WORD.findall(text.lower())
+__all__ = ["BM25Attributor", "bm25_scores", "bm25_terms"]
 
 
 class BM25Attributor(SpanAttributor):
@@ -30,12 +21,5 @@ class BM25Attributor(SpanAttributor):
     name = "bm25"
 
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        corpus = [bm25_terms(span.text) for span in example.context_spans]
-        if not any(corpus):
-            raise ValueError("BM25 needs context spans with words in them; every span is empty")
-        index = bm25s.BM25(method="lucene")
-        index.index(corpus, show_progress=False)
-        units = [index.get_scores(bm25_terms(unit.text)) for unit in example.output_spans]
-        token_attr = torch.stack([torch.as_tensor(scores, dtype=torch.float64) for scores in units])
-        seq_attr = torch.as_tensor(index.get_scores(bm25_terms(example.answer)), dtype=torch.float64)
+        seq_attr, token_attr = bm25_scores(example)
         return example.result(seq_attr, token_attr, self.name, inp)

@@ -90,6 +90,52 @@ def layer_outliers(sigmas: float = OUTLIER_SIGMAS) -> Selector:
     return select
 
 
+def layer_standardised(sigmas: float = OUTLIER_SIGMAS) -> Selector:
+    """Heads more than ``sigmas`` standard deviations above their own layer's mean, in their layer's standard
+    deviations: each layer's heads are compared with each other only (with fewer than ``sigmas**2 + 1``
+    heads a layer cannot have such a head; the best head of all is then taken)."""
+
+    def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        table = scores.double()
+        spread = table.std(1, correction=0, keepdim=True).clamp_min(1e-12)
+        standard = (table - table.mean(1, keepdim=True)) / spread
+        return _top(standard, int((standard > sigmas).sum()))
+
+    return select
+
+
+def robust_outliers(sigmas: float = 3.0) -> Selector:
+    """Heads above the median of all heads by ``sigmas`` robust standard deviations (1.4826 x the median
+    absolute deviation), which one far outlier cannot inflate as it inflates the standard deviation."""
+
+    def select(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        flat = scores.flatten().double()
+        median = flat.median()
+        spread = 1.4826 * (flat - median).abs().median()
+        return _top(scores, int((flat > median + sigmas * spread).sum()))
+
+    return select
+
+
+def above_half(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Heads whose P(X > Y) exceeds 1/2, the data-free point where a head's answer rows favour the context
+    over the answer itself (superiority scores only)."""
+    return _top(scores, int((scores > 0.5).sum()))
+
+
+def upper_mixture(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Heads more likely drawn from the upper of two Gaussians fitted to this example's scores (scikit-learn's
+    ``GaussianMixture``): the number of heads is where the two populations cross."""
+    from sklearn.mixture import GaussianMixture
+
+    flat = scores.flatten().double().numpy()[:, None]
+    if len(flat) < 2 or float(flat.std()) == 0:
+        return _top(scores, 1)
+    mixture = GaussianMixture(2, random_state=0).fit(flat)
+    upper = int(mixture.means_.argmax())
+    return _top(scores, int((mixture.predict_proba(flat)[:, upper] > 0.5).sum()))
+
+
 RULES: dict[str, Selector] = {
     "outliers, at least 5% of heads": outliers(floor=0.05),
     "outliers, at least 10% of heads": outliers(floor=0.10),
@@ -99,6 +145,10 @@ RULES: dict[str, Selector] = {
     "z-weighted vote above the mean": z_weighted(0.0),
     "z-weighted vote above 1 sd": z_weighted(1.0),
     "outliers of layer-centred scores": layer_outliers(),
+    "outliers of layer-standardised scores": layer_standardised(),
+    "robust outliers (median + 3 MAD sd)": robust_outliers(),
+    "heads with P(X > Y) above 1/2": above_half,
+    "upper component of a 2-Gaussian mixture": upper_mixture,
 }
 
 

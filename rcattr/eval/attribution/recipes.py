@@ -32,6 +32,7 @@ from rcattr.eval.attribution.levers import (
     per_unit_selection,
 )
 from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, run_pass
+from rcattr.fusion import fuse_where_heads_disagree
 from rcattr.heads import HeadCount
 from rcattr.result import HeadSelection
 from rcattr.scorers import AttentionScorer, RCScorer, SpanScorer
@@ -65,6 +66,8 @@ class Recipe:
     rc_mix : float in [0, 1]
         Mix RC expectation into the attention evidence: each head's two span-score distributions,
         weighted ``1 - rc_mix`` and ``rc_mix`` (computed in the same pass).
+    lexical_gate : bool
+        Fuse the vote with BM25 shares where the selected heads disagree (:mod:`rcattr.fusion`).
     """
 
     label: str
@@ -75,6 +78,7 @@ class Recipe:
     head_weighting: HeadWeighting = "equal"
     per_unit_heads: bool = False
     rc_mix: float = 0.0
+    lexical_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.head_weighting not in HEAD_WEIGHTINGS:
@@ -90,6 +94,10 @@ class Recipe:
         if self.per_unit_heads and not ranked:
             raise ValueError(
                 "per_unit_heads selects each unit's top heads: it needs OutlierHeads or TopHeads"
+            )
+        if self.lexical_gate and (self.per_unit_heads or self.rc_mix):
+            raise ValueError(
+                "lexical_gate gates the selected heads' own votes: not with per_unit_heads or rc_mix"
             )
         if not 0 <= self.rc_mix <= 1:
             raise ValueError(f"rc_mix={self.rc_mix} must be in [0, 1]")
@@ -108,7 +116,9 @@ class Recipe:
         """The recipe's ``attribute()``: an RCAttributor, or a :class:`RecipeAttributor` for a lever."""
         if self.experimental:
             return RecipeAttributor(model, tokenizer, self)
-        return RCAttributor(model, tokenizer, self.heads, self.scorer, votes=self.votes)
+        return RCAttributor(
+            model, tokenizer, self.heads, self.scorer, votes=self.votes, lexical=self.lexical_gate
+        )
 
     @property
     def name(self) -> str:
@@ -143,10 +153,23 @@ class Recipe:
         kind = self.heads.score
         unit_scores = scores.unit_head_scores.get(kind) if self.per_unit_heads else None
         selection = self.select(scores.every_head_score[kind], unit_scores)
-        seq_attr, token_attr = scores.combine(
-            selection, scorer or self.scorer_key, votes=self.votes, rc_mix=self.rc_mix
+        return (*self.vote(scores, selection, scorer or self.scorer_key), selection)
+
+    def vote(
+        self, scores: HeadSpanScores, selection: HeadSelection, scorer: str
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The selected heads' ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores (``scorer``: the
+        key of the span scorer in the pass), fused with BM25 where the heads disagree for a
+        ``lexical_gate``."""
+        seq_attr, token_attr = scores.combine(selection, scorer, votes=self.votes, rc_mix=self.rc_mix)
+        if not self.lexical_gate:
+            return seq_attr, token_attr
+        layers, index = selection.heads.to(seq_attr.device).unbind(1)
+        evidence = (scores.answer[scorer][layers, index], scores.units[scorer][layers, index])
+        answer, units, _ = fuse_where_heads_disagree(
+            (seq_attr, token_attr), evidence, selection.weights, scores.example
         )
-        return seq_attr, token_attr, selection
+        return answer, units
 
 
 class RecipeAttributor(RCAttributor):
@@ -155,7 +178,9 @@ class RecipeAttributor(RCAttributor):
     combination (:meth:`Recipe.combine`)."""
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike, recipe: Recipe) -> None:
-        super().__init__(model, tokenizer, recipe.heads, recipe.scorer, votes=recipe.votes)
+        super().__init__(
+            model, tokenizer, recipe.heads, recipe.scorer, votes=recipe.votes, lexical=recipe.lexical_gate
+        )
         self.recipe = replace(recipe, heads=self.heads)
 
     def _pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
@@ -255,10 +280,10 @@ def ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
 
 
 def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
-    """The rows of the head-selection table (issue 35): the default, the paper's recipe, attention over all
-    heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and share
-    votes), and the default with each rule of :data:`rcattr.eval.attribution.head_selection.RULES` in place of its
-    outlier heads."""
+    """The rows of the head-selection table (issues 35 and 49): the default, the paper's recipe, attention over
+    all heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and
+    share votes), the default with each rule of :data:`rcattr.eval.attribution.head_selection.RULES` in place
+    of its outlier heads, and the default fused with BM25 where its heads disagree (:mod:`rcattr.fusion`)."""
     paper, default = ablation(top_k)[:2]
     return [
         paper,
@@ -270,6 +295,12 @@ def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
         *(
             replace(default, label=f"{DEFAULT} · {name}", lever="head selection", heads=RuleHeads(rule))
             for name, rule in RULES.items()
+        ),
+        replace(
+            default,
+            label=f"{DEFAULT} + BM25 where the heads disagree",
+            lever="lexical gate",
+            lexical_gate=True,
         ),
     ]
 

@@ -120,6 +120,7 @@ def test_calibration_subtracts_what_a_content_free_answer_attends_to(llama) -> N
         ({"head_weighting": "margin", "heads": BottomHeads(2)}, "margin"),
         ({"per_unit_heads": True, "heads": FixedHeads([(0, 0)])}, "per_unit_heads"),
         ({"rc_mix": 1.5}, "rc_mix=1.5"),
+        ({"lexical_gate": True, "rc_mix": 0.3}, "lexical_gate"),
     ],
 )
 def test_bad_recipe_options_are_named(options, message) -> None:
@@ -135,6 +136,7 @@ RECIPES = [
     Recipe("RC bound, margin weights", "x", RCBoundScorer(), head_weighting="margin"),
     Recipe("bottom heads", "x", heads=BottomHeads(2)),
     Recipe("fixed heads", "x", heads=FixedHeads([(1, 0), (0, 3)])),
+    Recipe("BM25 where the heads disagree", "x", heads=TopHeads(4), lexical_gate=True),
 ]
 
 

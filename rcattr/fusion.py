@@ -1,0 +1,92 @@
+"""Lexical evidence where the heads disagree: the selected heads' vote fused with BM25 shares, gated by how
+much of the vote agrees with it.
+
+Each selected head names one top span per output unit. Where they all name the vote's top span the vote
+stands alone; where they scatter, the vote is uncertain and the lexical match of the unit's words to each
+span (:func:`rcattr.lexical.bm25_scores`) takes the share of the vote that disagreed. The gate is
+the heads' own agreement, so nothing is fitted per model.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rcattr.base import Example, normalise
+from rcattr.lexical import bm25_scores
+
+
+def head_agreement(evidence: torch.Tensor, weights: torch.Tensor | None, vote: torch.Tensor) -> torch.Tensor:
+    """The weighted share of heads whose own top span is the vote's top span.
+
+    Parameters
+    ----------
+    evidence : Tensor, shape [k, ..., S]
+        Each selected head's span scores.
+    weights : Tensor, shape [k], optional
+        The heads' weights in the vote (None: equal).
+    vote : Tensor, shape [..., S]
+        Their combined vote.
+
+    Returns
+    -------
+    Tensor of float64, shape [...]
+        In [0, 1]; 1 when every head's top span is the vote's.
+    """
+    agrees = (evidence.argmax(-1) == vote.argmax(-1)[None]).to(torch.float64)  # [k, ...]
+    if weights is None:
+        weights = torch.ones(len(evidence), dtype=torch.float64, device=evidence.device)
+    weights = weights.to(device=evidence.device, dtype=torch.float64)
+    weights = weights / weights.sum().clamp_min(1e-30)
+    return torch.einsum("k,k...->...", weights, agrees)
+
+
+def lexical_fusion(vote: torch.Tensor, lexical: torch.Tensor, agreement: torch.Tensor) -> torch.Tensor:
+    """``agreement * vote + (1 - agreement) * lexical shares``, over the last dim.
+
+    Parameters
+    ----------
+    vote : Tensor, shape [..., S]
+        The heads' vote, normalised over spans.
+    lexical : Tensor, shape [..., S]
+        Lexical scores (BM25: non-negative; a unit sharing no word with any span scores 0 everywhere and
+        keeps its vote's shares, scaled by its agreement).
+    agreement : Tensor, shape [...]
+        :func:`head_agreement`.
+    """
+    gate = agreement.to(torch.float64)[..., None]
+    return normalise(gate * vote.double() + (1 - gate) * normalise(lexical.double().clamp_min(0)))
+
+
+def fuse_where_heads_disagree(
+    votes: tuple[torch.Tensor, torch.Tensor],
+    evidence: tuple[torch.Tensor, torch.Tensor],
+    weights: torch.Tensor | None,
+    example: Example,
+) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """The heads' answer and unit votes fused with the example's BM25 where the heads disagree.
+
+    Parameters
+    ----------
+    votes : (Tensor [S], Tensor [U, S])
+        The selected heads' answer and unit votes, normalised over spans.
+    evidence : (Tensor [k, S], Tensor [k, U, S])
+        Each selected head's answer and unit span scores.
+    weights : Tensor, shape [k], optional
+        The heads' weights in the votes.
+    example : Example
+        Its context spans and output units are BM25's corpus and queries (:func:`rcattr.lexical.bm25_scores`).
+
+    Returns
+    -------
+    answer : Tensor of float64, shape [S]
+    units : Tensor of float64, shape [U, S]
+    lexical_share : float
+        The mean over units of ``1 - agreement``: how much of the unit votes BM25 filled.
+    """
+    lexical = bm25_scores(example)
+    fused, shares = [], []
+    for vote, heads, words in zip(votes, evidence, lexical, strict=True):
+        agreement = head_agreement(heads, weights, vote)
+        fused.append(lexical_fusion(vote, words, agreement))
+        shares.append(agreement)
+    return fused[0], fused[1], float((1 - shares[1]).mean())
