@@ -73,6 +73,12 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
             default="superiority",
             help="how heads are ranked: P(X>Y) (default), E[Z]/std(Y), or raw E[Z]",
         )
+        parser.add_argument(
+            "--lexical",
+            action="store_true",
+            help="where the selected heads disagree on a span, let BM25 fill the disagreeing share of the vote "
+            "(won or tied on three models, docs/benchmarks.md; part lexical, not the model's account alone)",
+        )
     parser.add_argument(
         "--max-new-tokens",
         type=positive_int,

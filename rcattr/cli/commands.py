@@ -24,8 +24,12 @@ def _attributor(args: argparse.Namespace) -> RCAttributor:
     if args.paper:  # the paper's attention scorer reads each unit's own rows; another scorer is as named
         overrides = {} if scorer == "attention" else {"span_scorer": scorer}
         top_k = 20 if args.top_k == "outliers" else args.top_k
-        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k, args.head_score), **overrides)
-    return RCAttributor(model, tokenizer, heads_for(args.top_k, args.head_score), scorer)
+        return RCAttributor.paper(
+            model, tokenizer, heads=heads_for(top_k, args.head_score), lexical=args.lexical, **overrides
+        )
+    return RCAttributor(
+        model, tokenizer, heads_for(args.top_k, args.head_score), scorer, lexical=args.lexical
+    )
 
 
 def report(result: RCAttributionResult, top: int) -> str:
