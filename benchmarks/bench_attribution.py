@@ -157,21 +157,25 @@ def _paired(calls: dict[str, Any], repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def recipe_names() -> list[str]:
-    """The command-line names of the ablation's recipes (``rcattr.eval.attribution.recipes``)."""
-    from rcattr.eval.attribution.recipes import ablation
+def recipes() -> list[Any]:
+    """The ablation's recipes and the head-selection table's lexical gate (``rcattr.eval.attribution.recipes``)."""
+    from rcattr.eval.attribution.recipes import ablation, selection_ablation
 
-    return [recipe.name for recipe in ablation()]
+    return [*ablation(), *(recipe for recipe in selection_ablation() if recipe.lexical_gate)]
+
+
+def recipe_names() -> list[str]:
+    """The command-line names of the recipes that can be timed."""
+    return [recipe.name for recipe in recipes()]
 
 
 def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
-    """An ablation recipe's attributor by its name, or the default one with an RC span scorer."""
+    """A recipe's attributor by its name, or the default one with an RC span scorer."""
     from rcattr.attributor import RCAttributor
-    from rcattr.eval.attribution.recipes import ablation
 
     if name in SPAN_SCORERS:
         return RCAttributor(model, tokenizer, span_scorer=name)
-    return next(recipe for recipe in ablation() if recipe.name == name).attributor(model, tokenizer)
+    return next(recipe for recipe in recipes() if recipe.name == name).attributor(model, tokenizer)
 
 
 def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: int) -> dict[str, Any]:
