@@ -86,6 +86,13 @@ def test_explain_a_file_with_an_answer_and_write_html(tmp_path, capsys):
 
 
 @pytest.mark.real_model
+def test_heads_with_lexical_says_how_much_bm25_filled(tmp_path, capsys):
+    assert main(["heads", "--answer", ANSWER, "--out", str(tmp_path / "heads.png"), "--lexical"]) == 0
+    out = capsys.readouterr().out
+    assert "of the votes, where the heads disagreed" in out and "BM25 filled" in out
+
+
+@pytest.mark.real_model
 def test_heads_writes_the_heat_map(tmp_path, capsys):
     out_file = tmp_path / "heads.png"
     assert main(["heads", "--answer", ANSWER, "--out", str(out_file), "--top-k", "5"]) == 0
