@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import bm25s
 import torch
 
 from rcattr.base import Example
@@ -21,6 +20,8 @@ def bm25_terms(text: str) -> list[str]:
 def bm25_scores(example: Example) -> tuple[torch.Tensor, torch.Tensor]:
     """BM25 of the example's answer ``[n_spans]`` and of each output unit ``[n_outputs, n_spans]`` against
     its context spans (float64, raw scores)."""
+    import bm25s  # only when asked for: RCAttributor imports this module, most of its calls need no BM25
+
     corpus = [bm25_terms(span.text) for span in example.context_spans]
     if not any(corpus):
         raise ValueError("BM25 needs context spans with words in them; every span is empty")
