@@ -203,7 +203,42 @@ def score(folder: Path) -> str:
             f"| {name} | {accuracy:.1f} | {cells[0]} | {cells[1]} | "
             f"{sum(used) / len(used):.1f} ({min(used)}–{max(used)}) |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *_heads_alone(records)]) + "\n"
+
+
+def _heads_alone(records: list[Data]) -> list[str]:
+    """Each head alone: its accuracy over the records against its mean score, the data behind the table."""
+    from scipy.stats import spearmanr
+
+    correct = sum(
+        (torch.tensor(data["span_source"])[_shares_all(data).argmax(-1)] == torch.tensor(data["gold"])).sum(
+            -1
+        )
+        for data in records
+    )  # [L, H]
+    alone = correct.double() / sum(len(data["gold"]) for data in records)
+    score = torch.stack([data["scores"].double() for data in records]).mean(0)
+    n_heads = score.shape[1]
+
+    def listed(order: torch.Tensor) -> str:
+        return ", ".join(
+            f"L{int(i) // n_heads}.H{int(i) % n_heads} {100 * alone.flatten()[i]:.0f}% ({score.flatten()[i]:.3f})"
+            for i in order[:10]
+        )
+
+    rho = spearmanr(score.flatten().numpy(), alone.flatten().numpy()).statistic
+    return [
+        f"Each head alone (accuracy, mean P(X > Y)); Spearman of score and accuracy over the {score.numel()} heads: "
+        f"{rho:.2f}.",
+        "",
+        f"- best alone: {listed(alone.flatten().argsort(descending=True))}",
+        f"- highest scores: {listed(score.flatten().argsort(descending=True))}",
+    ]
+
+
+def _shares_all(data: Data) -> torch.Tensor:
+    """``[L, H, U, S]`` every head's span shares."""
+    return normalise(data["units"].double())
 
 
 def main() -> None:

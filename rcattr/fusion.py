@@ -83,10 +83,11 @@ def fuse_where_heads_disagree(
     lexical_share : float
         The mean over units of ``1 - agreement``: how much of the unit votes BM25 filled.
     """
-    lexical = bm25_scores(example)
-    fused, shares = [], []
-    for vote, heads, words in zip(votes, evidence, lexical, strict=True):
-        agreement = head_agreement(heads, weights, vote)
-        fused.append(lexical_fusion(vote, words, agreement))
-        shares.append(agreement)
-    return fused[0], fused[1], float((1 - shares[1]).mean())
+    (answer, units), (answer_heads, unit_heads) = votes, evidence
+    lexical_answer, lexical_units = bm25_scores(example)
+    unit_agreement = head_agreement(unit_heads, weights, units)
+    return (
+        lexical_fusion(answer, lexical_answer, head_agreement(answer_heads, weights, answer)),
+        lexical_fusion(units, lexical_units, unit_agreement),
+        float((1 - unit_agreement).mean()),
+    )

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from rcattr.base import AttributionInput, Example, SpanAttributor
-from rcattr.lexical import bm25_scores, bm25_terms
+from rcattr.lexical import bm25_scores
 from rcattr.result import RCAttributionResult
-
-__all__ = ["BM25Attributor", "bm25_scores", "bm25_terms"]
 
 
 class BM25Attributor(SpanAttributor):

@@ -21,10 +21,10 @@ from rcattr.baselines import (
     IntegratedGradientsAttributor,
     RandomAttributor,
 )
-from rcattr.baselines.bm25 import bm25_terms
 from rcattr.baselines.hybrid import reciprocal_rank_fusion
 from rcattr.baselines.perturbation import span_template
 from rcattr.eval.attribution.faithfulness import answer_log_probs
+from rcattr.lexical import bm25_terms
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
 from rcattr.selectors import FixedHeads
