@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from rcattr.claims import Claim, context_parts, find_claims
 from rcattr.documents import Document
 from rcattr.segmentation import TextSpan, sentence_spans
+from rcattr.support import SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
@@ -33,6 +35,16 @@ if TYPE_CHECKING:
 MIN_SHARE = 0.8
 MAX_SOURCES = 3
 MIN_RELIANCE = 0.0
+
+# A sentence's support (:func:`sentence_support`) is a probability that the context holds it, so the cut-offs
+# are the odds, the same on every model: below even odds it is weak, below 1 to 3 (token support's cut-off)
+# unsupported. Measured, not fitted, on the natural-error benchmark (docs/benchmarks.md).
+WEAK_BELOW = 0.5
+UNSUPPORTED_BELOW = SUPPORT_THRESHOLD
+STATUSES = ("supported", "weak", "unsupported")
+# Names are found by their capitals, so some are not claims (a title's words, a heading): one no sentence of the
+# prompt holds makes its sentence weak, not unsupported, and keeps its citation.
+UNHELD_NAME = UNSUPPORTED_BELOW
 
 
 @dataclass(frozen=True)
@@ -90,10 +102,20 @@ class Citation:
     context_reliance : float or None
         The unit's context reliance (None for baselines), which the rule compares with ``min_reliance``.
     uncited : str or None
-        Why the unit has no citation: ``"low reliance"`` or ``"no context scores"``; None when it has one.
+        Why the unit has no citation: ``"low reliance"``, ``"no context scores"`` or ``"unsupported"`` (support
+        below the rule's ``min_support``); None when it has one.
     n_sentences : int
         How many answer sentences the citation covers: 1, unless an output unit of the result spans several
         and the result has no rows of its own for them (:class:`SentenceRows`): its scores cannot be split.
+    support : float or None
+        How much the context vouches for the sentence, in [0, 1] (:func:`sentence_support`; None for
+        baselines, which have no token support).
+    status : str or None
+        ``"supported"``, ``"weak"`` (support below :data:`WEAK_BELOW`) or ``"unsupported"`` (below
+        :data:`UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); None for baselines.
+    claims : list of Claim
+        The sentence's numbers, dates and names, each held by the documents as a whole or not
+        (:mod:`rcattr.claims`).
     """
 
     start: int
@@ -103,6 +125,14 @@ class Citation:
     context_reliance: float | None
     uncited: str | None = None
     n_sentences: int = 1
+    support: float | None = None
+    status: str | None = None
+    claims: list[Claim] = field(default_factory=list)
+
+    @property
+    def unheld_claims(self) -> list[Claim]:
+        """The claims no sentence of the prompt holds whole (of the documents when the result has no prompt)."""
+        return [claim for claim in self.claims if not claim.held]
 
 
 @dataclass(frozen=True)
@@ -192,8 +222,12 @@ def cited_sources(
     return [d for d in order if shares[d] >= min_share * best][:max_sources], None
 
 
-def check_rule(min_share: float, max_sources: int, min_reliance: float) -> None:
+def check_rule(
+    min_share: float, max_sources: int, min_reliance: float, min_support: float = UNSUPPORTED_BELOW
+) -> None:
     """Refuse a rule outside its range, naming the argument."""
+    if not 0 <= min_support <= 1:
+        raise ValueError(f"min_support must be in [0, 1] (support is a probability), got {min_support!r}")
     if not 0 < min_share <= 1:
         raise ValueError(f"min_share must be in (0, 1] (a share of the best document's), got {min_share!r}")
     if isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1:
@@ -204,24 +238,41 @@ def check_rule(min_share: float, max_sources: int, min_reliance: float) -> None:
         )
 
 
+def sentence_support(token_support: Sequence[float], claims: Sequence[Claim]) -> float:
+    """How much the context vouches for one answer sentence: the mean token support of its (non-blank)
+    tokens (1 with none), however likely each token is, 0 when no sentence of the prompt holds one of its
+    numbers or dates whole, and at most :data:`UNHELD_NAME` when none holds one of its names."""
+    mean = sum(token_support) / len(token_support) if token_support else 1.0
+    return min([mean, *(UNHELD_NAME if claim.kind == "name" else 0.0 for claim in claims if not claim.held)])
+
+
+def support_status(support: float) -> str:
+    """``"supported"``, ``"weak"`` or ``"unsupported"``: ``support`` against :data:`WEAK_BELOW` and
+    :data:`UNSUPPORTED_BELOW`."""
+    return "unsupported" if support < UNSUPPORTED_BELOW else "weak" if support < WEAK_BELOW else "supported"
+
+
 def sentence_citations(
     result: RCAttributionResult,
     min_share: float = MIN_SHARE,
     max_sources: int = MAX_SOURCES,
     min_reliance: float = MIN_RELIANCE,
     sentences: int = 0,
+    min_support: float = UNSUPPORTED_BELOW,
 ) -> list[Citation]:
     """:meth:`RCAttributionResult.citations <rcattr.result.RCAttributionResult.citations>`: one citation per
     answer sentence (per group of :func:`sentence_groups`), with a warning at its caller's caller for one over
     several."""
     if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
         raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
+    check_rule(min_share, max_sources, min_reliance, min_support)
     assert result.token_attr is not None  # always set by RCAttributionResult.__init__
     rows = result.sentence_rows or SentenceRows(
         result.output_spans, result.token_attr, result.unit_context_reliance
     )
     answer_sentences = sentence_spans(result.answer)
     sources_of = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
+    context = context_parts([result.prompt_text] if result.prompt_text is not None else result.chunks)
     citations = []
     for covered, units in sentence_groups(answer_sentences, rows.spans):
         scores = rows.scores[units].mean(0)  # [n_spans]
@@ -229,16 +280,31 @@ def sentence_citations(
         shares = (
             torch.zeros(len(result.chunks), dtype=scores.dtype).index_add_(0, sources_of, scores).tolist()
         )
+        start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
+        claims, support = _claims_and_support(result, start, end, context)
+        status = None if support is None else support_status(support)
         cited, uncited = cited_sources(
             shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
         )
+        if support is not None and support < min_support:
+            cited, uncited = [], "unsupported"
         found = [
             source(result.documents[d], d, shares[d], _best_spans(result, scores, d, sentences))
             for d in cited
         ]
-        start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
         citations.append(
-            Citation(start, end, result.answer[start:end], found, reliance, uncited, len(covered))
+            Citation(
+                start,
+                end,
+                result.answer[start:end],
+                found,
+                reliance,
+                uncited,
+                len(covered),
+                support,
+                status,
+                claims,
+            )
         )
     merged = [citation.n_sentences for citation in citations if citation.n_sentences > 1]
     if merged:
@@ -249,6 +315,35 @@ def sentence_citations(
             stacklevel=3,  # the caller of citations() or cited_answer()
         )
     return citations
+
+
+def _claims_and_support(
+    result: RCAttributionResult, start: int, end: int, context: Sequence[frozenset[str]]
+) -> tuple[list[Claim], float | None]:
+    """The claims of ``result.answer[start:end]`` (offsets in the answer) with their least token support,
+    and the sentence's :func:`sentence_support` (None without token support)."""
+    found = find_claims(result.answer[start:end], context)
+    if result.token_support is None:
+        return [replace(claim, start=claim.start + start, end=claim.end + start) for claim in found], None
+    support = result.token_support.tolist()
+
+    def inside(a: int, b: int) -> list[float]:
+        return [
+            support[i]
+            for i, token in enumerate(result.answer_tokens)
+            if token.start < b and a < token.end and token.text.strip()
+        ]
+
+    claims = [
+        replace(
+            claim,
+            start=claim.start + start,
+            end=claim.end + start,
+            support=min(inside(claim.start + start, claim.end + start), default=None),
+        )
+        for claim in found
+    ]
+    return claims, sentence_support(inside(start, end), claims)
 
 
 def _best_spans(result: RCAttributionResult, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:

@@ -109,6 +109,7 @@ class Example:
             answer_tokens=self.answer_tokens,
             span_scorer=method,
             inp=inp if isinstance(inp, (TextTemplateInput, TextTokenInput)) else None,
+            prompt_text=self.prompt.text,
             **extra,
         )
 

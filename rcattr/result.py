@@ -14,6 +14,7 @@ from rcattr.citations import (
     MAX_SOURCES,
     MIN_RELIANCE,
     MIN_SHARE,
+    UNSUPPORTED_BELOW,
     Citation,
     SentenceRows,
     sentence_citations,
@@ -74,6 +75,9 @@ class RCAttributionResult(LLMAttributionResult):
         flags the tokens below :data:`~rcattr.support.SUPPORT_THRESHOLD`.
     head_selection : HeadSelection or None
         RC methods only: all head scores and the selected heads.
+    prompt_text : str or None
+        The whole prompt the model read (documents, question and template): :meth:`citations` checks the
+        answer's numbers, dates and names against it (against ``chunks`` when None).
     sentence_rows : SentenceRows or None
         With a whole-answer unit (``output_granularity="answer"``) and several answer sentences: each
         sentence's ``[n_sentences, n_spans]`` rows and context reliance from the same pass, which
@@ -106,6 +110,7 @@ class RCAttributionResult(LLMAttributionResult):
         head_selection: HeadSelection | None = None,
         sentence_rows: SentenceRows | None = None,
         inp: Any = None,
+        prompt_text: str | None = None,
     ) -> None:
         super().__init__(
             input_tokens=[span.text for span in context_spans],
@@ -130,6 +135,7 @@ class RCAttributionResult(LLMAttributionResult):
         self.token_support = token_support
         self.head_selection = head_selection
         self.sentence_rows = sentence_rows
+        self.prompt_text = prompt_text
         self.span_scorer = span_scorer
 
     @property
@@ -200,6 +206,7 @@ class RCAttributionResult(LLMAttributionResult):
         max_sources: int = MAX_SOURCES,
         min_reliance: float = MIN_RELIANCE,
         sentences: int = 0,
+        min_support: float = UNSUPPORTED_BELOW,
     ) -> list[Citation]:
         """The documents that support each sentence of the answer, as an application shows them
         (:mod:`rcattr.citations`).
@@ -223,13 +230,17 @@ class RCAttributionResult(LLMAttributionResult):
         sentences : int
             Also give each cited document's ``sentences`` best context spans for the sentence, with their
             character offsets into the document.
+        min_support : float in [0, 1]
+            A sentence whose support (``Citation.support``: how much the documents vouch for it) is below this
+            gets no citation; the default is the cut-off of the ``"unsupported"`` status, 0 cites every
+            sentence whatever its support (the status is given all the same).
 
         Returns
         -------
         list of Citation
             One per answer sentence that an output unit covers, in answer order, with offsets into the answer.
         """
-        return sentence_citations(self, min_share, max_sources, min_reliance, sentences)
+        return sentence_citations(self, min_share, max_sources, min_reliance, sentences, min_support)
 
     def cited_answer(self, style: str = "[n]", *, references: bool = True, **rule: Any) -> str:
         """The answer with citation marks after each cited sentence (:meth:`citations`, whose rule ``rule``

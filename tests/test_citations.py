@@ -198,6 +198,59 @@ def test_cited_answer_in_each_style() -> None:
         result.cited_answer("latex")
 
 
+def _supported(support: list[float], answer: str = ANSWER) -> RCAttributionResult:
+    """The hand-made result with one answer token per word, of the given token support."""
+    result = _result(reliance=[0.7, 0.6, 0.6])
+    words = [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", answer)]
+    assert len(words) == len(support)
+    result.answer_tokens, result.token_support = words, torch.tensor(support)
+    return result
+
+
+def test_each_sentence_is_vouched_for_by_its_token_support_and_its_claims() -> None:
+    # sentence 2 weak by its tokens; sentence 3's number "3" is in no document sentence
+    support = [0.9, 0.9, 0.9, 0.9, 0.9, 0.4, 0.4, 0.4, 0.4, 0.9, 0.9]
+    first, second, third = _supported(support).citations(min_share=0.5)
+    assert (first.support, first.status) == (pytest.approx(0.9), "supported") and first.sources
+    assert (second.support, second.status) == (pytest.approx(0.4), "weak") and second.sources
+    assert [(c.text, c.held) for c in first.claims] == [("330", True)]
+    assert [(c.text, c.held, c.support) for c in third.unheld_claims] == [("3", False, pytest.approx(0.9))]
+    assert (third.support, third.status, third.sources, third.uncited) == (
+        0.0,
+        "unsupported",
+        [],
+        "unsupported",
+    )
+    everything = _supported(support).citations(min_share=0.5, min_support=0)
+    assert everything[2].status == "unsupported" and everything[2].uncited == "no context scores"
+    assert _result().citations()[0].status is None and _result().citations()[0].support is None  # no support
+
+
+def test_weak_and_unsupported_sentences_are_marked_in_each_style() -> None:
+    support = [0.9, 0.9, 0.9, 0.9, 0.9, 0.4, 0.4, 0.4, 0.4, 0.9, 0.9]
+    result = _supported(support)
+    rule = {"min_share": 0.5, "references": False}
+    assert (
+        result.cited_answer(**rule)
+        == "It is 330 metres tall [1]. It opened in 1889 [2][1][weak]! Bread <3 [unsupported: 3]"
+    )
+    assert result.cited_answer("markdown", **rule) == (
+        "It is 330 metres tall[^1]. It opened in 1889[^2][^1] *(weak)*! Bread &lt;3 *(unsupported: 3)*"
+    )
+    page = result.cited_answer("html", **rule)
+    assert '<sup class="rc-status rc-weak" title="support 0.40: ' in page
+    assert (
+        'Bread &lt;<mark class="rc-unheld"' in page
+        and ">3</mark>" in page
+        and ">unsupported: 3</sup>" in page
+    )
+    # likely tokens do not vouch for a number no document holds
+    assert _supported([0.9] * 11).cited_answer(**rule) == (
+        "It is 330 metres tall [1]. It opened in 1889 [2][1]! Bread <3 [unsupported: 3]"
+    )
+    assert "rc-unsupported" in to_html(result) and "rc-weak" in to_html(result)
+
+
 def test_metadata_reaches_to_dict_and_html() -> None:
     result = _result(reliance=[0.7, 0.6, 0.1])
     data = json.loads(json.dumps(result.to_dict()))
@@ -229,9 +282,10 @@ def test_citations_from_a_model_run() -> None:
         inp, "Paris is. Berlin too.", granularity="sentence", output_granularity="sentence"
     )
     assert [d.metadata for d in result.documents] == [{"title": "France"}, {"source": "de.txt"}]
-    citations = result.citations(sentences=2)
+    citations = result.citations(sentences=2, min_support=0)  # a random model: its support is arbitrary
     assert [c.text for c in citations] == ["Paris is.", "Berlin too."]
     for citation in citations:
+        assert citation.status in ("supported", "weak", "unsupported") and 0 <= citation.support <= 1
         assert result.answer[citation.start : citation.end] == citation.text
         assert 1 <= len(citation.sources) <= 2 and citation.context_reliance is not None
         for cited in citation.sources:
@@ -336,10 +390,11 @@ def test_citations_per_sentence_from_a_model_run_whatever_the_output_units() -> 
     answer = "Paris is. Berlin too."
     tokens = attributor.attribute(inp, answer, granularity="chunk", output_granularity="token")
     assert len(tokens.output_spans) == len(answer)  # one unit per character
-    citations = tokens.citations()
+    citations = tokens.citations(min_support=0)  # a random model: its support is arbitrary
     assert [(c.text, c.n_sentences) for c in citations] == [("Paris is.", 1), ("Berlin too.", 1)]
-    marked = tokens.cited_answer(references=False)
-    assert re.fullmatch(r"Paris is( \[\d\])+\. Berlin too( \[\d\])+\.", marked), marked
+    marked = tokens.cited_answer(references=False, min_support=0)
+    status = r"(\[weak\]|\[unsupported\])?"
+    assert re.fullmatch(rf"Paris is( \[\d\])+{status}\. Berlin too( \[\d\])+{status}\.", marked), marked
     # the whole answer as the unit: its sentences are scored too (sentence_rows), and cited as sentence units are
     whole = attributor.attribute(inp, answer, granularity="chunk", output_granularity="answer")
     sentences = attributor.attribute(inp, answer, granularity="chunk", output_granularity="sentence")

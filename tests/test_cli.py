@@ -68,6 +68,21 @@ def test_demo_finds_the_document_the_answer_quotes(capsys):
     assert _sources(out)[0] == "1"
 
 
+@pytest.mark.real_model
+def test_demo_does_not_cite_a_number_its_documents_do_not_hold(capsys, tmp_path):
+    """The default model's own answer gives Mount Fuji a height no document holds (2,781.25 m, not 3,776 m):
+    its sentence is marked unsupported and cites nothing, in the report and on the HTML page."""
+    page = tmp_path / "demo.html"
+    assert main(["demo", "--color", "never", "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    answer = out.splitlines()[0]
+    assert "2,781.25" in answer and "3,776" not in answer  # the model's error, as the README shows it
+    assert answer.endswith("[unsupported: 2,781.25].") and "[1]" not in answer and "[2]" not in answer
+    assert "unsupported (0.00)" in out and "not in the prompt: '2,781.25'" in out
+    html = page.read_text()
+    assert '<mark class="rc-unheld"' in html and ">2,781.25</mark>" in html and "rc-source-" not in html
+
+
 def _on_the_demo_documents(command: str, directory) -> list[str]:
     """``command``'s arguments for the demo documents written to a file, one per paragraph."""
     context = directory / "context.txt"

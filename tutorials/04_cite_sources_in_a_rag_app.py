@@ -95,8 +95,11 @@ print(result.cited_answer("[n]"))
 # `citations()` gives the data behind the marks: per answer sentence, its character offsets in the answer,
 # the cited documents with their share of the sentence's attribution, the id and metadata from the input,
 # and (with `sentences=1`) the best sentence of each cited document with its offsets in that document, to
-# highlight the quote. A sentence whose context reliance falls below `min_reliance` gets no citation and
-# says why (`uncited`).
+# highlight the quote. Each citation also says how much the documents vouch for its sentence: `support`
+# (its mean token support, 0 when no sentence of the prompt holds one of its numbers or dates) and `status`,
+# `"supported"`, `"weak"` (below 0.5) or `"unsupported"` (below 0.25: no citation, and `cited_answer()`
+# writes `[unsupported: ...]` with the claims the prompt does not hold). A sentence without a citation says
+# why (`uncited`).
 
 # %%
 rows = []
@@ -105,6 +108,8 @@ for citation in result.citations(sentences=1):
         rows.append(
             {
                 "answer sentence": citation.text,
+                "status": citation.status,
+                "support": round(citation.support, 3),
                 "mark": f"[{cited.number}]",
                 "share": round(cited.score, 3),
                 "id": cited.id,
@@ -113,7 +118,15 @@ for citation in result.citations(sentences=1):
             }
         )
     if not citation.sources:
-        rows.append({"answer sentence": citation.text, "mark": "", "uncited": citation.uncited})
+        unheld = ", ".join(claim.text for claim in citation.unheld_claims)
+        rows.append(
+            {
+                "answer sentence": citation.text,
+                "status": citation.status,
+                "uncited": citation.uncited,
+                "unheld": unheld,
+            }
+        )
 table = pd.DataFrame(rows)
 table.to_csv(OUT / "citations.csv", index=False)
 print(table.to_string())

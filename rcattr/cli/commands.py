@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rcattr.attributor import RCAttributor
+    from rcattr.citations import Citation
     from rcattr.prompting import ContextInput
     from rcattr.result import RCAttributionResult
 
@@ -36,8 +37,10 @@ def report(result: RCAttributionResult, top: int) -> str:
     """The answer and, for each of its parts, the ``top`` context spans it came from; then the answer's
     context reliance and its tokens the context does not support."""
     from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
+    from rcattr.viz.cited_answer import cited_answer
 
-    lines = [f"Answer: {result.cited_answer()}", ""]
+    citations = result.citations()
+    lines = [f"Answer: {cited_answer(result, citations)}", ""]
     several = len(result.chunks) > 1
     for unit, span in enumerate(result.output_spans):
         lines.append(f"{span.text!r}")
@@ -51,6 +54,7 @@ def report(result: RCAttributionResult, top: int) -> str:
             f"Context reliance: {result.context_reliance:.2f} (lookback ratio on the selected heads: attention "
             "to the context against attention to the answer itself, 0 to 1)",
         ]
+    lines += _vouching(citations)
     unsupported = result.unsupported_tokens()
     if unsupported and result.token_support is not None:
         support = result.token_support.tolist()
@@ -64,6 +68,30 @@ def report(result: RCAttributionResult, top: int) -> str:
             f"{listed}{more}",
         ]
     return "\n".join(lines)
+
+
+def _vouching(citations: list[Citation]) -> list[str]:
+    """The report's lines on the sentences the documents vouch for weakly or not at all."""
+    from rcattr.citations import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
+
+    marked = [c for c in citations if c.status in ("weak", "unsupported")]
+    if not marked:
+        return []
+    lines = [
+        "",
+        f"Sentences the documents do not vouch for (support below {WEAK_BELOW:g}: weak; below "
+        f"{UNSUPPORTED_BELOW:g}: unsupported, nothing cited; support is the sentence's mean token support, 0 when "
+        f"no sentence of the prompt holds one of its numbers or dates, at most {UNHELD_NAME:g} when one of its "
+        "names):",
+    ]
+    for citation in marked:
+        unheld = ", ".join(repr(claim.text) for claim in citation.unheld_claims)
+        text = citation.text if len(citation.text) <= 90 else citation.text[:87] + "..."
+        lines.append(
+            f"  {citation.status} ({citation.support:.2f}): {text!r}"
+            + (f"; not in the prompt: {unheld}" if unheld else "")
+        )
+    return lines
 
 
 def _explain(args: argparse.Namespace, inp: ContextInput) -> int:

@@ -6,6 +6,11 @@ markdown, the characters that start inline markup (``\\ ` * _ [ ] ~ | ^``) are b
 marker at the start of a line (``#``, ``-``, ``1.``...) is escaped, and so is a ``(`` or ``:`` right after a
 mark (``[^1](...)`` would be a link, ``[^1]:`` a footnote definition). Only ``http(s)`` urls become links,
 with spaces, parentheses, quotes and control characters percent-encoded.
+
+A sentence the documents vouch for weakly (``Citation.status == "weak"``) keeps its marks and is tagged
+``[weak]`` (``[weak: Dorestad]`` with the names the prompt does not hold); an unsupported one cites nothing
+and is tagged ``[unsupported]``, with the claims the prompt does not hold (``[unsupported: 2,781.25]``); in
+HTML those claims are also highlighted (``<mark class="rc-unheld">``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ _BLOCK_MARKER = re.compile(r"^[ \t]*\d*([#+\-=.)])", re.M)  # a heading, list it
 # a footnote mark followed by "(" reads as a link, followed by ":" (at a line's start) as a definition
 _AFTER_MARK = "(:"
 _URL_UNSAFE = re.compile(r"[\s()<>\\`\"\x00-\x1f\x7f]")
+_UNHELD_OPEN = '<mark class="rc-unheld" title="no sentence of the prompt holds this">'
+_MEANING = {
+    "weak": "the documents support this sentence weakly",
+    "unsupported": "the documents do not support this sentence: nothing is cited",
+}
 
 
 def cited_answer(
@@ -40,7 +50,15 @@ def cited_answer(
     marks: dict[int, str] = {}
     for citation in citations:
         cut = citation.start + _CLOSING.search(citation.text).start()  # type: ignore[union-attr]  # always matches
-        marks[cut] = _marks([cited.number for cited in citation.sources], style)
+        if style == "html" and citation.status in ("weak", "unsupported"):
+            for claim in citation.unheld_claims:
+                marks[claim.start] = marks.get(claim.start, "") + _UNHELD_OPEN
+                marks[claim.end] = marks.get(claim.end, "") + "</mark>"
+        marks[cut] = (
+            marks.get(cut, "")
+            + _marks([cited.number for cited in citation.sources], style)
+            + _status_mark(citation, style)
+        )
     text = _marked_text(result.answer, marks, style)
     cited = sorted({cited.number for citation in citations for cited in citation.sources})
     if style == "html":
@@ -75,6 +93,20 @@ def _markdown_chars(text: str, after_marks: Collection[int] = ()) -> list[str]:
         if index < len(text) and text[index] in _AFTER_MARK:
             chars[index] = "\\" + text[index]
     return chars
+
+
+def _status_mark(citation: Citation, style: str) -> str:
+    """The tag of a weak or unsupported sentence (nothing for a supported one or a baseline's)."""
+    if citation.status not in ("weak", "unsupported"):
+        return ""
+    unheld = ", ".join(claim.text for claim in citation.unheld_claims)
+    label = f"{citation.status}: {unheld}" if unheld else citation.status
+    if style == "[n]":
+        return ("" if citation.sources else " ") + f"[{label}]"
+    if style == "markdown":
+        return f" *({''.join(_markdown_chars(label))})*"
+    title = html.escape(f"support {citation.support:.2f}: {_MEANING[citation.status]}")
+    return f'<sup class="rc-status rc-{citation.status}" title="{title}">{html.escape(label)}</sup>'
 
 
 def _marks(numbers: Sequence[int], style: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from rcattr.citations import Citation, cited_sources
+from rcattr.citations import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW, Citation, cited_sources
 from rcattr.documents import plain_json
 from rcattr.options import HTML_SUFFIXES
 from rcattr.result import RCAttributionResult
@@ -36,6 +36,9 @@ summary{cursor:pointer}summary h3{display:inline;margin:0}details.chunk{margin:.
 details.uncited>summary,details.uncited .text{color:#999}
 .cite{color:#9a3412;background:#ffedd5;border-radius:3px;padding:0 .35em;font-size:.85em}.cite:empty{display:none}
 td,th{border-bottom:1px solid #eee;padding:.2em .6em;text-align:left;vertical-align:top}
+.rc-status{border-radius:3px;padding:0 .3em;margin-left:.2em;font-size:.8em}
+.rc-weak{background:#fef3c7;color:#92400e}.rc-unsupported{background:#fee2e2;color:#991b1b}
+mark.rc-unheld{background:#fecaca;color:inherit}
 """
 
 _JS = """
@@ -131,14 +134,18 @@ def _views(result: RCAttributionResult, citations: Sequence[Citation]) -> dict[s
     times the darkest opacity); ``documents``: each document's share (``[n_documents]`` and ``[n_outputs,
     n_documents]``); ``cited``: the 0-based documents cited, for the whole answer those of ``citations`` (the
     cited answer's), for a unit those the same rule (:func:`~rcattr.citations.cited_sources`) gives its own
-    shares and context reliance (a sentence unit's are its sentence's citation).
+    shares and context reliance (a sentence unit's are its sentence's citation), none for a unit inside an
+    unsupported sentence.
     """
     assert result.token_attr is not None  # always set by RCAttributionResult.__init__
     reliance = result.unit_context_reliance
     shares = [result.document_scores(unit) for unit in range(len(result.output_spans))]
+    unsupported = [(c.start, c.end) for c in citations if c.uncited == "unsupported"]
     cited = [
-        cited_sources(row.tolist(), None if reliance is None else float(reliance[unit]))[0]
-        for unit, row in enumerate(shares)
+        []
+        if any(start <= span.start and span.end <= end for start, end in unsupported)
+        else cited_sources(row.tolist(), None if reliance is None else float(reliance[unit]))[0]
+        for (unit, row), span in zip(enumerate(shares), result.output_spans, strict=True)
     ]
 
     def rounded(values: torch.Tensor, decimals: int = 6) -> Any:
@@ -277,7 +284,11 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         '<span style="background:#ff9d26">Orange</span>: how far a context span stands '
         "above an even spread of the scores, against the best span (darkest); spans at or below an even share "
         'are not shaded. <span class="cite">cited [n]</span>: a document the cited answer cites; the others '
-        "are grey. "
+        'are grey. <sup class="rc-status rc-weak">weak</sup> / <sup class="rc-status rc-unsupported">'
+        "unsupported</sup>: a sentence whose support (its mean token support; 0 when a number or date of it is "
+        f"in no sentence of the prompt, at most {UNHELD_NAME:g} when a name is) is below {WEAK_BELOW:g} / "
+        f"{UNSUPPORTED_BELOW:g}; an unsupported one cites nothing, and "
+        '<mark class="rc-unheld">its claims the prompt does not hold</mark> are highlighted. '
         '<span class="g" style="--u:1">Dotted red underline</span>: 1 - token support, '
         f"{SUPPORT_MEANING} (fainter = better supported). "
         '<span class="g low" style="--u:0">Red background</span>: unsupported, token support below '

@@ -21,11 +21,14 @@ from tqdm.auto import tqdm
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.citations import rules
+from rcattr.eval.citations.foreign import foreign_markdown, foreign_tables
 from rcattr.eval.citations.rows import foreign_sentence, held_back, sentence_rows
 from rcattr.eval.common.datasets import DATA_HELP, AttributionRecord, load_attribution
 from rcattr.eval.common.run_args import run_folder
 from rcattr.eval.common.run_store import RunStore, announce_resume, record_id
 from rcattr.eval.common.sharding import Shard
+from rcattr.eval.groundedness.context_signals import token_statistics
+from rcattr.eval.groundedness.sentence_signals import citation_signals
 from rcattr.options import positive_int
 
 DATASETS = ("quotesum", "verigran")
@@ -70,12 +73,13 @@ def _line(
         "sentence" if foreign is None else [(len(answer) - len(foreign), len(answer))]
     )
     result = attributor.attribute(inp, answer, granularity="chunk", output_granularity=units)
-    return {
-        "id": record.id,
-        "question": record.question,
-        "held_back": held_back(record),
-        "sentences": sentence_rows(result, record),
-    }
+    statistics = token_statistics(attributor.model, attributor.prepare(inp, answer, "chunk"))
+    citations = result.citations()
+    rows = sentence_rows(result, record)
+    for row in rows:  # each unit is one sentence, and so one citation
+        (citation,) = [c for c in citations if c.start < row["end"] and row["start"] < c.end]
+        row.update(citation_signals(result, citation, statistics))
+    return {"id": record.id, "question": record.question, "held_back": held_back(record), "sentences": rows}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -129,6 +133,10 @@ def run(args: argparse.Namespace) -> None:
     attributor = None if args.report_only else RCAttributor(*load_model(args.model))
     lines = {dataset: run_dataset(dataset, attributor, store, args) for dataset in args.datasets}
     results = rules.evaluate(lines, seed=args.seed)
+    appended = foreign_tables(rules.labelled(lines), seed=args.seed)
     markdown = rules.markdown(results)
+    if appended:  # rows with the sentences' support (issue 50)
+        results["appended"] = appended
+        markdown += "\n" + foreign_markdown(appended)
     store.write_report(results, markdown)
     print(markdown)

@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from rcattr.attributor import RCAttributor
+from rcattr.eval.common.auroc import table_lines
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.groundedness.pairs import Answering
@@ -120,14 +121,6 @@ def auroc_table(
 
 def markdown(table: dict[str, dict[str, float]], description: str, reference: str = REFERENCE) -> str:
     """The AUROC table of one paired task, under its description and pair count."""
-    lines = [
-        f"| signal | AUROC | 95% interval | minus {reference} (paired 95% interval) |",
-        "|---|---:|---|---|",
-        *(
-            f"| {name} | {v['auroc']:.3f} | [{v['low']:.3f}, {v['high']:.3f}] | "
-            f"{v[f'minus_{reference}']:+.3f} [{v['difference_low']:+.3f}, {v['difference_high']:+.3f}] |"
-            for name, v in table.items()
-        ),
-    ]
+    lines = table_lines(table, reference)
     n = next(iter(table.values()))["questions"] if table else 0
     return f"{description}: {n} pairs\n\n" + "\n".join(lines) + "\n"

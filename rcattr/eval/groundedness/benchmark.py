@@ -33,13 +33,14 @@ from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.run_args import run_folder
 from rcattr.eval.common.run_store import RunStore, announce_resume, record_id
 from rcattr.eval.common.sharding import Shard
-from rcattr.eval.groundedness import answer_level, unsupported_tokens
+from rcattr.eval.groundedness import answer_level, natural_errors, unsupported_tokens
 from rcattr.eval.groundedness.answer_edits import edit_answers
 from rcattr.eval.groundedness.pairs import TASKS as PAIRED_TASKS
 from rcattr.eval.groundedness.pairs import PairedTask
 from rcattr.options import positive_int
 
-TASKS = (*PAIRED_TASKS, "unsupported")
+TASKS = (*PAIRED_TASKS, "unsupported", "errors")
+DEFAULT_TASKS = TASKS[:-1]
 
 
 def rows_stem(task: PairedTask) -> str:
@@ -103,6 +104,25 @@ def run_unsupported(
     return tables
 
 
+def run_errors(
+    attributor: RCAttributor | None, store: RunStore, args: argparse.Namespace
+) -> tuple[dict[str, Any], str]:
+    """The natural-error rows (:mod:`rcattr.eval.groundedness.natural_errors`), resuming (none computed
+    without an attributor), and their tables and markdown."""
+    gen_args = {"max_new_tokens": args.max_new_tokens, "do_sample": False}
+    records = natural_errors.questions(args.limit, args.seed)
+    keys = [record.id for record in records]
+    todo = set(store.todo("errors", keys, key=record_id)) if attributor is not None else set()
+    if attributor is not None:
+        announce_resume(store.out, len(keys) - len(todo), len(keys), "SQuAD answers")
+    with store.appending("errors") as write:
+        for record in tqdm(records, desc="natural errors", disable=not todo):
+            if record.id in todo and attributor is not None:
+                write({"id": record.id, **natural_errors.answer_row(attributor, record, gen_args)})
+    rows = list(store.done("errors", keys, key=record_id).values())
+    return natural_errors.report(rows, records, args.seed)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m rcattr.eval.groundedness",
@@ -118,14 +138,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--task",
         nargs="+",
         choices=TASKS,
-        default=list(TASKS),
-        help="benchmarks to run (default: all four)",
+        default=list(DEFAULT_TASKS),
+        help="benchmarks to run (default: all but errors, the natural errors of issue 50)",
     )
     parser.add_argument(
         "--limit",
         type=positive_int,
         default=200,
-        help="answer-level tasks: pairs per task (default 200)",
+        help="answer-level tasks: pairs per task, or questions for errors (default 200)",
     )
     parser.add_argument(
         "--records",
@@ -189,5 +209,8 @@ def run(args: argparse.Namespace) -> None:
     if "unsupported" in args.task:
         results["unsupported_tokens"] = run_unsupported(attributor, store, args)
         report.append(unsupported_tokens.markdown(results["unsupported_tokens"]))
+    if "errors" in args.task:
+        results["natural_errors"], text = run_errors(attributor, store, args)
+        report.append(text)
     store.write_report(results, "\n".join(report))
     print("\n".join(report))

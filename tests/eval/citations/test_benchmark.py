@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from rcattr.eval.citations.benchmark import main
+from rcattr.eval.citations.foreign import foreign_markdown, foreign_tables
 from rcattr.eval.citations.rows import foreign_sentence, gold_documents, held_back
-from rcattr.eval.citations.rules import Rule, best, counts, labelled, scores
+from rcattr.eval.citations.rules import VOUCHED, Rule, best, counts, evaluate, labelled, scores
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan, load_quotesum
 from rcattr.segmentation import TextSpan
 from tests.helpers import data_folder
@@ -58,6 +59,54 @@ def test_only_labelled_sentences_count_where_a_file_marks_one_statement() -> Non
         {name: [{**LINES[0], "sentences": [*LINES[0]["sentences"], _sentence([1.0], [])]}] for name in lines}
     )
     assert len(kept["verigran"][0]["sentences"]) == 2 and len(kept["quotesum"][0]["sentences"]) == 3
+
+
+def _vouched(sentence: dict, vouch: float, status: str) -> dict:
+    claims = [["number", vouch > 0, 0.5]]
+    return {
+        **sentence,
+        "vouch": vouch,
+        "status": status,
+        "claims": claims,
+        "coverage": vouch,
+        "logprob": -1.0,
+        "neg_entropy": -1.0,
+        "lookback": 0.5,
+    }
+
+
+def _vouched_lines() -> list[dict]:
+    """LINES with each sentence vouched for: the answers' well (but one), the appended ones not."""
+    return [
+        {
+            **line,
+            "sentences": [
+                _vouched(sentence, 0.9 if i else 0.3, "supported" if i else "weak")
+                for i, sentence in enumerate(line["sentences"])
+            ],
+            "foreign": [_vouched(sentence, 0.0, "unsupported") for sentence in line["foreign"]],
+        }
+        for line in LINES
+    ]
+
+
+def test_the_library_s_rule_withholds_unsupported_sentences_only_on_vouched_rows() -> None:
+    assert VOUCHED not in evaluate({"quotesum": LINES}, n_boot=20)["families"]
+    results = evaluate({"quotesum": _vouched_lines()}, n_boot=20)
+    vouched = results["families"][VOUCHED]
+    assert (vouched["signal"], vouched["threshold"]) == ("vouch", 0.25)
+    table = results["tables"]["quotesum/dev"][VOUCHED]
+    assert table["foreign_uncited"][0] == 1.0 and table["f1_minus_chosen"][0] == 0.0
+
+
+def test_appended_sentences_get_their_auroc_and_marked_shares() -> None:
+    tables = foreign_tables({"quotesum": _vouched_lines()}, seed=0)
+    table = tables["quotesum"]  # the record with an appended sentence: two answer sentences, one appended
+    assert table["appended"] == {"weak": 0.0, "unsupported": 1.0, "sentences": 1}
+    assert table["answers"] == {"weak": 0.5, "unsupported": 0.0, "sentences": 2}
+    assert table["auroc"]["vouch"]["auroc"] == 1.0 and table["auroc"]["logprob"]["auroc"] == 0.5
+    assert "100.0% marked of 1" in foreign_markdown(tables)
+    assert foreign_tables({"quotesum": LINES}) == {}  # rows from before vouching
 
 
 def _record(identifier: str, question: str, answer: str) -> AttributionRecord:
@@ -117,7 +166,12 @@ def test_a_run_writes_every_sentence_and_its_report_comes_back_from_the_rows(
         json.loads(line) for line in (out / "records" / "appended-quotesum.jsonl").read_text().splitlines()
     ]
     assert all(len(line["sentences"]) == 1 and line["sentences"][0]["gold"] == [] for line in appended)
+    for line in lines + appended:
+        for sentence in line["sentences"]:
+            assert sentence["status"] in ("supported", "weak", "unsupported") and 0 <= sentence["vouch"] <= 1
+            assert {"claims", "coverage", "logprob", "neg_entropy", "lookback"} <= set(sentence)
     results = json.loads((out / "results.json").read_text())
+    assert results["appended"]["quotesum"]["appended"]["sentences"] == len(appended)
     assert results["tables"]["quotesum/dev"]["foreign"] == results["tables"]["quotesum/dev"]["records"]
     (out / "results.json").unlink()
     monkeypatch.setattr(

@@ -1,0 +1,74 @@
+"""AUROC of signals telling supported items (label 1) from unsupported ones (0), with bootstrap intervals and
+paired differences to a reference signal: the natural-error benchmarks' tables (issue 50)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from rcattr.eval.common.metrics import resampled_summary
+
+
+def auroc_table(
+    items: Sequence[dict[str, float]],
+    labels: Sequence[int],
+    reference: str,
+    groups: Sequence[str] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """Per signal of ``items``, the AUROC of telling the ``labels`` 1 (supported) from 0, with a 95%
+    bootstrap interval, and its difference to ``reference`` with the paired interval (the same draws).
+    ``groups`` (e.g. the record of each item) are resampled whole, each item its own by default; a draw with
+    one label only is dropped. Empty when the items do not have both labels."""
+    y = np.asarray(labels, dtype=int)
+    if not items or y.min() == y.max():
+        return {}
+    members: dict[str, list[int]] = {}
+    for index, key in enumerate(groups if groups is not None else map(str, range(len(items)))):
+        members.setdefault(key, []).append(index)
+    blocks = list(members.values())
+    rng = np.random.default_rng(seed)
+    draws = [
+        np.concatenate([blocks[b] for b in rng.integers(0, len(blocks), len(blocks))]) for _ in range(n_boot)
+    ]
+    draws = [d for d in draws if 0 < y[d].sum() < len(d)]
+
+    def aurocs(signal: str) -> tuple[float, np.ndarray]:
+        x = np.array([item[signal] for item in items], dtype=float)
+        return float(roc_auc_score(y, x)), np.array([roc_auc_score(y[d], x[d]) for d in draws])
+
+    base, base_draws = aurocs(reference)
+    table = {}
+    for signal in items[0]:
+        value, resampled = (base, base_draws) if signal == reference else aurocs(signal)
+        table[signal] = {
+            **resampled_summary(value, resampled, base, base_draws, reference),
+            "positives": int(y.sum()),
+            "negatives": int(len(y) - y.sum()),
+        }
+    return table
+
+
+def table_lines(table: dict[str, dict[str, float]], reference: str) -> list[str]:
+    """The markdown table of an AUROC table: per signal, its AUROC, interval and paired difference."""
+    return [
+        f"| signal | AUROC | 95% interval | minus {reference} (paired 95% interval) |",
+        "|---|---:|---|---|",
+        *(
+            f"| {name} | {v['auroc']:.3f} | [{v['low']:.3f}, {v['high']:.3f}] | "
+            f"{v[f'minus_{reference}']:+.3f} [{v['difference_low']:+.3f}, {v['difference_high']:+.3f}] |"
+            for name, v in table.items()
+        ),
+    ]
+
+
+def markdown(table: dict[str, dict[str, float]], description: str, reference: str) -> str:
+    """One AUROC table under its description and its counts of positives and negatives."""
+    if not table:
+        return f"{description}: no rows with both labels\n"
+    counts = next(iter(table.values()))
+    head = f"{description}: {counts['positives']} against {counts['negatives']}"
+    return head + "\n\n" + "\n".join(table_lines(table, reference)) + "\n"

@@ -1,0 +1,72 @@
+"""Per answer sentence, what the natural-error benchmark compares (issue 50): the support of its citation and
+the pieces it is made of, and the baselines from the same tokens.
+
+- ``vouch``: :attr:`Citation.support <rcattr.citations.Citation.support>`, what ``result.citations()`` says
+  (its ``status`` too);
+- ``support``: the sentence's mean token support alone; ``claims``: its claims as ``[kind, held, least token
+  support]`` (:mod:`rcattr.claims`);
+- baselines: ``logprob`` (mean token log-probability), ``neg_entropy`` (minus the mean entropy),
+  ``lookback`` (the lookback ratio over all heads, Chuang et al. 2024) and ``coverage``, a lexical check: the
+  share of the sentence's content words (not stop words) found anywhere in the documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rcattr.citations import Citation
+from rcattr.claims import claim_parts, stop_words
+from rcattr.eval.groundedness.context_signals import TokenStatistics
+from rcattr.result import RCAttributionResult
+
+SIGNALS = ("vouch", "support", "claims_held", "claims_rc", "coverage", "logprob", "neg_entropy", "lookback")
+
+
+def content_coverage(text: str, documents: Sequence[str]) -> float:
+    """The share of ``text``'s content words (their :func:`~rcattr.claims.claim_parts`, stop words left out)
+    that occur in ``documents``; 1 when it has none."""
+    words = [w for w in claim_parts(text) if w not in stop_words()]
+    held = {w for document in documents for w in claim_parts(document)}
+    return sum(w in held for w in words) / len(words) if words else 1.0
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def citation_signals(
+    result: RCAttributionResult, citation: Citation, statistics: TokenStatistics
+) -> dict[str, Any]:
+    """The signals of one citation's sentence (``statistics``: every head's, from a pass over the same
+    prompt and answer)."""
+    tokens = [
+        i
+        for i, token in enumerate(result.answer_tokens)
+        if token.start < citation.end and citation.start < token.end and token.text.strip()
+    ]
+    assert result.token_support is not None  # an RC result
+    lookback = statistics.lookback.mean((0, 1))
+    return {
+        "vouch": citation.support,
+        "status": citation.status,
+        "support": _mean([float(result.token_support[i]) for i in tokens]),
+        "claims": [[claim.kind, claim.held, claim.support] for claim in citation.claims],
+        "coverage": content_coverage(citation.text, result.chunks),
+        "logprob": _mean([float(statistics.logprob[i]) for i in tokens[1:] or tokens]),
+        "neg_entropy": -_mean([float(statistics.entropy[i]) for i in tokens]),
+        "lookback": _mean([float(lookback[i]) for i in tokens]),
+    }
+
+
+def derived(row: dict[str, Any]) -> dict[str, float]:
+    """The signals a row's stored pieces give, by name (:data:`SIGNALS`): ``claims_held`` is 0 when a claim
+    is not held (1 otherwise), ``claims_rc`` the least token support of its claims (1 with none)."""
+    claims = row["claims"]
+    return {
+        **{
+            name: row[name] for name in ("vouch", "support", "coverage", "logprob", "neg_entropy", "lookback")
+        },
+        "claims_held": float(all(held for _, held, _ in claims)),
+        "claims_rc": min((support for _, _, support in claims if support is not None), default=1.0),
+    }
