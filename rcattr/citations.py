@@ -23,7 +23,7 @@ import torch
 
 from rcattr.claims import Claim, context_parts, find_claims
 from rcattr.documents import Document
-from rcattr.segmentation import TextSpan, sentence_spans
+from rcattr.segmentation import TextSpan, sentence_spans, tokens_within
 from rcattr.support import SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ MIN_RELIANCE = 0.0
 # unsupported. Measured, not fitted, on the natural-error benchmark (docs/benchmarks.md).
 WEAK_BELOW = 0.5
 UNSUPPORTED_BELOW = SUPPORT_THRESHOLD
-STATUSES = ("supported", "weak", "unsupported")
 # Names are found by their capitals, so some are not claims (a title's words, a heading): one no sentence of the
 # prompt holds makes its sentence weak, not unsupported, and keeps its citation.
 UNHELD_NAME = UNSUPPORTED_BELOW
@@ -114,7 +113,7 @@ class Citation:
         ``"supported"``, ``"weak"`` (support below :data:`WEAK_BELOW`) or ``"unsupported"`` (below
         :data:`UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); None for baselines.
     claims : list of Claim
-        The sentence's numbers, dates and names, each held by the documents as a whole or not
+        The sentence's numbers, dates and names, each held by a sentence of the prompt as a whole or not
         (:mod:`rcattr.claims`).
     """
 
@@ -328,11 +327,7 @@ def _claims_and_support(
     support = result.token_support.tolist()
 
     def inside(a: int, b: int) -> list[float]:
-        return [
-            support[i]
-            for i, token in enumerate(result.answer_tokens)
-            if token.start < b and a < token.end and token.text.strip()
-        ]
+        return [support[i] for i in tokens_within(result.answer_tokens, a, b)]
 
     claims = [
         replace(

@@ -10,7 +10,7 @@ construction. A claim is therefore taken as one unit:
   ``Mount Fuji``, ``Hartwell Dredging Ltd``; a lone capitalised word that opens its sentence is not taken
   for a name). No named-entity model is used: none can be downloaded here, and these three kinds are the
   claims a reader checks first;
-- a claim is **held** when one sentence of the context (or the question) has every one of its parts
+- a claim is **held** when one sentence of the prompt (documents, question, template) has every one of its parts
   (:func:`claim_parts`: a number as the whole number, thousands separators dropped; a name's or a date's
   words, case folded), so ``2,781.25`` is not held by ``3,776`` and ``Hartwell Dredging`` not by a
   sentence that says ``dredging``.
@@ -49,8 +49,6 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVES = re.compile(r"(?<=\w)['’]s?\b")
 _CONNECTORS = frozenset(re.findall(r"\w+", _CONNECTOR))
 
-KINDS = ("number", "date", "name")
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -65,7 +63,7 @@ class Claim:
     kind : str
         ``"number"``, ``"date"`` or ``"name"``.
     held : bool
-        Whether one sentence of the context (or the question) has every part of it (:func:`claim_parts`).
+        Whether one sentence of the prompt has every part of it (:func:`claim_parts`).
     support : float or None
         The least token support of its tokens (:attr:`RCAttributionResult.token_support
         <rcattr.result.RCAttributionResult.token_support>`; None for baselines).
@@ -115,8 +113,8 @@ def claim_spans(text: str) -> list[tuple[int, int, str]]:
 
 def claim_parts(text: str) -> tuple[str, ...]:
     """The parts a context sentence must have for it to hold claim ``text``: its words case folded, each
-    number whole without thousands separators (``2,781.25`` is ``2781.25``), ordinals and numbers with units as the number alone, and
-    without a name's connectors (``of``, ``the``, ``von``...) or possessive."""
+    number whole without thousands separators (``2,781.25`` is ``2781.25``), ordinals and numbers with units
+    as the number alone (``3rd`` is ``3``), without a name's connectors (``of``, ``the``...) or possessive."""
     return tuple(part for part in _parts(text) if part not in _CONNECTORS) or _parts(text)
 
 
@@ -130,7 +128,7 @@ def _parts(text: str) -> tuple[str, ...]:
 
 
 def context_parts(texts: Iterable[str]) -> list[frozenset[str]]:
-    """The parts (:func:`claim_parts`) of each sentence of ``texts`` (the documents and the question)."""
+    """The parts (:func:`claim_parts`) of each sentence of ``texts`` (the prompt, or the documents)."""
     return [frozenset(_parts(sentence.text)) for text in texts for sentence in sentence_spans(text)]
 
 

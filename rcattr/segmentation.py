@@ -60,6 +60,13 @@ def one_line(text: str, width: int) -> str:
     return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
 
 
+def tokens_within(tokens: Sequence[TextSpan], start: int, end: int) -> list[int]:
+    """The indices of the ``tokens`` (of one text) that overlap characters ``[start, end)`` and are not blank."""
+    return [
+        i for i, token in enumerate(tokens) if token.start < end and start < token.end and token.text.strip()
+    ]
+
+
 def whole_span(text: str, source: int = 0) -> TextSpan:
     """The whole of ``text`` as one span."""
     return TextSpan(0, len(text), text, source)

@@ -13,6 +13,7 @@ from rcattr.segmentation import (
     sentence_spans,
     token_ranges,
     token_spans,
+    tokens_within,
     whole_span,
 )
 
@@ -107,3 +108,9 @@ def test_token_spans_are_clipped_to_the_text() -> None:
     spans = token_spans(offsets, 3, 15, prompt[3:15], source=1)
     assert [s.text for s in spans] == ["The", " cat", " sat", "."]
     _check_exact(prompt[3:15], spans)
+
+
+def test_tokens_within_keeps_the_non_blank_tokens_that_overlap_the_characters() -> None:
+    tokens = char_spans("It is 330 m.", [(0, 2), (2, 3), (3, 5), (5, 9), (9, 12)])
+    assert tokens_within(tokens, 3, 9) == [2, 3]  # the blank token between is left out
+    assert tokens_within(tokens, 6, 7) == [3] and tokens_within(tokens, 12, 12) == []

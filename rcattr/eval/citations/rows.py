@@ -10,7 +10,7 @@ from typing import Any
 
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
 from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan, sentence_spans
+from rcattr.segmentation import TextSpan, sentence_spans, tokens_within
 from rcattr.support import SUPPORT_THRESHOLD
 
 HELD_BACK = 3
@@ -52,11 +52,7 @@ def sentence_rows(result: RCAttributionResult, record: AttributionRecord) -> lis
     support, groundedness = result.token_support.tolist(), result.groundedness.tolist()
     rows = []
     for unit, sentence in enumerate(result.output_spans):
-        tokens = [
-            index
-            for index, token in enumerate(result.answer_tokens)
-            if token.start < sentence.end and sentence.start < token.end and token.text.strip()
-        ]
+        tokens = tokens_within(result.answer_tokens, sentence.start, sentence.end)
         unit_support = [support[t] for t in tokens]
         rows.append(
             {

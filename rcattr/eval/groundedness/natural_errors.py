@@ -31,6 +31,7 @@ from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.sentence_signals import SIGNALS, citation_signals, derived
 from rcattr.eval.kv import data as kv_data
 from rcattr.prompting import ContextInput
+from rcattr.segmentation import tokens_within
 
 REFERENCE = "logprob"
 CLAIM_SIGNALS = ("held", "rc", "held_rc", "logprob", "neg_entropy", "lookback")
@@ -95,11 +96,7 @@ def answer_row(
     for citation in result.citations():
         sentences.append(citation_signals(result, citation, statistics))
         for claim in citation.claims:
-            tokens = [
-                i
-                for i, token in enumerate(result.answer_tokens)
-                if token.start < claim.end and claim.start < token.end and token.text.strip()
-            ]
+            tokens = tokens_within(result.answer_tokens, claim.start, claim.end)
             claims.append(
                 {
                     "text": claim.text,

@@ -5,7 +5,9 @@ the pieces it is made of, and the baselines from the same tokens.
   (its ``status`` too);
 - ``support``: the sentence's mean token support alone; ``claims``: its claims as ``[kind, held, least token
   support]`` (:mod:`rcattr.claims`);
-- baselines: ``logprob`` (mean token log-probability), ``neg_entropy`` (minus the mean entropy),
+- baselines: ``logprob`` (the mean log-probability of its tokens after its first, which says more about the
+  boundary before it than the sentence: the answer's first token is left out of token support for the same
+  reason), ``neg_entropy`` (minus the mean entropy),
   ``lookback`` (the lookback ratio over all heads, Chuang et al. 2024) and ``coverage``, a lexical check: the
   share of the sentence's content words (not stop words) found anywhere in the documents.
 """
@@ -19,6 +21,7 @@ from rcattr.citations import Citation
 from rcattr.claims import claim_parts, stop_words
 from rcattr.eval.groundedness.context_signals import TokenStatistics
 from rcattr.result import RCAttributionResult
+from rcattr.segmentation import tokens_within
 
 SIGNALS = ("vouch", "support", "claims_held", "claims_rc", "coverage", "logprob", "neg_entropy", "lookback")
 
@@ -40,11 +43,7 @@ def citation_signals(
 ) -> dict[str, Any]:
     """The signals of one citation's sentence (``statistics``: every head's, from a pass over the same
     prompt and answer)."""
-    tokens = [
-        i
-        for i, token in enumerate(result.answer_tokens)
-        if token.start < citation.end and citation.start < token.end and token.text.strip()
-    ]
+    tokens = tokens_within(result.answer_tokens, citation.start, citation.end)
     assert result.token_support is not None  # an RC result
     lookback = statistics.lookback.mean((0, 1))
     return {
