@@ -40,6 +40,8 @@ the cost is measured here). The prompt is the default model's chat template (``r
    gen_args=...)`` against a plain ``model.generate`` of the prompt, both forced to ``--answer`` new tokens
    (greedy), interleaved in one subprocess. The attributor generates with its own cache and continues
    from it, so the prompt is not run a second time.
+   With ``--many``, ``many:default``: ``attribute_many`` over two copies of the example (default
+   ``max_batch_tokens``: two long prompts run one after the other), its peak memory against one call's.
 4. ContextCite-style cost: ContextCite fits a surrogate on 64 ablated contexts, each one forward over
    prompt + answer with the answer's log-probabilities (``model(ids, logits_to_keep=answer + 1)``). That
    forward is timed in the forward subprocess (interleaved with the plain one) and the 64 ablations are
@@ -48,6 +50,11 @@ the cost is measured here). The prompt is the default model's chat template (``r
 The machine is noisy: compare the ratios, measured in the same run, not the absolute times.
 
     python benchmarks/bench_attribution.py --contexts 500 2000 4000 8000 --answer 100 --repeats 3 --json bench_attribution.json
+
+Long contexts on a model whose window reaches them (Gemma-3-270m: 32,768 tokens), short and 100-token answers:
+
+    python benchmarks/bench_attribution.py --model gemma-3-270m --contexts 16000 32000 --answer 8 --repeats 1 \
+        --attributors default --no-ablation --no-generate --many
 
 Quick smoke run (one size, one attributor, one repeat, still with the captum ablation at 500 tokens):
 
@@ -119,7 +126,7 @@ def _prompt_ids(tokenizer: Any, context: str, question: str, answer: str) -> tup
     return list(prompt_ids) + list(answer_ids), len(prompt_ids)
 
 
-def _setup(context_tokens: int, answer_tokens: int) -> tuple[Any, Any, str, str, str]:
+def _setup(context_tokens: int, answer_tokens: int, model_name: str | None) -> tuple[Any, Any, str, str, str]:
     import torch
 
     from rcattr.attributor import RCAttributor
@@ -127,7 +134,7 @@ def _setup(context_tokens: int, answer_tokens: int) -> tuple[Any, Any, str, str,
     from rcattr.prompting import ContextInput
 
     torch.set_grad_enabled(False)
-    model, tokenizer = load_model()
+    model, tokenizer = load_model(model_name)
     context, question, answer = build_example(tokenizer, context_tokens, answer_tokens)
     # warm-up: a short forward and a short attribution (loads Punkt, fills allocator pools)
     model(torch.tensor([tokenizer("Warm-up text.")["input_ids"] * 16]))
@@ -178,14 +185,16 @@ def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
     return next(recipe for recipe in recipes() if recipe.name == name).attributor(model, tokenizer)
 
 
-def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: int) -> dict[str, Any]:
+def run_variant(
+    variant: str, context_tokens: int, answer_tokens: int, repeats: int, model_name: str | None = None
+) -> dict[str, Any]:
     """One variant in this process: ``forward`` or ``attribute:<attributor>``."""
     import torch
 
     from rcattr.prompting import ContextInput
     from rcattr.segmentation import sentence_spans
 
-    model, tokenizer, context, question, answer = _setup(context_tokens, answer_tokens)
+    model, tokenizer, context, question, answer = _setup(context_tokens, answer_tokens, model_name)
     ids_list, n_prompt = _prompt_ids(tokenizer, context, question, answer)
     ids = torch.tensor([ids_list])
     info: dict[str, Any] = {
@@ -207,6 +216,20 @@ def run_variant(variant: str, context_tokens: int, answer_tokens: int, repeats: 
         )
         seconds = info["forward_seconds"] = paired["forward"]
         info["scoring_forward_seconds"] = paired["scoring"]
+    elif variant.startswith("many:"):  # attribute_many over two copies: its peak against one call's
+        attributor = build_attributor(variant.split(":", 1)[1], model, tokenizer)
+        inp = ContextInput(context, question)
+        paired = _paired(
+            {
+                "forward": lambda: model(ids, logits_to_keep=1),
+                "many": lambda: attributor.attribute_many(
+                    [inp, inp], [answer, answer], granularity="sentence", progress=False
+                ),
+            },
+            repeats,
+        )
+        seconds, info["forward_seconds"] = paired["many"], paired["forward"]
+        info["forwards_per_call"] = 2
     elif variant.startswith("generate:"):
         attributor = build_attributor(variant.split(":", 1)[1], model, tokenizer)
         n_answer = len(ids_list) - n_prompt
@@ -280,7 +303,9 @@ def _template_input(tokenizer: Any, context: str, question: str) -> tuple[Any, i
     return TextTemplateInput(template, values=values), len(spans)
 
 
-def run_ablation(context_tokens: int, answer_tokens: int, repeats: int, budget: float) -> dict[str, Any]:
+def run_ablation(
+    context_tokens: int, answer_tokens: int, repeats: int, budget: float, model_name: str | None = None
+) -> dict[str, Any]:
     """captum FeatureAblation vs RCAttributor (attention) on one example, in this process."""
     import torch
     from captum.attr import FeatureAblation, LLMAttribution
@@ -288,7 +313,7 @@ def run_ablation(context_tokens: int, answer_tokens: int, repeats: int, budget: 
     from rcattr.attributor import RCAttributor
     from rcattr.prompting import ContextInput
 
-    model, tokenizer, _, _, _ = _setup(MIN_ABLATION_CONTEXT, answer_tokens)
+    model, tokenizer, _, _, _ = _setup(MIN_ABLATION_CONTEXT, answer_tokens, model_name)
     baseline = _peak_rss_mib()
     notes = []
     requested = context_tokens
@@ -363,6 +388,7 @@ def _child(args: argparse.Namespace, variant: str, context_tokens: int) -> dict[
         str(args.repeats),
         "--ablation-budget",
         str(args.ablation_budget),
+        *(["--model", args.model] if args.model else []),
     ]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -411,19 +437,33 @@ def main() -> None:
         action="store_true",
         help="skip the generated-answer comparison (attribute(target=None) against a plain generate)",
     )
+    parser.add_argument(
+        "--many",
+        action="store_true",
+        help="also time attribute_many over two copies of the example (its peak memory against one call's)",
+    )
+    parser.add_argument(
+        "--model",
+        help="model name or path (default: the offline SmolLM2-135M-Instruct; e.g. gemma-3-270m for 16k and 32k "
+        "tokens)",
+    )
     parser.add_argument("--json", type=Path, help="also write all numbers to this JSON file")
     parser.add_argument("--variant", help=argparse.SUPPRESS)  # child process
     args = parser.parse_args()
     if args.variant:
         if args.variant == "ablation":
-            result = run_ablation(args.contexts[0], args.answer, args.repeats, args.ablation_budget)
+            result = run_ablation(
+                args.contexts[0], args.answer, args.repeats, args.ablation_budget, args.model
+            )
         else:
-            result = run_variant(args.variant, args.contexts[0], args.answer, args.repeats)
+            result = run_variant(args.variant, args.contexts[0], args.answer, args.repeats, args.model)
         print(json.dumps(result))
         return
 
     names = [n for a in args.attributors for n in (recipe_names() if a == "ablation" else [a])]
     variants = ["forward", *(f"attribute:{name}" for name in dict.fromkeys(names))]
+    if args.many:
+        variants.append("many:default")
     if not args.no_generate:
         variants.append("generate:default")
     runs = [(size, variant) for size in args.contexts for variant in variants]
@@ -437,7 +477,7 @@ def main() -> None:
             bar.update()
 
     print(
-        f"\nDefault model (SmolLM2-135M-Instruct, CPU), {args.answer}-token given answer, "
+        f"\nModel: {args.model or 'SmolLM2-135M-Instruct'} (CPU), {args.answer}-token given answer, "
         f"granularity='sentence', medians of {args.repeats}. 'x forward' (time) = attribute() / plain forward "
         "`model(ids, logits_to_keep=1)` over the same tokens, the two interleaved in the same subprocess "
         "(for generate:default, attribute(target=None) / a plain generate of as many tokens, interleaved); "

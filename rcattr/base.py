@@ -23,7 +23,7 @@ from rcattr import example as layout
 from rcattr._typing import TokenizerLike
 from rcattr.example import Draft, Example, SpanSpec
 from rcattr.generation import generation_options, greedy_answers, model_window
-from rcattr.many import OnError, check_on_error, per_input, sequence, settled
+from rcattr.many import OnError, check_on_error, is_count, per_input, sequence, settled, token_batches
 from rcattr.options import OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
 from rcattr.result import RCAttributionResult
@@ -96,6 +96,7 @@ class SpanAttributor(ABC):
         targets: Sequence[str | None] | None = None,
         *,
         batch_size: int = 8,
+        max_batch_tokens: int | None = 8192,
         granularity: SpanSpec | Sequence[SpanSpec] = "sentence",
         output_granularity: SpanSpec | Sequence[SpanSpec] = "answer",
         gen_args: Mapping[str, Any] | None = None,
@@ -110,6 +111,7 @@ class SpanAttributor(ABC):
         targets: Sequence[str | None] | None = None,
         *,
         batch_size: int = 8,
+        max_batch_tokens: int | None = 8192,
         granularity: SpanSpec | Sequence[SpanSpec] = "sentence",
         output_granularity: SpanSpec | Sequence[SpanSpec] = "answer",
         gen_args: Mapping[str, Any] | None = None,
@@ -124,6 +126,7 @@ class SpanAttributor(ABC):
         targets: Sequence[str | None] | None = None,
         *,
         batch_size: int = 8,
+        max_batch_tokens: int | None = 8192,
         granularity: SpanSpec | Sequence[SpanSpec] = "sentence",
         output_granularity: SpanSpec | Sequence[SpanSpec] = "answer",
         gen_args: Mapping[str, Any] | None = None,
@@ -147,6 +150,9 @@ class SpanAttributor(ABC):
         batch_size : int, default 8
             Examples prepared and explained together; a larger batch is faster per example on a GPU
             and needs memory for ``batch_size`` padded sequences.
+        max_batch_tokens : int or None, default 8192
+            At most this many padded prompt tokens in a batch (its inputs times its longest prompt), but always
+            one input: long prompts run alone, within the memory of one :meth:`attribute` call. None: no limit.
         granularity, output_granularity : span spec, or a list of them, one per input
             As in :meth:`attribute`, for every input; a list whose items are each a name or a sequence
             of ``(start, end)`` pairs gives every input its own (e.g. the gold spans of each answer).
@@ -177,8 +183,9 @@ class SpanAttributor(ABC):
             raise ValueError(
                 f"targets has {len(targets)} entries for {len(inputs)} inputs; give one per input"
             )
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+        for name, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens)):
+            if (value is not None or name == "batch_size") and not is_count(value):
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         check_on_error(errors)
         generation_options(self.model, gen_args)  # refused here rather than for each input
         spans = per_input(granularity, len(inputs), "granularity")
@@ -195,8 +202,7 @@ class SpanAttributor(ABC):
         )
         with tqdm(total=len(inputs), desc=self.name, unit="example", disable=not progress) as bar:
             bar.update(len(inputs) - len(drafts))
-            for start in range(0, len(drafts), batch_size):
-                batch = drafts[start : start + batch_size]
+            for batch in token_batches(drafts, batch_size, max_batch_tokens):
                 done: list[tuple[int, RCAttributionResult]] = settled(
                     self._attribute_batch(batch, inputs, targets, units, gen_args), errors
                 )

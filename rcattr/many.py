@@ -4,16 +4,41 @@ an error that names the input it came from."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar, cast
 
 import numpy as np
 
-from rcattr.example import SpanSpec
+from rcattr.example import Draft, SpanSpec
 
 OnError: TypeAlias = Literal["raise", "skip"]
 ON_ERROR = ("raise", "skip")
 Outcome = TypeVar("Outcome")
+
+
+def is_count(value: object) -> bool:
+    """Whether ``value`` is a whole number >= 1 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def token_batches(
+    drafts: Sequence[tuple[int, Draft]], batch_size: int, max_tokens: int | None
+) -> Iterator[list[tuple[int, Draft]]]:
+    """Consecutive batches of ``drafts``: at most ``batch_size`` of them and, but for a lone one, at most
+    ``max_tokens`` padded prompt tokens (their number times the longest prompt)."""
+    batch: list[tuple[int, Draft]] = []
+    longest = 0
+    for item in drafts:
+        length = max(longest, len(item[1].ids))
+        if batch and (
+            len(batch) == batch_size or (max_tokens is not None and length * (len(batch) + 1) > max_tokens)
+        ):
+            yield batch
+            batch, length = [], len(item[1].ids)
+        batch.append(item)
+        longest = length
+    if batch:
+        yield batch
 
 
 def sequence(argument: str, value: Any) -> list[Any]:

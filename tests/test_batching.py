@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 import torch
 from captum.attr import TextTemplateInput, TextTokenInput
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, GPT2Config
 
 from rcattr.attributor import RCAttributor
@@ -16,6 +18,8 @@ from rcattr.baselines import AttentionAttributor, BM25Attributor, RandomAttribut
 from rcattr.eval.attribution.method import context_input, output_units
 from rcattr.eval.attribution.recipes import RecipeAttributor, ablation
 from rcattr.eval.common.datasets import load_quotesum
+from rcattr.example import Draft
+from rcattr.many import token_batches
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
@@ -170,6 +174,49 @@ def test_every_batch_size_gives_the_same_results(llama, batch_size: int) -> None
     assert_same(batched, single)
 
 
+def test_long_prompts_run_alone_within_the_token_budget(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+    prompts = [
+        attributor.prepare(inp, target).answer_start for inp, target in zip(INPUTS, TARGETS, strict=True)
+    ]
+    budget = 2 * min(prompts) - 1  # no two prompts fit together: each batch is one input
+    assert budget >= max(prompts)  # while the longest alone would
+    single = [
+        attributor.attribute(inp, target, granularity="chunk")
+        for inp, target in zip(INPUTS, TARGETS, strict=True)
+    ]
+    shapes, stop = _forwards(llama)
+    try:
+        batched = attributor.attribute_many(
+            INPUTS, TARGETS, batch_size=8, max_batch_tokens=budget, granularity="chunk", progress=False
+        )
+    finally:
+        stop()
+    assert [shape[0] for shape in shapes] == [1, 1, 1]
+    assert_same(batched, single)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 50), max_size=12),
+    batch_size=st.integers(1, 5),
+    budget=st.one_of(st.none(), st.integers(1, 120)),
+)
+def test_token_batches_are_the_longest_runs_that_fit(
+    lengths: list[int], batch_size: int, budget: int | None
+) -> None:
+    drafts = [(index, Draft(None, [0] * n, [], [])) for index, n in enumerate(lengths)]  # type: ignore[arg-type]
+    batches = list(token_batches(drafts, batch_size, budget))
+    assert [item for batch in batches for item in batch] == drafts  # consecutive, in order, all of them
+
+    def fits(batch: list) -> bool:
+        padded = len(batch) * max(len(draft.ids) for _, draft in batch)
+        return len(batch) <= batch_size and (budget is None or padded <= budget or len(batch) == 1)
+
+    assert all(fits(batch) for batch in batches)
+    assert not any(fits([*batch, after[0]]) for batch, after in zip(batches, batches[1:], strict=False))
+
+
 def test_captum_inputs_and_strings_mix_in_a_batch(llama) -> None:
     tokenizer = char_tokenizer()
     attributor = RCAttributor(llama, tokenizer, TopHeads(3))
@@ -305,6 +352,12 @@ def test_no_inputs_give_no_results(llama) -> None:
         ((INPUTS,), {"batch_size": 0}, ValueError, "batch_size must be a whole number >= 1, got 0"),
         ((INPUTS,), {"batch_size": 2.0}, ValueError, "batch_size must be a whole number >= 1, got 2.0"),
         ((INPUTS,), {"batch_size": True}, ValueError, "batch_size must be a whole number >= 1, got True"),
+        (
+            (INPUTS,),
+            {"max_batch_tokens": 0},
+            ValueError,
+            "max_batch_tokens must be a whole number >= 1, got 0",
+        ),
         ((INPUTS, TARGETS[:2]), {}, ValueError, "targets has 2 entries for 3 inputs"),
         (
             ("one context",),

@@ -41,9 +41,39 @@ class HiddenStateAttributor(SpanAttributor):
             raise ValueError(f"layer={self.layer} is out of range; the model has layers 1..{n_layers}")
 
     def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        outputs = self.model(example.ids, output_hidden_states=True, logits_to_keep=1)
-        votes = anchor_votes(outputs.hidden_states[self.layer][0], example)
+        votes = anchor_votes(layer_output(self.model, example.ids, self.layer)[0], example)
         return example.result(votes.sum(0), unit_sum(votes, example.unit_ranges), self.name, inp)
+
+
+class _Reached(Exception):
+    """Raised by the hook on the layer read, to stop the forward there."""
+
+    def __init__(self, hidden: torch.Tensor) -> None:
+        super().__init__()
+        self.hidden = hidden
+
+
+def layer_output(model: PreTrainedModel, ids: torch.Tensor, layer: int) -> torch.Tensor:
+    """``hidden_states[layer]`` of ``model(ids, output_hidden_states=True)``, ``[B, S, D]``; the layers above
+    ``layer`` are not run (the middle layer: half a forward). The last layer's (final norm applied) and a model
+    whose decoder has no ``layers`` run the whole forward."""
+    layers = getattr(model.get_decoder(), "layers", None)
+    if layers is None or layer >= len(layers):
+        return model(ids, output_hidden_states=True, logits_to_keep=1).hidden_states[layer]
+
+    def stop(
+        _module: torch.nn.Module, _args: object, output: torch.Tensor | tuple[torch.Tensor, ...]
+    ) -> None:
+        raise _Reached(output[0] if isinstance(output, tuple) else output)
+
+    hook = layers[layer - 1].register_forward_hook(stop)
+    try:
+        model(ids, use_cache=False, logits_to_keep=1)
+    except _Reached as reached:
+        return reached.hidden
+    finally:
+        hook.remove()
+    raise RuntimeError(f"the model's forward did not run its layer {layer}")
 
 
 def anchor_votes(hidden: torch.Tensor, example: Example) -> torch.Tensor:

@@ -21,6 +21,7 @@ from rcattr.baselines import (
     IntegratedGradientsAttributor,
     RandomAttributor,
 )
+from rcattr.baselines.hidden_state import layer_output
 from rcattr.baselines.hybrid import reciprocal_rank_fusion
 from rcattr.baselines.perturbation import span_template
 from rcattr.eval.attribution.faithfulness import answer_log_probs
@@ -28,6 +29,7 @@ from rcattr.lexical import bm25_terms
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
 from rcattr.selectors import FixedHeads
+from tests.helpers import tiny_model
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark {loudly}.", "Birds fly south in May."]
 QUESTION = "What did the cat do?"
@@ -167,6 +169,23 @@ def test_hidden_state_matches_brute_force(llama, tokenizer) -> None:
                     best, best_span = similarity, span
         expected[best_span] += max(best, 0.0)
     torch.testing.assert_close(result.seq_attr, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_a_layers_output_is_read_without_running_the_layers_above(arch: str) -> None:
+    model = tiny_model(arch)
+    ids = torch.tensor([[5, 9, 2, 7, 11, 3, 8]])
+    n_layers = model.config.get_text_config().num_hidden_layers
+    with torch.no_grad():
+        expected = model(ids, output_hidden_states=True).hidden_states
+        above = model.get_decoder().layers[-1]
+        ran = []
+        hook = above.register_forward_hook(lambda *_: ran.append(True))
+        try:
+            for layer in range(1, n_layers + 1):
+                torch.testing.assert_close(layer_output(model, ids, layer), expected[layer], atol=0, rtol=0)
+        finally:
+            hook.remove()
+    assert len(ran) == 1  # only the last layer's read ran the last layer
 
 
 def test_hidden_state_layer_out_of_range(llama, tokenizer) -> None:

@@ -24,6 +24,7 @@ import argparse
 from collections.abc import Sequence
 
 from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, BenchmarkConfig
+from rcattr.eval.attribution.long_context import POSITIONS, LongContext
 from rcattr.eval.attribution.methods import METHODS, OPTIONAL_METHODS
 from rcattr.eval.attribution.report import markdown_table
 from rcattr.eval.attribution.runner import AttributionBenchmark
@@ -91,6 +92,22 @@ def _parser() -> argparse.ArgumentParser:
         "still run one by one); the same rows, faster on a GPU. Each record's seconds are then its batch's "
         "divided by the batch's records (default 1: one record at a time)",
     )
+    parser.add_argument(
+        "--context-tokens",
+        type=positive_int,
+        metavar="N",
+        help="long-context run: hide each record's sources among distractor passages (the file's other questions' "
+        "and SQuAD v2 paragraphs) until prompt and answer reach N tokens; records longer on their own are left out",
+    )
+    parser.add_argument(
+        "--gold-position",
+        choices=POSITIONS,
+        default="middle",
+        help="long-context run: where the record's sources go among the distractors (default middle)",
+    )
+    parser.add_argument(
+        "--distractor-seed", type=int, default=0, help="long-context run: the distractors' order (default 0)"
+    )
     return parser
 
 
@@ -121,6 +138,9 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
         lds_samples=args.lds_samples,
         at2_estimator=args.at2_estimator,
         batch_size=args.batch_size,
+        long_context=None
+        if args.context_tokens is None
+        else LongContext(args.context_tokens, args.gold_position, args.distractor_seed),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rcattr.eval.attribution.long_context import LongContext
 from rcattr.eval.attribution.methods import RUN_BY_DEFAULT
 from rcattr.heads import HeadCount
 
@@ -41,6 +42,7 @@ class BenchmarkConfig:
     lds_samples: int = 32
     at2_estimator: str | None = None  # the at2 method's score estimator file (rcattr.baselines.at2)
     batch_size: int = 1  # records attributed together (SpanAttributor.attribute_many); 1: one at a time
+    long_context: LongContext | None = None  # each record hidden among distractors (long_context)
 
     def records_for(self, method: str) -> int | None:
         """How many records ``method`` runs on (the expensive ones may run on fewer)."""

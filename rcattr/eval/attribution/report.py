@@ -25,6 +25,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         "",
         f"Model: `{results['model']}`. Protocol: {results['protocol']}. Context spans: {config['granularity']}.",
         "",
+        *_long_context(results),
         "| method | accuracy (95% CI) | − default (paired 95% CI) | − paper (paired 95% CI) "
         "| default, same records | spans | records | s / example | peak MiB |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -119,4 +120,19 @@ def _faithfulness_table(faithfulness: dict[str, dict[str, Any]], reference: str 
         "drop@k: log-probability drop of the answer when the top-k sources are removed (higher is better); LDS: "
         "Spearman correlation of the kept sources' summed scores with the answer's log-probability over random "
         f"half-ablations. [95% CI] over records{paired}.",
+    ]
+
+
+def _long_context(results: dict[str, Any]) -> list[str]:
+    """The long context's line, when the run hid the records among distractors."""
+    stretch = results["config"].get("long_context")
+    if not stretch:
+        return []
+    tokens, documents = results["prompt_tokens"], results["documents"]
+    return [
+        f"Long context: each record's sources at the {stretch['position']} of distractor passages (the file's "
+        f"other questions' and SQuAD v2 paragraphs, seed {stretch['seed']}) up to {stretch['tokens']:,} tokens: "
+        f"{tokens['mean']:,.0f} tokens ({tokens['min']:,}–{tokens['max']:,}) and {documents['mean']:.1f} "
+        f"documents ({documents['min']}–{documents['max']}) per prompt.",
+        "",
     ]

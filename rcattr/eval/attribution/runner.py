@@ -15,6 +15,7 @@ from rcattr._typing import TokenizerLike
 from rcattr.baselines import RandomAttributor
 from rcattr.eval.attribution.config import PROTOCOL, RESUMABLE_CHANGES, BenchmarkConfig
 from rcattr.eval.attribution.faithfulness import faithfulness
+from rcattr.eval.attribution.long_context import distractor_passages, long_records, passage_tokens
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input
 from rcattr.eval.attribution.methods import AttributionMethods, default_methods
 from rcattr.eval.attribution.report import markdown_table
@@ -63,21 +64,43 @@ class AttributionBenchmark(StoredRun):
         self.records, self.too_long = self._records()
 
     def _records(self) -> tuple[list[AttributionRecord], int]:
-        """Records with gold spans that fit ``max_tokens`` and the model's window, and how many did not."""
+        """Records with gold spans that fit ``max_tokens`` and the model's window (stretched to the run's long
+        context, when it has one), and how many did not."""
         records = [
             r for r in load_attribution(self.config.dataset, self.config.split, self.config.limit) if r.gold
         ]
         sizer = RandomAttributor(self.model, self.tokenizer)
-        fitting = []
-        for record in records:
+
+        def length(record: AttributionRecord) -> int | None:
             try:
-                length = sizer.prepare(context_input(record), record.answer, "chunk").ids.shape[1]
+                return int(sizer.prepare(context_input(record), record.answer, "chunk").ids.shape[1])
             except ValueError as error:
                 if "window" not in str(error):
                     raise
-                continue
-            if self.config.max_tokens is None or length <= self.config.max_tokens:
-                fitting.append(record)
+                return None
+
+        lengths = [length(record) for record in records]
+        limit = self.config.max_tokens
+        fitting = [
+            r
+            for r, n in zip(records, lengths, strict=True)
+            if n is not None and (limit is None or n <= limit)
+        ]
+        stretch = self.config.long_context
+        if stretch is not None:
+            window = self.model.config.get_text_config().max_position_embeddings
+            if stretch.tokens > window:
+                raise ValueError(
+                    f"--context-tokens {stretch.tokens} exceeds the model's window of {window} tokens"
+                )
+            fitting = long_records(
+                fitting,
+                stretch,
+                distractor_passages(self.config.dataset, self.config.split),
+                lambda record: length(record) or window + 1,
+                passage_tokens(self.tokenizer),
+            )
+        self.prompt_tokens = [length(record) or 0 for record in fitting]
         return fitting, len(records) - len(fitting)
 
     def _done(self, step: str) -> dict[str, Row]:
@@ -179,5 +202,16 @@ class AttributionBenchmark(StoredRun):
             "total_heads": self.total_heads,
             "n_records": len(self.records),
             "skipped_too_long": self.too_long,
+            "prompt_tokens": _spread(self.prompt_tokens),
+            "documents": _spread([len(record.chunks) for record in self.records]),
         }
         return summarise(header, self.methods, done, peaks, self._done("faithfulness"))
+
+
+def _spread(values: list[int]) -> dict[str, float]:
+    """The mean, least and most of ``values`` (0s when there are none)."""
+    return {
+        "mean": sum(values) / max(len(values), 1),
+        "min": min(values, default=0),
+        "max": max(values, default=0),
+    }

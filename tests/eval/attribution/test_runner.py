@@ -235,3 +235,34 @@ def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotes
     assert "drop@1_minus_reference" not in results["faithfulness"]["rc"]
     table = (out / "results.md").read_text()
     assert "| context_cite |" in table and "paired difference to `rc`" in table
+
+
+def test_a_long_context_run_hides_each_record_among_distractors(saved_llama, quotesum_data) -> None:
+    paragraphs = [
+        {"context": f"Rivers {i}.", "qas": []}
+        for i in range(30)
+    ]
+    squad = quotesum_data / "data" / "squad_v2" / "dev-v2.0.json"
+    squad.parent.mkdir()
+    squad.write_text(json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]}))
+    out = quotesum_data / "long"
+    results = _run(
+        saved_llama, out, "--methods", "bm25,random", "--context-tokens", "250", "--gold-position", "end"
+    )
+    short = _run(saved_llama, quotesum_data / "short", "--methods", "bm25,random")
+    assert results["n_records"] == short["n_records"] and results["prompt_tokens"]["max"] <= 250
+    assert results["prompt_tokens"]["min"] > short["prompt_tokens"]["min"] + 40
+    assert results["documents"]["min"] > short["documents"]["max"]
+    assert json.loads((out / "config.json").read_text())["long_context"] == {
+        "tokens": 250,
+        "position": "end",
+        "seed": 0,
+    }
+    assert (
+        "Long context: each record's sources at the end of distractor passages"
+        in (out / "results.md").read_text()
+    )
+    with pytest.raises(SystemExit, match="long_context"):  # a resumed run keeps its prompts
+        _run(saved_llama, out, "--methods", "bm25", "--context-tokens", "250")
+    with pytest.raises(ValueError, match="exceeds the model's window of 256 tokens"):
+        _run(saved_llama, quotesum_data / "too_long", "--methods", "bm25", "--context-tokens", "300")
