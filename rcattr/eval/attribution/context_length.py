@@ -61,7 +61,7 @@ def context_length_table(
     """The Markdown table of ``runs`` beside the short run ``short`` (its folders: every one a run of the same
     file and model), for the table rows ``rows``; and the points of the plot."""
     reference = run_hits(*short)
-    ids = set().union(*(run_hits(run).get(DEFAULT_ROW, {}) for run in runs))  # the long runs' records
+    ids = {key for run in runs for rows in run_hits(run).values() for key in rows}  # the long runs' records
     lines = [
         "| context | tokens (mean) | documents (mean) | method | spans | accuracy (95% CI) "
         "| − itself, short context, same records (paired 95% CI) | default − it (paired 95% CI) |",

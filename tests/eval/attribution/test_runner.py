@@ -16,6 +16,7 @@ from rcattr.eval.attribution import (
     default_methods,
     main,
 )
+from rcattr.eval.attribution.context_length import main as context_length_main
 from rcattr.eval.attribution.recipes import ablation
 from rcattr.models import load_model
 from rcattr.result import RCAttributionResult
@@ -238,10 +239,7 @@ def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotes
 
 
 def test_a_long_context_run_hides_each_record_among_distractors(saved_llama, quotesum_data) -> None:
-    paragraphs = [
-        {"context": f"Rivers {i}.", "qas": []}
-        for i in range(30)
-    ]
+    paragraphs = [{"context": f"Rivers {i}.", "qas": []} for i in range(30)]
     squad = quotesum_data / "data" / "squad_v2" / "dev-v2.0.json"
     squad.parent.mkdir()
     squad.write_text(json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]}))
@@ -262,6 +260,20 @@ def test_a_long_context_run_hides_each_record_among_distractors(saved_llama, quo
         "Long context: each record's sources at the end of distractor passages"
         in (out / "results.md").read_text()
     )
+    table = quotesum_data / "table"
+    assert (
+        context_length_main(
+            ["--short", str(quotesum_data / "short"), "--runs", str(out), "--out", str(table)]
+        )
+        == 0
+    )
+    rows = (table / "context_length.md").read_text().splitlines()
+    bm25_long = next(row for row in rows if row.startswith("| 250 · end |") and "| bm25 |" in row)
+    assert bm25_long.split("|")[5].strip() == str(
+        short["methods"]["bm25"]["n_spans"]
+    )  # the same records' spans
+    assert f"{results['methods']['bm25']['accuracy']:.1%}" in bm25_long
+    assert (table / "context_length.png").stat().st_size > 0
     with pytest.raises(SystemExit, match="long_context"):  # a resumed run keeps its prompts
         _run(saved_llama, out, "--methods", "bm25", "--context-tokens", "250")
     with pytest.raises(ValueError, match="exceeds the model's window of 256 tokens"):
