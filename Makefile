@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-peers eval-kv clean
+.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-long eval-peers eval-kv clean
 
 setup: $(STAMP)
 
@@ -64,6 +64,13 @@ eval: setup
 	$(PY) -m rcattr.eval.attribution --dataset verigran --out runs/verigran --methods \
 		rc,rc_paper,sweep,attention,hidden_state,bm25,ablation,random,hybrid \
 		$(ATTRIBUTION_LIMITS) --method-limit ablation=2 --method-limit hybrid=40
+
+# long contexts (docs/benchmarks.md, "Long contexts"): each record's sources among distractors to 8,192 tokens,
+# beside the short runs of `make eval`; about 2 h on 2 CPU cores. LONG_MODEL=gemma-3-270m for the second model
+LONG_ARGS = --methods sweep,bm25,hidden_state,random --context-tokens 8192 $(if $(LONG_MODEL),--model $(LONG_MODEL))
+eval-long: setup
+	$(PY) -m rcattr.eval.attribution --dataset quotesum --limit 60 $(LONG_ARGS) --out runs/long/quotesum_8k_middle
+	$(PY) -m rcattr.eval.attribution --dataset verigran --limit 44 $(LONG_ARGS) --out runs/long/verigran_8k_middle
 
 # the field's tools beside RC (docs/benchmarks.md, "The field's tools"): AT2 trained for the model, then every
 # method with faithfulness on 100 QuoteSum and 60 Veri-Gran records; days on 2 CPU cores, minutes on a GPU

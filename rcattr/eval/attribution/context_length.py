@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ def _paired_cell(hits: Hits, reference: Hits) -> str:
     return f"{difference:+.1%} [{low:+.1%}, {high:+.1%}]"
 
 
+def _number(value: float, spec: str) -> str:
+    return "—" if math.isnan(value) else format(value, spec)
+
+
 def _run_label(results: dict[str, Any]) -> tuple[str, float, str | None]:
     stretch = results["config"].get("long_context")
     position = stretch["position"] if stretch else None
@@ -63,7 +68,7 @@ def context_length_table(
     reference = run_hits(*short)
     ids = {key for run in runs for rows in run_hits(run).values() for key in rows}  # the long runs' records
     lines = [
-        "| context | tokens (mean) | documents (mean) | method | spans | accuracy (95% CI) "
+        "| context | tokens (run mean) | documents (run mean) | method | spans | accuracy (95% CI) "
         "| − itself, short context, same records (paired 95% CI) | default − it (paired 95% CI) |",
         "|---|---:|---:|---|---:|---|---|---|",
     ]
@@ -85,7 +90,7 @@ def context_length_table(
             default = hits.get(DEFAULT_ROW, {})
             against_default = "—" if row == DEFAULT_ROW else _paired_cell(default, mine)
             lines.append(
-                f"| {label} | {tokens:,.0f} | {documents:.1f} | {row} | {n_spans} | {score:.1%} [{low:.1%}, {high:.1%}] "
+                f"| {label} | {_number(tokens, ',.0f')} | {_number(documents, '.1f')} | {row} | {n_spans} | {score:.1%} [{low:.1%}, {high:.1%}] "
                 f"| {against_short} | {against_default} |"
             )
             points.append({"method": row, "tokens": tokens, "position": position, "accuracy": score})
