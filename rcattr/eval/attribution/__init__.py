@@ -1,5 +1,6 @@
 """The attribution benchmark (``python -m rcattr.eval.attribution``): every method side by side on QuoteSum or
-Veri-Gran; its settings (``config``), methods (``method``, ``methods``, the sweep and its recipes), runner,
+Veri-Gran, at their own length or hidden among distractors (``long_context``, ``context_length``); its settings
+(``config``), methods (``method``, ``methods``, the sweep and its recipes), runner,
 results and report.
 """
 
@@ -12,6 +13,7 @@ from rcattr._lazy import lazy_exports
 if TYPE_CHECKING:
     from rcattr.eval.attribution.cli import config_from_args, main
     from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, PROTOCOL, BenchmarkConfig
+    from rcattr.eval.attribution.long_context import LongContext
     from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
     from rcattr.eval.attribution.methods import METHODS, default_methods
     from rcattr.eval.attribution.report import markdown_table
@@ -24,6 +26,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         ".cli": ["config_from_args", "main"],
         ".config": ["BenchmarkConfig", "DEFAULT_METHOD_LIMITS", "PROTOCOL"],
+        ".long_context": ["LongContext"],
         ".method": ["AttributionMethod", "SpanAttributorMethod"],
         ".methods": ["METHODS", "default_methods"],
         ".report": ["markdown_table"],
