@@ -154,24 +154,28 @@ def test_a_padded_batch_equals_single_calls(arch: str, builder: str, granularity
     assert_same(batched, single)
 
 
-@pytest.mark.parametrize("batch_size", [1, 2, 5])
-def test_every_batch_size_gives_the_same_results(llama, batch_size: int) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+def _batch_sizes(attributor: RCAttributor, llama, **options: Any) -> list[int]:
+    """The batch size of each forward of ``attribute_many(INPUTS, TARGETS, **options)``, its results checked
+    against single calls."""
     single = [
         attributor.attribute(inp, target, granularity="chunk")
         for inp, target in zip(INPUTS, TARGETS, strict=True)
     ]
     shapes, stop = _forwards(llama)
     try:
-        batched = attributor.attribute_many(
-            INPUTS, TARGETS, batch_size=batch_size, granularity="chunk", progress=False
-        )
+        batched = attributor.attribute_many(INPUTS, TARGETS, granularity="chunk", progress=False, **options)
     finally:
         stop()
-    assert [shape[0] for shape in shapes] == [
+    assert_same(batched, single)
+    return [shape[0] for shape in shapes]
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 5])
+def test_every_batch_size_gives_the_same_results(llama, batch_size: int) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+    assert _batch_sizes(attributor, llama, batch_size=batch_size) == [
         min(batch_size, len(INPUTS) - start) for start in range(0, len(INPUTS), batch_size)
     ]
-    assert_same(batched, single)
 
 
 def test_long_prompts_run_alone_within_the_token_budget(llama) -> None:
@@ -181,19 +185,7 @@ def test_long_prompts_run_alone_within_the_token_budget(llama) -> None:
     ]
     budget = 2 * min(prompts) - 1  # no two prompts fit together: each batch is one input
     assert budget >= max(prompts)  # while the longest alone would
-    single = [
-        attributor.attribute(inp, target, granularity="chunk")
-        for inp, target in zip(INPUTS, TARGETS, strict=True)
-    ]
-    shapes, stop = _forwards(llama)
-    try:
-        batched = attributor.attribute_many(
-            INPUTS, TARGETS, batch_size=8, max_batch_tokens=budget, granularity="chunk", progress=False
-        )
-    finally:
-        stop()
-    assert [shape[0] for shape in shapes] == [1, 1, 1]
-    assert_same(batched, single)
+    assert _batch_sizes(attributor, llama, batch_size=8, max_batch_tokens=budget) == [1, 1, 1]
 
 
 @settings(max_examples=80, deadline=None)

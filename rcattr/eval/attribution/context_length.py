@@ -66,18 +66,18 @@ def context_length_table(
     """The Markdown table of ``runs`` beside the short run ``short`` (its folders: every one a run of the same
     file and model), for the table rows ``rows``; and the points of the plot."""
     reference = run_hits(*short)
-    ids = {key for run in runs for rows in run_hits(run).values() for key in rows}  # the long runs' records
+    long_hits = [run_hits(run) for run in runs]
+    ids = {key for hits in long_hits for rows in hits.values() for key in rows}  # the long runs' records
     lines = [
         "| context | tokens (run mean) | documents (run mean) | method | spans | accuracy (95% CI) "
         "| − itself, short context, same records (paired 95% CI) | default − it (paired 95% CI) |",
         "|---|---:|---:|---|---:|---|---|---|",
     ]
     points = []
-    for folders in (short, *([run] for run in runs)):
-        results = json.loads((folders[0] / "results.json").read_text())
+    for folder, hits in ((short[0], reference), *zip(runs, long_hits, strict=True)):
+        results = json.loads((folder / "results.json").read_text())
         label, tokens, position = _run_label(results)
         documents = results.get("documents", {}).get("mean", float("nan"))
-        hits = reference if folders is short else run_hits(*folders)
         for row in rows:
             if row not in hits:
                 continue
@@ -86,7 +86,7 @@ def context_length_table(
                 continue
             score, n_spans = accuracy([hit for spans in mine.values() for hit in spans])
             low, high = bootstrap_interval(list(mine.values()))
-            against_short = "reference" if folders is short else _paired_cell(mine, reference.get(row, {}))
+            against_short = "reference" if hits is reference else _paired_cell(mine, reference.get(row, {}))
             default = hits.get(DEFAULT_ROW, {})
             against_default = "—" if row == DEFAULT_ROW else _paired_cell(default, mine)
             lines.append(
