@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rcattr._lazy import lazy_exports
+from rcattr.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -18,11 +18,14 @@ if TYPE_CHECKING:
     from rcattr.capture import CaptureStep, LogitCapture, LogitStore
     from rcattr.citations import Citation, CitedSource, CitedSpan, SentenceRows
     from rcattr.documents import Document
+    from rcattr.head_selection import HeadSelection
     from rcattr.models import load_model
     from rcattr.prompting import ContextInput
-    from rcattr.result import HeadSelection, RCAttributionResult
+    from rcattr.result import RCAttributionResult
+    from rcattr.scorers import AttentionScorer, SpanScorer
     from rcattr.segmentation import TextSpan
-    from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
+    from rcattr.selectors import FixedHeads, HeadSelector, OutlierHeads, TopHeads
+    from rcattr.signals import RCSignals
     from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
 
 
@@ -35,9 +38,12 @@ __getattr__, __dir__, __all__ = lazy_exports(
         ".documents": ["Document"],
         ".models": ["load_model"],
         ".prompting": ["ContextInput"],
-        ".result": ["HeadSelection", "RCAttributionResult"],
+        ".head_selection": ["HeadSelection"],
+        ".result": ["RCAttributionResult"],
+        ".signals": ["RCSignals"],
         ".segmentation": ["TextSpan"],
-        ".selectors": ["BottomHeads", "FixedHeads", "OutlierHeads", "TopHeads"],
+        ".scorers": ["AttentionScorer", "SpanScorer"],
+        ".selectors": ["FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads"],
         ".stats": ["expected_rc", "overlap_bounds", "phi", "probability_of_superiority"],
     },
 )

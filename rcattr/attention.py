@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._compat import (
+from rcattr.compat import (
     AttentionFunction,
     attention_function,
     attention_implementation,

@@ -2,7 +2,7 @@
 
 One teacher-forced forward over prompt ⊕ answer (a generated answer continues from its generation's
 cache, so the prompt runs once) reduces each layer's raw logits to a score per head as soon as they
-are computed (:mod:`rcattr._reduction`). A head selector (:mod:`rcattr.selectors`) then chooses heads
+are computed (:mod:`rcattr.reduction`). A head selector (:mod:`rcattr.selectors`) then chooses heads
 from those scores, and only for them are the logits recomputed from the queries and keys the pass kept,
 to give (1) per-head span scores for the whole answer and for each output unit and (2) per answer token
 the context-versus-self contextualization behind ``groundedness``. Their span scores are summed and
@@ -14,20 +14,22 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._reduction import Layout, Reducer, Reduction, forward, forward_batch
-from rcattr._typing import TokenizerLike
 from rcattr.attention import check_supported
 from rcattr.base import AttributionInput, Example, SpanAttributor, normalise, unit_sum
 from rcattr.fusion import fuse_where_heads_disagree
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadScore
-from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.protocols import TokenizerLike
+from rcattr.reduction import Layout, Reducer, Reduction, forward, forward_batch
+from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer, SpanScorer, make_span_scorer, scorer_name
 from rcattr.selectors import HeadSelector, OutlierHeads, TopHeads
+from rcattr.signals import RCSignals
 from rcattr.support import support_heads, support_log_odds
 
 HeadVotes = Literal["mass", "share"]
@@ -99,6 +101,9 @@ class RCAttributor(SpanAttributor):
     """
 
     name = "rc"
+    #: Whether :meth:`explain_batch` may run one left-padded forward for a batch: a subclass whose
+    #: :meth:`run_pass` gathers more than :class:`~rcattr.reduction.Reducer` does sets it False.
+    batch_forward: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -153,16 +158,16 @@ class RCAttributor(SpanAttributor):
         """What a result's ``span_scorer`` names: the span scorer (the method, for a baseline built on this)."""
         return self.scorer_name
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        return self._result(example, inp, self._pass(example, {self.scorer_name: self.scorer}))
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        return self._result(example, inp, self.run_pass(example, {self.scorer_name: self.scorer}))
 
-    def _explain_batch(
+    def explain_batch(
         self, examples: Sequence[Example], inputs: Sequence[AttributionInput]
     ) -> list[RCAttributionResult]:
-        """One left-padded forward for the batch (:func:`~rcattr._reduction.forward_batch`); a subclass with a
-        pass of its own (e.g. a recipe's levers) explains the examples one by one."""
-        if type(self)._pass is not RCAttributor._pass:
-            return super()._explain_batch(examples, inputs)
+        """One left-padded forward for the batch (:func:`~rcattr.reduction.forward_batch`); unless
+        :attr:`batch_forward` is False, when the examples are explained one by one."""
+        if not self.batch_forward:
+            return super().explain_batch(examples, inputs)
         reducers = [self._reducer(example, {self.scorer_name: self.scorer}) for example in examples]
         forward_batch(self.model, examples, reducers)
         # map adds no Python frame (a comprehension does before 3.12): _result warns at the caller
@@ -170,8 +175,8 @@ class RCAttributor(SpanAttributor):
 
     def _result(self, example: Example, inp: AttributionInput, reducer: Reducer) -> RCAttributionResult:
         """The result of one example from its pass: head selection, span scores and per-token statistics."""
-        selection = self._select(reducer)
-        seq_attr, token_attr = self._span_scores(example, reducer, selection)
+        selection = self.select_heads(reducer)
+        seq_attr, token_attr = self.span_scores(example, reducer, selection)
         if self.lexical:
             seq_attr, token_attr, selection = self._fused(example, reducer, selection, seq_attr, token_attr)
         if not bool((seq_attr > 0).any()):
@@ -189,11 +194,7 @@ class RCAttributor(SpanAttributor):
         peak = out.gather(out.context_peak, peak_heads)  # [20, A]
         assert out.token_logprob is not None  # set by the pass
         n_self = torch.tensor([out.self_size[layer] for layer in peak_heads[:, 0].tolist()])
-        return example.result(
-            seq_attr,
-            token_attr,
-            self.result_label,
-            inp,
+        signals = RCSignals(
             groundedness=groundedness.float().cpu(),
             lookback=lookback,
             unit_context_reliance=unit_sum(lookback, example.unit_ranges)
@@ -203,6 +204,7 @@ class RCAttributor(SpanAttributor):
             token_support=torch.sigmoid(support_log_odds(out.token_logprob, peak, n_self)).float().cpu(),
             head_selection=selection,
         )
+        return example.result(seq_attr, token_attr, self.result_label, inp, signals)
 
     def _fused(
         self,
@@ -222,20 +224,24 @@ class RCAttributor(SpanAttributor):
 
     def _reducer(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
         """The deferred reduction of one example: every head's scores; span scores wait for
-        :meth:`_span_scores`."""
+        :meth:`span_scores`."""
         return Reducer(Layout.of(example), scorers, self.head_score, defer=True)
 
-    def _pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
-        """The deferred pass of one example."""
+    def run_pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
+        """The deferred pass of one example: every head's scores, span scores left for :meth:`span_scores`.
+
+        The first of the three steps of :meth:`explain` (pass, :meth:`select_heads`, :meth:`span_scores`): a
+        recipe that needs more of the pass overrides them (e.g. the benchmark's
+        :class:`~rcattr.eval.attribution.recipes.RecipeAttributor`)."""
         reducer = self._reducer(example, scorers)
         forward(self.model, example, reducer)
         return reducer
 
-    def _select(self, reducer: Reducer) -> HeadSelection:
-        """The heads of this example, from every head's scores."""
+    def select_heads(self, reducer: Reducer) -> HeadSelection:
+        """The heads of this example, from every head's scores in the pass (the head selector's)."""
         return self.heads.select(Reduction.stack(reducer.out.head_scores[self.head_score]))
 
-    def _span_scores(
+    def span_scores(
         self, example: Example, reducer: Reducer, selection: HeadSelection
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The selected heads' ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores, combined."""
@@ -252,4 +258,4 @@ class RCAttributor(SpanAttributor):
     ) -> torch.Tensor:
         """``[layers, heads]`` scores of every head for this example (the selector's ``score``)."""
         example = self.prepare(inp, target, "chunk", "answer", gen_args)
-        return Reduction.stack(self._pass(example, {}).out.head_scores[self.head_score])
+        return Reduction.stack(self.run_pass(example, {}).out.head_scores[self.head_score])

@@ -2,7 +2,7 @@
 
 :class:`SpanAttributor` renders the prompt, tokenizes it with character offsets, generates the
 answer when none is given, and lays out the context spans and output units as token positions
-(:class:`Example`). A method only scores: :meth:`SpanAttributor._explain` turns an example into
+(:class:`Example`). A method only scores: :meth:`SpanAttributor.explain` turns an example into
 ``[n_spans]`` scores for the whole answer and ``[n_outputs, n_spans]`` per output unit. RC and
 every baseline in :mod:`rcattr.baselines` share this path, so they see the same spans and the same
 tokens and return the same :class:`~rcattr.result.RCAttributionResult`.
@@ -20,12 +20,12 @@ from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache, PreTrainedModel
 
 from rcattr import example as layout
-from rcattr._typing import TokenizerLike
 from rcattr.example import Draft, Example, SpanSpec
 from rcattr.generation import generation_options, greedy_answers, model_window
 from rcattr.many import OnError, check_on_error, is_count, per_input, sequence, settled, token_batches
 from rcattr.options import OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import (
     sentence_spans,
@@ -39,7 +39,7 @@ AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput 
 class SpanAttributor(ABC):
     """Base of every attribution method: ``attribute(inp, target)`` -> scores per context span.
 
-    Subclasses set :attr:`name` and implement :meth:`_explain`, usually as
+    Subclasses set :attr:`name` and implement :meth:`explain`, usually as
     ``example.result(seq_attr, token_attr, self.name, inp)``.
     """
 
@@ -87,7 +87,7 @@ class SpanAttributor(ABC):
             ``seq_attr [n_spans]`` for the whole answer, ``token_attr [n_outputs, n_spans]``.
         """
         example = self.prepare(inp, target, granularity, output_granularity, gen_args)
-        return self._explain(example, inp)
+        return self.explain(example, inp)
 
     @overload
     def attribute_many(
@@ -241,9 +241,7 @@ class SpanAttributor(ABC):
                 self._example(draft, answer, output_granularities[index])
                 for (index, draft), answer in zip(batch, answers, strict=True)
             ]
-            return list(
-                zip(indices, self._explain_batch(examples, [inputs[i] for i in indices]), strict=True)
-            )
+            return list(zip(indices, self.explain_batch(examples, [inputs[i] for i in indices]), strict=True))
         except Exception as error:  # named, then raised or skipped, by attribute_many
             if len(batch) == 1:
                 return [(indices[0], error)]
@@ -254,14 +252,14 @@ class SpanAttributor(ABC):
             ]
 
     @abstractmethod
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         """The result for one prepared example: higher scores mean more attributed."""
 
-    def _explain_batch(
+    def explain_batch(
         self, examples: Sequence[Example], inputs: Sequence[AttributionInput]
     ) -> list[RCAttributionResult]:
-        """The results of a batch of prepared examples: :meth:`_explain` of each, unless a method batches."""
-        return list(map(self._explain, examples, inputs))
+        """The results of a batch of prepared examples: :meth:`explain` of each, unless a method batches."""
+        return list(map(self.explain, examples, inputs))
 
     def prepare(
         self,

@@ -5,7 +5,7 @@ of the answer."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -13,12 +13,15 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache
 
-from rcattr._typing import TokenizerLike
+from rcattr.attributed import AttributedAnswer, AttributedContext
 from rcattr.citations import SentenceRows
+from rcattr.documents import Document
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.prompting import Prompt
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan, char_spans, sentence_spans, token_ranges, token_spans, whole_span
+from rcattr.signals import RCSignals
 
 SpanSpec: TypeAlias = str | Sequence[tuple[int, int]]
 
@@ -83,34 +86,42 @@ class Example:
         return cache
 
     def result(
-        self, seq_attr: torch.Tensor, token_attr: torch.Tensor, method: str, inp: Any = None, **extra: Any
+        self,
+        seq_attr: torch.Tensor,
+        token_attr: torch.Tensor,
+        method: str,
+        inp: Any = None,
+        rc: RCSignals | None = None,
     ) -> RCAttributionResult:
-        """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores; a span without a
-        token (an empty document's) scores 0 whatever the method gave it. The rows of the sentence units
-        (:attr:`sentence_units`) and their ``unit_context_reliance`` become the result's ``sentence_rows``."""
+        """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores (and an RC method's
+        signals); a span without a token (an empty document's) scores 0 whatever the method gave it. The rows
+        of the sentence units (:attr:`sentence_units`) and their context reliance become the result's
+        ``sentence_rows``."""
         tokenless = torch.tensor([len(r) == 0 for r in self.context_ranges])
         token_attr = token_attr.detach().float().cpu().masked_fill(tokenless, 0.0)
         units = len(self.output_spans) - self.sentence_units
+        sentence_rows = None
         if self.sentence_units and len(token_attr) == len(self.output_spans):  # (a method may score fewer)
-            reliance = extra.get("unit_context_reliance")
-            extra["sentence_rows"] = SentenceRows(
+            reliance = None if rc is None else rc.unit_context_reliance
+            sentence_rows = SentenceRows(
                 self.output_spans[units:], token_attr[units:], None if reliance is None else reliance[units:]
             )
-            if reliance is not None:
-                extra["unit_context_reliance"] = reliance[:units]
+            if rc is not None:
+                rc = replace(rc, unit_context_reliance=rc.unit_context_reliance[:units])
         return RCAttributionResult(
-            seq_attr=seq_attr.detach().float().cpu().masked_fill(tokenless, 0.0),
-            token_attr=token_attr[:units],
-            context_spans=self.context_spans,
-            output_spans=self.output_spans[:units],
-            chunks=self.prompt.chunks,
-            documents=self.prompt.documents,
-            answer=self.answer,
-            answer_tokens=self.answer_tokens,
+            seq_attr.detach().float().cpu().masked_fill(tokenless, 0.0),
+            token_attr[:units],
+            context=AttributedContext(
+                self.prompt.documents or [Document(chunk) for chunk in self.prompt.chunks],
+                self.context_spans,
+                self.prompt.text,
+            ),
+            output=AttributedAnswer(
+                self.answer, self.output_spans[:units], self.answer_tokens, sentence_rows
+            ),
             span_scorer=method,
+            rc=rc,
             inp=inp if isinstance(inp, (TextTemplateInput, TextTokenInput)) else None,
-            prompt_text=self.prompt.text,
-            **extra,
         )
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr._compat import cache_argument
-from rcattr._typing import TokenizerLike
+from rcattr.compat import cache_argument
+from rcattr.protocols import TokenizerLike
 
 DEFAULT_GEN_ARGS: dict[str, Any] = {"max_new_tokens": 128, "do_sample": False}
 

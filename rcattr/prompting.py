@@ -16,8 +16,8 @@ from typing import Any
 
 from captum.attr import TextTemplateInput, TextTokenInput
 
-from rcattr._typing import TokenizerLike
 from rcattr.documents import Document, as_document
+from rcattr.protocols import TokenizerLike
 
 _MARKER = "\x00{}\x00"
 _UNUSABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (the marker's) and lone surrogates (no UTF-8 for them)

@@ -3,29 +3,47 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
 from captum.attr import LLMAttributionResult
 
+from rcattr.attributed import AttributedAnswer, AttributedContext
 from rcattr.citations import (
     MAX_SOURCES,
     MIN_RELIANCE,
     MIN_SHARE,
     UNSUPPORTED_BELOW,
     Citation,
-    SentenceRows,
     sentence_citations,
 )
-from rcattr.documents import Document, plain_json
-from rcattr.head_selection import HeadSelection
+from rcattr.documents import plain_json
 from rcattr.segmentation import TextSpan, one_line
+from rcattr.signals import RCSignals
 from rcattr.support import SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+class _FromRC:
+    """An attribute of :attr:`RCAttributionResult.rc` read from the result itself (None for a baseline)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, result: RCAttributionResult | None, owner: type | None = None) -> Any:
+        if result is None:
+            return self
+        return None if result.rc is None else getattr(result.rc, self.name)
+
+    def __set__(self, result: RCAttributionResult, value: Any) -> None:
+        raise AttributeError(
+            f"{self.name} is one of the result's RC signals: replace them, e.g. "
+            f"result.rc = dataclasses.replace(result.rc, {self.name}=...)"
+        )
 
 
 class RCAttributionResult(LLMAttributionResult):
@@ -50,31 +68,10 @@ class RCAttributionResult(LLMAttributionResult):
         The explained answer.
     answer_tokens : list of TextSpan
         The answer's tokens, for the per-token signals below.
-    groundedness : Tensor, shape [n_answer_tokens], or None
-        RC methods only. Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with
-        X = the token's logits to the context and Y = Y(g, g), the answer's self-contextualization
-        (one reference for every token, so early tokens are not judged on a tiny sample). In [0, 1]:
-        low values mark answer tokens whose contextualization comes from the answer, not the context.
-    lookback : Tensor, shape [n_answer_tokens], or None
-        RC methods only. Per answer token, the lookback ratio (Chuang et al. 2024) averaged over the selected
-        heads: the mean attention on a context token over that plus the mean attention on an answer token
-        the row sees. In [0, 1]; :attr:`context_reliance` is its mean.
-    unit_context_reliance : Tensor, shape [n_outputs], or None
-        RC methods only: each output unit's mean ``lookback`` over its tokens (see :attr:`context_reliance`).
-    token_logprob : Tensor, shape [n_answer_tokens], or None
-        RC methods only. Each answer token's log-probability under the model, given the prompt and the
-        answer before it, from the same pass.
-    token_peak : Tensor, shape [n_answer_tokens], or None
-        RC methods only. Per answer token, on the selected heads, the mean P(max X > Y): the share of the
-        answer's self logits Y(g, g) below the token's highest logit to the context. A token copied from
-        the context has heads that find its match there; a token the context lacks does not.
-    token_support : Tensor, shape [n_answer_tokens], or None
-        RC methods only. Per answer token, ``sigmoid(token_logprob + logit(token_peak))`` (each head's peak
-        smoothed, :func:`rcattr.support.support_log_odds`): the evidence that the context holds the token,
-        from a head finding it there and the model expecting it, in [0, 1]. :meth:`unsupported_tokens`
-        flags the tokens below :data:`~rcattr.support.SUPPORT_THRESHOLD`.
-    head_selection : HeadSelection or None
-        RC methods only: all head scores and the selected heads.
+    rc : RCSignals or None
+        What only RC knows (:class:`~rcattr.signals.RCSignals`): per answer token its groundedness, lookback,
+        log-probability, peak and support, each output unit's context reliance, and the heads; None for a
+        baseline. Each is also an attribute of the result (``result.token_support``: None for a baseline).
     prompt_text : str or None
         The whole prompt the model read (documents, question and template): :meth:`citations` checks the
         answer's numbers, dates and names against it (against ``chunks`` when None).
@@ -91,52 +88,42 @@ class RCAttributionResult(LLMAttributionResult):
 
     def __init__(
         self,
-        *,
         seq_attr: torch.Tensor,
         token_attr: torch.Tensor,
-        context_spans: Sequence[TextSpan],
-        output_spans: Sequence[TextSpan],
-        chunks: Sequence[str],
-        answer: str,
-        answer_tokens: Sequence[TextSpan],
+        *,
+        context: AttributedContext,
+        output: AttributedAnswer,
         span_scorer: str,
-        documents: Sequence[Document] | None = None,
-        groundedness: torch.Tensor | None = None,
-        lookback: torch.Tensor | None = None,
-        unit_context_reliance: torch.Tensor | None = None,
-        token_logprob: torch.Tensor | None = None,
-        token_peak: torch.Tensor | None = None,
-        token_support: torch.Tensor | None = None,
-        head_selection: HeadSelection | None = None,
-        sentence_rows: SentenceRows | None = None,
+        rc: RCSignals | None = None,
         inp: Any = None,
-        prompt_text: str | None = None,
     ) -> None:
+        """``context``: the documents and the spans scored; ``output``: the answer, its units and tokens;
+        ``rc``: RC's signals (None for a baseline); ``inp``: captum's input, for its plots."""
         super().__init__(
-            input_tokens=[span.text for span in context_spans],
-            output_tokens=[span.text for span in output_spans],
+            input_tokens=[span.text for span in context.spans],
+            output_tokens=[span.text for span in output.units],
             seq_attr=seq_attr,
             token_attr=token_attr,
             inp=inp,
         )
-        self.context_spans = list(context_spans)
-        self.output_spans = list(output_spans)
-        self.chunks = list(chunks)
-        self.documents = [Document(chunk) for chunk in chunks] if documents is None else list(documents)
-        if [document.text for document in self.documents] != self.chunks:
-            raise ValueError("documents must hold the chunks' texts, one per chunk")
-        self.answer = answer
-        self.answer_tokens = list(answer_tokens)
-        self.groundedness = groundedness
-        self.lookback = lookback
-        self.unit_context_reliance = unit_context_reliance
-        self.token_logprob = token_logprob
-        self.token_peak = token_peak
-        self.token_support = token_support
-        self.head_selection = head_selection
-        self.sentence_rows = sentence_rows
-        self.prompt_text = prompt_text
+        self.context_spans = list(context.spans)
+        self.output_spans = list(output.units)
+        self.documents = list(context.documents)
+        self.chunks = [document.text for document in self.documents]
+        self.prompt_text = context.prompt_text
+        self.answer = output.text
+        self.answer_tokens = list(output.tokens)
+        self.sentence_rows = output.sentence_rows
         self.span_scorer = span_scorer
+        self.rc = rc
+
+    groundedness = _FromRC()
+    lookback = _FromRC()
+    unit_context_reliance = _FromRC()
+    token_logprob = _FromRC()
+    token_peak = _FromRC()
+    token_support = _FromRC()
+    head_selection = _FromRC()
 
     @property
     def context_reliance(self) -> float | None:
@@ -144,7 +131,7 @@ class RCAttributionResult(LLMAttributionResult):
         the RC-selected heads, in [0, 1] (None for baselines). The best answer-level signal of the
         groundedness benchmarks (``python -m rcattr.eval.groundedness``, docs/benchmarks.md); a relative
         signal, not a truth test."""
-        return None if self.lookback is None else float(self.lookback.double().mean())
+        return None if self.rc is None else self.rc.context_reliance
 
     def unsupported_tokens(self, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
         """Indices of the answer tokens (not blank) whose :attr:`token_support` is below ``threshold``

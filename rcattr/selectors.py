@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadCount, HeadScore, fixed_heads, min_heads, outlier_count, top_heads
 from rcattr.options import HEAD_SCORES
-from rcattr.result import HeadSelection
 
 __all__ = ["BottomHeads", "FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads", "heads_for"]
 

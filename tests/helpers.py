@@ -15,6 +15,9 @@ from transformers import (
     Qwen3Config,
 )
 
+from rcattr.head_selection import HeadSelection
+from rcattr.signals import RCSignals
+
 COMMON = {
     "vocab_size": 128,
     "hidden_size": 64,
@@ -121,3 +124,28 @@ def without_timings(value):
     if isinstance(value, list):
         return [without_timings(item) for item in value]
     return value
+
+
+def rc_signals(
+    n_tokens: int,
+    n_units: int,
+    *,
+    support: list[float] | None = None,
+    reliance: list[float] | None = None,
+    groundedness: list[float] | None = None,
+    selection: HeadSelection | None = None,
+) -> RCSignals:
+    """RC signals for an answer of ``n_tokens`` tokens and ``n_units`` output units: the values given, else full
+    support, reliance and groundedness (1), log-probability 0 and one selected head of a 2 x 2 model."""
+    ones = torch.ones(n_tokens)
+    return RCSignals(
+        groundedness=ones if groundedness is None else torch.tensor(groundedness),
+        lookback=ones,
+        unit_context_reliance=torch.ones(n_units) if reliance is None else torch.tensor(reliance),
+        token_logprob=torch.zeros(n_tokens),
+        token_peak=ones,
+        token_support=ones if support is None else torch.tensor(support),
+        head_selection=HeadSelection(torch.eye(2), torch.tensor([[0, 0]]), "superiority")
+        if selection is None
+        else selection,
+    )

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 import torch
 from transformers import DynamicCache
 
-from rcattr._compat import register_attention
 from rcattr.attention import mask_allows
+from rcattr.compat import register_attention
 
 
 @contextmanager

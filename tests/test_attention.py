@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from rcattr import attention
-from rcattr._compat import registered_attention
 from rcattr.capture import LogitCapture, LogitStore
+from rcattr.compat import registered_attention
 from rcattr.kvcache import RCKVCache
 from tests.helpers import tiny_model
 from tests.reference import next_logits

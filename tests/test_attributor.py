@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from captum.attr import LLMAttributionResult, TextTemplateInput, TextTokenInput
@@ -140,7 +142,7 @@ def test_unsupported_tokens_are_the_non_blank_ones_below_the_threshold(llama) ->
     result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(INPUT, "It sat. Dogs bark.")
     assert result.token_support is not None and result.token_support.shape == (len(result.answer_tokens),)
     assert bool(((result.token_support >= 0) & (result.token_support <= 1)).all())
-    result.token_support = torch.linspace(0, 1, len(result.answer_tokens))
+    result.rc = replace(result.rc, token_support=torch.linspace(0, 1, len(result.answer_tokens)))
     expected = [
         i for i, t in enumerate(result.answer_tokens) if result.token_support[i] < 0.3 and t.text.strip()
     ]
@@ -496,10 +498,10 @@ def test_the_outlier_selection_records_its_stand_outs_and_minimum(llama) -> None
 def test_the_default_pass_computes_only_what_it_uses(llama) -> None:
     """One head score, no per-unit head scores, no span scores until the selected heads are known."""
     attributor = RCAttributor(llama, char_tokenizer())
-    reducer = attributor._pass(attributor.prepare(INPUT, ANSWER), {"attention": attributor.scorer})
+    reducer = attributor.run_pass(attributor.prepare(INPUT, ANSWER), {"attention": attributor.scorer})
     assert set(reducer.out.head_scores) == {"superiority"} and not reducer.out.scored
-    selection = attributor._select(reducer)
-    attributor._span_scores(attributor.prepare(INPUT, ANSWER), reducer, selection)
+    selection = attributor.select_heads(reducer)
+    attributor.span_scores(attributor.prepare(INPUT, ANSWER), reducer, selection)
     scored = {(layer, int(head)) for layer, heads in reducer.out.scored.items() for head in heads}
     assert scored == set(selection.as_pairs()) and set(reducer.out.answer_scores) == {"attention"}
 

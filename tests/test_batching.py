@@ -318,14 +318,14 @@ def test_skipped_inputs_are_none_and_named_while_the_others_finish(llama) -> Non
 
 def test_a_batch_that_fails_in_the_model_finds_its_input(llama, monkeypatch) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
-    explain_batch = attributor._explain_batch
+    explain_batch = attributor.explain_batch
 
     def fails_on_rain(examples, inputs):
         if any(example.answer == "Rain." for example in examples):
             raise RuntimeError("the model failed")
         return explain_batch(examples, inputs)
 
-    monkeypatch.setattr(attributor, "_explain_batch", fails_on_rain)
+    monkeypatch.setattr(attributor, "explain_batch", fails_on_rain)
     with pytest.raises(RuntimeError, match=r"^inputs\[1\]: the model failed$"):
         attributor.attribute_many(INPUTS, TARGETS, batch_size=3, progress=False)
     with pytest.warns(UserWarning, match=r"inputs\[1\] skipped .*RuntimeError: the model failed"):

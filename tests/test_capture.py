@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, BloomConfig
 
-from rcattr._compat import registered_attention
 from rcattr.capture import LogitCapture, LogitStore, raw_logits
+from rcattr.compat import registered_attention
 from tests.helpers import tiny_configs, tiny_model
 from tests.reference import float64_logits, record_eager_qk
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rcattr import ContextInput, RCAttributor
+from rcattr.attributed import AttributedAnswer, AttributedContext
 from rcattr.baselines import BM25Attributor
 from rcattr.citations import Citation, CitedSource, SentenceRows, cited_sources, sentence_groups
 from rcattr.documents import Document, as_document
@@ -21,7 +23,7 @@ from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan, sentence_spans, whole_span
 from rcattr.viz import to_html
 from rcattr.viz.cited_answer import cited_answer
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import char_tokenizer, rc_signals, tiny_model
 
 DOCUMENTS = [
     Document(
@@ -61,16 +63,12 @@ def _made(
 ) -> RCAttributionResult:
     token_attr = torch.tensor(rows)
     return RCAttributionResult(
-        seq_attr=token_attr.mean(0),
-        token_attr=token_attr,
-        context_spans=_spans() if spans is None else spans,
-        output_spans=outputs,
-        chunks=[d.text for d in documents],
-        documents=documents,
-        answer=answer,
-        answer_tokens=[TextSpan(0, 2, answer[:2])],
+        token_attr.mean(0),
+        token_attr,
+        context=AttributedContext(documents, _spans() if spans is None else spans),
+        output=AttributedAnswer(answer, outputs, [TextSpan(0, 2, answer[:2])]),
         span_scorer="attention",
-        unit_context_reliance=None if reliance is None else torch.tensor(reliance),
+        rc=None if reliance is None else rc_signals(1, len(outputs), reliance=reliance),
     )
 
 
@@ -165,7 +163,10 @@ def test_rule_arguments_are_checked(rule: dict[str, float], message: str) -> Non
 
 def test_citations_carry_offsets_scores_and_metadata() -> None:
     result = _result(reliance=[0.7, 0.6, 0.1])
-    first, second, third = result.citations(min_share=0.5, max_sources=2, min_reliance=0.3, sentences=1)
+    # min_support=0: the reliance rule alone ("Bread <3" holds a number no document holds)
+    first, second, third = result.citations(
+        min_share=0.5, max_sources=2, min_reliance=0.3, sentences=1, min_support=0
+    )
     assert (first.start, first.end, first.text) == (0, 22, "It is 330 metres tall.")
     assert [s.document for s in first.sources] == [0] and first.sources[0].score == pytest.approx(0.8)
     assert first.sources[0].metadata == {"title": "Eiffel Tower", "url": "https://x.org/e"}
@@ -182,18 +183,20 @@ def test_citations_carry_offsets_scores_and_metadata() -> None:
 
 def test_cited_answer_in_each_style() -> None:
     result = _result(reliance=[0.7, 0.6, 0.1])
-    rule = {"min_share": 0.5, "max_sources": 2, "min_reliance": 0.3}
+    rule = {"min_share": 0.5, "max_sources": 2, "min_reliance": 0.3, "min_support": 0}
     assert result.cited_answer(**rule) == (
-        "It is 330 metres tall [1]. It opened in 1889 [2][1]! Bread <3\n\nSources:\n[1] Eiffel Tower\n[2] history.txt"
+        "It is 330 metres tall [1]. It opened in 1889 [2][1]! Bread <3 [unsupported: 3]\n\n"
+        "Sources:\n[1] Eiffel Tower\n[2] history.txt"
     )
     assert result.cited_answer("markdown", **rule) == (
-        "It is 330 metres tall[^1]. It opened in 1889[^2][^1]! Bread &lt;3\n\n"
+        "It is 330 metres tall[^1]. It opened in 1889[^2][^1]! Bread &lt;3 *(unsupported: 3)*\n\n"
         "[^1]: [Eiffel Tower](https://x.org/e)\n[^2]: history.txt"
     )
     page = result.cited_answer("html", **rule)
-    assert "Bread &lt;3" in page and '<li id="rc-source-1" value="1"><a href="https://x.org/e">' in page
-    assert result.cited_answer(references=False, **rule).endswith("Bread <3")
-    assert _result(reliance=[0.0, 0.0, 0.0]).cited_answer(min_reliance=0.5) == ANSWER  # nothing cited
+    assert "Bread &lt;<mark class=\"rc-unheld\"" in page and '<li id="rc-source-1" value="1"><a href="https://x.org/e">' in page
+    assert result.cited_answer(references=False, **rule).endswith("Bread <3 [unsupported: 3]")
+    nothing_cited = _result(reliance=[0.0, 0.0, 0.0]).cited_answer(min_reliance=0.5)
+    assert nothing_cited == f"{ANSWER} [unsupported: 3]"  # no source; the unheld number still flagged
     with pytest.raises(ValueError, match="unknown citation style 'latex'"):
         result.cited_answer("latex")
 
@@ -203,7 +206,10 @@ def _supported(support: list[float], answer: str = ANSWER) -> RCAttributionResul
     result = _result(reliance=[0.7, 0.6, 0.6])
     words = [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", answer)]
     assert len(words) == len(support)
-    result.answer_tokens, result.token_support = words, torch.tensor(support)
+    result.answer_tokens = words
+    result.rc = replace(
+        rc_signals(len(words), 3, reliance=[0.7, 0.6, 0.6]), token_support=torch.tensor(support)
+    )
     return result
 
 

@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from rcattr import attention
-from rcattr._compat import registered_attention
 from rcattr.attributor import RCAttributor
 from rcattr.baselines import BASELINES
 from rcattr.capture import LogitCapture, LogitStore
+from rcattr.compat import registered_attention
 from rcattr.kvcache import RCKVCache
 from rcattr.prompting import ContextInput
 from rcattr.selectors import TopHeads

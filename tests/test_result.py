@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -12,9 +13,12 @@ import numpy as np
 import pytest
 import torch
 
+from rcattr.attributed import AttributedAnswer, AttributedContext
 from rcattr.documents import Document
-from rcattr.result import HeadSelection, RCAttributionResult
+from rcattr.head_selection import HeadSelection
+from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan
+from rcattr.signals import RCSignals
 
 matplotlib.use("Agg")
 
@@ -46,22 +50,25 @@ OUTPUTS = [TextSpan(0, 22, ANSWER[:22]), TextSpan(23, len(ANSWER), ANSWER[23:])]
 def _result(head_selection: HeadSelection | None = None, groundedness: bool = False) -> RCAttributionResult:
     token_attr = torch.tensor([[0.05, 0.7, 0.05, 0.05, 0.05, 0.1], [0.02, 0.08, 0.02, 0.02, 0.06, 0.8]])
     tokens = [TextSpan(0, 2, "It"), TextSpan(3, 5, "is")]
+    rc = None
+    if groundedness or head_selection is not None:
+        rc = RCSignals(
+            groundedness=torch.tensor([0.9, 0.2]),
+            lookback=torch.tensor([0.8, 0.3]),
+            unit_context_reliance=torch.tensor([0.8, 0.3]),
+            token_logprob=torch.tensor([-0.5, -4.0]),
+            token_peak=torch.tensor([0.99, 0.6]),
+            token_support=torch.tensor([0.9, 0.1]),
+            head_selection=head_selection
+            or HeadSelection(torch.eye(2), torch.tensor([[0, 0]]), "superiority"),
+        )
     return RCAttributionResult(
-        seq_attr=token_attr.mean(0),
-        token_attr=token_attr,
-        context_spans=SPANS,
-        output_spans=OUTPUTS,
-        chunks=CHUNKS,
-        answer=ANSWER,
-        answer_tokens=tokens,
-        groundedness=torch.tensor([0.9, 0.2]) if groundedness else None,
-        lookback=torch.tensor([0.8, 0.3]) if groundedness else None,
-        unit_context_reliance=torch.tensor([0.8, 0.3]) if groundedness else None,
-        token_logprob=torch.tensor([-0.5, -4.0]) if groundedness else None,
-        token_peak=torch.tensor([0.99, 0.6]) if groundedness else None,
-        token_support=torch.tensor([0.9, 0.1]) if groundedness else None,
-        head_selection=head_selection,
+        token_attr.mean(0),
+        token_attr,
+        context=AttributedContext.of_texts(CHUNKS, SPANS),
+        output=AttributedAnswer(ANSWER, OUTPUTS, tokens),
         span_scorer="rc_expectation",
+        rc=rc,
     )
 
 
@@ -78,8 +85,8 @@ def test_top_checks_k() -> None:
 
 
 def test_unsupported_tokens_checks_the_threshold() -> None:
-    result = _result()
-    result.token_support = torch.tensor([0.1, 0.99])
+    result = _result(groundedness=True)
+    result.rc = replace(result.rc, token_support=torch.tensor([0.1, 0.99]))
     assert result.unsupported_tokens(0.5) == [0] and result.unsupported_tokens(np.float32(1)) == [0, 1]
     for threshold in (float("nan"), "x", -0.1, 1.5, True, None):
         with pytest.raises(ValueError, match=r"threshold must be a real number in \[0, 1\] .*, got"):

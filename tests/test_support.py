@@ -139,10 +139,10 @@ def test_scoring_more_heads_later_adds_them_to_the_tables() -> None:
     example = attributor.prepare(INPUT, ANSWER, "sentence", "sentence")
     scorers = {attributor.scorer_name: attributor.scorer}
     first, second = torch.tensor([[0, 1], [1, 0]]), torch.tensor([[1, 0], [1, 2], [0, 3]])
-    twice = attributor._pass(example, scorers)
+    twice = attributor.run_pass(example, scorers)
     twice.score_heads(first)
     twice.score_heads(second)
-    once = attributor._pass(example, scorers)
+    once = attributor.run_pass(example, scorers)
     once.score_heads(torch.cat([first, second]))
     every = torch.tensor([[0, 1], [1, 0], [1, 2], [0, 3]])
     for name in ("context_rc", "self_rc", "context_peak", "lookback"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import matplotlib
 import pytest
 import torch
 
-from rcattr.result import SUPPORT_THRESHOLD, HeadSelection, RCAttributionResult
+from rcattr.attributed import AttributedAnswer, AttributedContext
+from rcattr.head_selection import HeadSelection
+from rcattr.result import SUPPORT_THRESHOLD, RCAttributionResult
 from rcattr.segmentation import TextSpan, whole_span
 from rcattr.viz import (
     plot_head_scores,
@@ -21,6 +24,7 @@ from rcattr.viz import (
     to_html,
     to_terminal,
 )
+from tests.helpers import rc_signals
 
 matplotlib.use("Agg")
 
@@ -53,18 +57,24 @@ def _result(
     answer_tokens = [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", ANSWER)]
     generator = torch.Generator().manual_seed(0)
     scores = torch.rand(4, 3, generator=generator)
+    n = len(answer_tokens)
     return RCAttributionResult(
-        seq_attr=token_attr.mean(0),
-        token_attr=token_attr,
-        context_spans=context_spans,
-        output_spans=[_span(ANSWER, "It is 330 metres tall."), _span(ANSWER, "It opened in 1889.")],
-        chunks=chunks,
-        answer=ANSWER,
-        answer_tokens=answer_tokens,
-        groundedness=torch.linspace(0.1, 0.9, len(answer_tokens)),
-        token_support=torch.linspace(0.0, 1.0, len(answer_tokens)),
-        head_selection=HeadSelection(scores, torch.tensor([[0, 1], [3, 2]]), "superiority"),
+        token_attr.mean(0),
+        token_attr,
+        context=AttributedContext.of_texts(chunks, context_spans),
+        output=AttributedAnswer(
+            ANSWER,
+            [_span(ANSWER, "It is 330 metres tall."), _span(ANSWER, "It opened in 1889.")],
+            answer_tokens,
+        ),
         span_scorer="rc_expectation",
+        rc=rc_signals(
+            n,
+            2,
+            support=torch.linspace(0.0, 1.0, n).tolist(),
+            groundedness=torch.linspace(0.1, 0.9, n).tolist(),
+            selection=HeadSelection(scores, torch.tensor([[0, 1], [3, 2]]), "superiority"),
+        ),
     )
 
 
@@ -157,8 +167,8 @@ def test_html_and_report_flag_the_unsupported_tokens() -> None:
 
     result = _result()
     low, high = SUPPORT_THRESHOLD / 2, (1 + SUPPORT_THRESHOLD) / 2
-    result.token_support = torch.tensor(
-        [high, high, low, high, high, high, high, high, low]
+    result.rc = replace(
+        result.rc, token_support=torch.tensor([high, high, low, high, high, high, high, high, low])
     )  # "330", "1889."
     page = to_html(result)
     assert page.count('class="g low"') == 2 + 1  # one more in the legend
@@ -167,7 +177,7 @@ def test_html_and_report_flag_the_unsupported_tokens() -> None:
     text = report(result, top=1)
     assert f"token support < {SUPPORT_THRESHOLD:.2f}" in text
     assert f"'330' ({low:.2f}), '1889.' ({low:.2f})" in text and "'opened' (" not in text
-    result.token_support = None
+    result.rc = None
     assert page.count('class="g low"') > to_html(result).count('class="g low"') == 1
     assert "token support" not in report(result, top=1)
 
@@ -260,13 +270,10 @@ def _documents_result(shares: list[float]) -> RCAttributionResult:
     spans = [whole_span(chunk, index) for index, chunk in enumerate(chunks)]
     seq, answer = torch.tensor(shares), "It is 330 metres tall."
     return RCAttributionResult(
-        seq_attr=seq,
-        token_attr=seq[None],
-        context_spans=spans,
-        output_spans=[whole_span(answer)],
-        chunks=chunks,
-        answer=answer,
-        answer_tokens=[whole_span(answer)],
+        seq,
+        seq[None],
+        context=AttributedContext.of_texts(chunks, spans),
+        output=AttributedAnswer(answer, [whole_span(answer)], [whole_span(answer)]),
         span_scorer="rc",
     )
 
@@ -329,14 +336,14 @@ def _units_result(unit_shares: list[list[float]]) -> RCAttributionResult:
     units = [f"Sentence {u}." for u in range(len(unit_shares))]
     answer = " ".join(units)
     token_attr = torch.tensor(unit_shares)
+    spans = [_span(answer, unit) for unit in units]
     return RCAttributionResult(
-        seq_attr=token_attr.mean(0),
-        token_attr=token_attr,
-        context_spans=[whole_span(chunk, index) for index, chunk in enumerate(chunks)],
-        output_spans=[_span(answer, unit) for unit in units],
-        chunks=chunks,
-        answer=answer,
-        answer_tokens=[_span(answer, unit) for unit in units],
+        token_attr.mean(0),
+        token_attr,
+        context=AttributedContext.of_texts(
+            chunks, [whole_span(chunk, index) for index, chunk in enumerate(chunks)]
+        ),
+        output=AttributedAnswer(answer, spans, spans),
         span_scorer="rc",
     )
 
@@ -444,6 +451,6 @@ def test_token_support_plot_draws_a_bar_per_token_and_the_flagged_ones_red() -> 
         [i for i, c in enumerate(colours) if c == "#dc2626"] == result.unsupported_tokens(0.5) == [0, 1, 2, 3]
     )
     assert [label.get_text() for label in ax.get_xticklabels()][:3] == ["It", "is", "330"]
-    result.token_support = None
+    result.rc = None
     with pytest.raises(ValueError, match="token_support"):
         plot_token_support(result)

@@ -129,7 +129,7 @@ print(pd.Series(curve).rename("accuracy").round(3).to_string())
 #
 # Every method is a `SpanAttributor`: the base class turns the input into an `Example` (prompt,
 # answer, context spans with their token positions, output units) and the method implements
-# `_explain(example, inp)`, returning `example.result(seq_attr, token_attr, name, inp)` with
+# `explain(example, inp)`, returning `example.result(seq_attr, token_attr, name, inp)` with
 # `seq_attr [spans]` for the whole answer and `token_attr [units, spans]`, higher meaning more
 # attributed.
 #
@@ -153,7 +153,7 @@ class WordOverlapAttributor(SpanAttributor):
 
     name = "word_overlap"
 
-    def _explain(self, example, inp):
+    def explain(self, example, inp):
         spans = [words(span.text) for span in example.context_spans]
         units = [words(unit.text) for unit in example.output_spans]
         token_attr = torch.tensor([[len(u & s) / max(len(u), 1) for s in spans] for u in units])

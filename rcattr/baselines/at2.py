@@ -27,10 +27,10 @@ import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec
 from rcattr.baselines.peers import import_peer
 from rcattr.prompting import ContextInput, render_prompt
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 # model types whose attention the package recomputes (at2.attribution.attention); Gemma 3's path calls a
@@ -166,7 +166,7 @@ class AT2Attributor(SpanAttributor):
         self.estimator = estimator
         self.at2 = at2
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         if not isinstance(inp, (ContextInput, str)):
             raise TypeError("AT2Attributor takes a ContextInput or a string context")
         task = context_task(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
+from rcattr.protocols import TokenizerLike
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import TopHeads
 

@@ -18,6 +18,6 @@ class BM25Attributor(SpanAttributor):
 
     name = "bm25"
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         seq_attr, token_attr = bm25_scores(example)
         return example.result(seq_attr, token_attr, self.name, inp)

@@ -22,10 +22,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor
 from rcattr.baselines.peers import import_peer
 from rcattr.baselines.perturbation import placed_spans
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 
@@ -56,7 +56,7 @@ class ContextCiteAttributor(SpanAttributor):
         self.package = import_peer("context_cite")
         self.options = {"num_ablations": num_ablations, "batch_size": batch_size, **citer_options}
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         citer = _citer(self.package, self.model, self.tokenizer, example, self.options)
         quiet = functools.partial(tqdm, disable=True)  # the package shows a bar per example's ablations
         with warnings.catch_warnings(), mock.patch.object(self.package.utils, "tqdm", quiet):

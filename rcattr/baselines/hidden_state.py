@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 
@@ -40,7 +40,7 @@ class HiddenStateAttributor(SpanAttributor):
         if not 1 <= self.layer <= n_layers:
             raise ValueError(f"layer={self.layer} is out of range; the model has layers 1..{n_layers}")
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         votes = anchor_votes(layer_output(self.model, example.ids, self.layer)[0], example)
         return example.result(votes.sum(0), unit_sum(votes, example.unit_ranges), self.name, inp)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
 from rcattr.base import AttributionInput, Example, SpanAttributor, normalise
 from rcattr.baselines.bm25 import BM25Attributor
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 
@@ -37,7 +37,8 @@ def reciprocal_rank_fusion(*scores: torch.Tensor, offset: float = 60.0) -> torch
 
 class HybridAttributor(SpanAttributor):
     """:class:`~rcattr.RCAttributor` (default recipe) and :class:`~rcattr.baselines.BM25Attributor`
-    fused by reciprocal rank per output unit; normalised over spans. One RC pass plus BM25.
+    fused by reciprocal rank per output unit; normalised over spans. One RC pass plus BM25. A fusion is not the
+    model's own account: its results carry no RC signals (``result.rc`` is None).
 
     Parameters
     ----------
@@ -53,9 +54,9 @@ class HybridAttributor(SpanAttributor):
         self.bm25 = BM25Attributor(model, tokenizer)
         self.offset = offset
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        rc = self.rc._explain(example, inp)
-        lexical = self.bm25._explain(example, inp)
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        rc = self.rc.explain(example, inp)
+        lexical = self.bm25.explain(example, inp)
         assert rc.token_attr is not None and lexical.token_attr is not None
         seq_attr = reciprocal_rank_fusion(rc.seq_attr, lexical.seq_attr, offset=self.offset)
         token_attr = reciprocal_rank_fusion(_unit_rows(rc), _unit_rows(lexical), offset=self.offset)
@@ -64,7 +65,6 @@ class HybridAttributor(SpanAttributor):
             normalise(token_attr),
             "hybrid: RC + BM25",
             inp,
-            head_selection=rc.head_selection,
         )
 
 

@@ -6,8 +6,8 @@ import torch
 from captum.attr import LayerIntegratedGradients, LLMGradientAttribution, TextTokenInput
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor, span_sum, unit_sum
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 
@@ -42,7 +42,7 @@ class IntegratedGradientsAttributor(SpanAttributor):
         layer = LayerIntegratedGradients(model, model.get_input_embeddings())
         self.captum = LLMGradientAttribution(layer, tokenizer)
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         token_input = TextTokenInput(example.prompt.text, self.tokenizer)
         captum_ids = token_input.inp_tensor[0].tolist()
         prompt_ids = example.ids[0, : example.answer_start].tolist()

@@ -26,15 +26,15 @@ from captum.attr import (
     FeatureAblation,
     KernelShap,
     LLMAttribution,
+    PerturbationAttribution,
     ShapleyValueSampling,
     TextTemplateInput,
     TextTokenInput,
 )
-from captum.attr._utils.attribution import PerturbationAttribution
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 DEFAULT_FORWARDS = 64
@@ -93,7 +93,7 @@ class _CaptumPerturbation(SpanAttributor):
         """The keyword arguments of the captum method's ``attribute`` for ``n_spans`` spans."""
         return {}
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         captum_input = inp if isinstance(inp, (TextTemplateInput, TextTokenInput)) else span_template(example)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)

@@ -7,8 +7,8 @@ import hashlib
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 
 
@@ -23,7 +23,7 @@ class RandomAttributor(SpanAttributor):
         super().__init__(model, tokenizer)
         self.seed = seed
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         digest = hashlib.sha256(f"{self.seed}\0{example.prompt.text}\0{example.answer}".encode()).digest()
         generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
         n_spans = len(example.context_spans)

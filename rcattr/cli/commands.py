@@ -115,6 +115,7 @@ def _explain(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
+    from rcattr.signals import RCSignals
     from rcattr.viz import save_head_heatmap
 
     attributor = _attributor(args)
@@ -122,10 +123,10 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
         inp, args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
     )
     path = save_head_heatmap(result, args.out)
-    assert result.head_selection is not None  # RCAttributor always selects heads
-    best = ", ".join(f"L{layer}.H{head}" for layer, head in result.head_selection.as_pairs()[:10])
+    selection = RCSignals.of(result).head_selection
+    best = ", ".join(f"L{layer}.H{head}" for layer, head in selection.as_pairs()[:10])
     print(
-        f"Answer: {result.answer}\n{result.head_selection.describe()}.\n"
+        f"Answer: {result.answer}\n{selection.describe()}.\n"
         f"Top heads ({args.head_score}): {best}\nHeat map: {path}"
     )
     return 0

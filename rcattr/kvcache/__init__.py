@@ -1,6 +1,6 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
-from rcattr._compat import cache_argument
+from rcattr.compat import cache_argument
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget

@@ -10,10 +10,10 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import Cache
 
-from rcattr._compat import cache_argument
-from rcattr._typing import TokenizerLike
+from rcattr.compat import cache_argument
 from rcattr.generation import model_window
 from rcattr.prompting import ContextInput, render_prompt
+from rcattr.protocols import TokenizerLike
 
 __all__ = ["AnswerAgreement", "Comparison", "compare_generations"]
 

@@ -642,7 +642,7 @@ def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
 
 
 def test_a_closed_cache_leaves_the_model_and_transformers_as_they_were() -> None:
-    from rcattr._compat import registered_attention
+    from rcattr.compat import registered_attention
 
     gc.collect()  # caches other tests left behind give their models back first
     model = kv_model("llama")
@@ -672,7 +672,7 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
     on exactly like the original, and each closes on its own."""
     import copy
 
-    from rcattr._compat import registered_attention
+    from rcattr.compat import registered_attention
 
     gc.collect()
     model = kv_model("llama")
@@ -837,7 +837,7 @@ def test_a_dropped_cache_is_freed_without_the_garbage_collector(budget) -> None:
     (and gives the model its attention back) at once, with the cross-layer decisions done."""
     import weakref
 
-    from rcattr._compat import registered_attention
+    from rcattr.compat import registered_attention
 
     gc.collect()  # caches other tests left behind give their models back first
     model = kv_model("llama")

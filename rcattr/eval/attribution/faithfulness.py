@@ -24,8 +24,8 @@ import torch
 from scipy.stats import spearmanr
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.prompting import ContextInput, render_prompt
+from rcattr.protocols import TokenizerLike
 
 EMPTY_CONTEXT = "(no documents)"
 """The context text of a prompt whose chunks are all ablated."""

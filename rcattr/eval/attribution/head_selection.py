@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import OUTLIER_SIGMAS, HeadScore, outlier_count, top_heads
-from rcattr.result import HeadSelection
 from rcattr.selectors import HeadSelector
 
 Selector = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]

@@ -15,11 +15,11 @@ from typing import ClassVar, Literal
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr._compat import cache_argument
-from rcattr._typing import TokenizerLike
 from rcattr.capture import CaptureStep, LogitCapture
+from rcattr.compat import cache_argument
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import LayerRC, LayerSuperiority
-from rcattr.result import HeadSelection
+from rcattr.protocols import TokenizerLike
 from rcattr.scorers import AttentionScorer, SpanScorer
 from rcattr.selectors import HeadSelector
 from rcattr.spans import SpanBlock, SpanIndex

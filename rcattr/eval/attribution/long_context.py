@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, zip_longest
 
-from rcattr._typing import TokenizerLike
 from rcattr.eval.common.datasets import AttributionRecord, load_attribution
 from rcattr.eval.kv.data import squad_paragraphs
+from rcattr.protocols import TokenizerLike
 
 POSITIONS = ("start", "middle", "end")
 Passage = tuple[str, str]  # (the question it belongs to, its text)

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.base import SpanAttributor
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import location_hits, source_hits
 from rcattr.prompting import ContextInput
+from rcattr.protocols import TokenizerLike
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan
 

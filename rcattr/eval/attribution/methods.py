@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
 from rcattr.baselines import (
     AblationAttributor,
@@ -39,6 +38,7 @@ from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMeth
 from rcattr.eval.attribution.recipes import selection_ablation
 from rcattr.eval.attribution.sweep import CURVE_SCORERS, SweepMethod
 from rcattr.eval.common.registry import MethodRegistry
+from rcattr.protocols import TokenizerLike
 from rcattr.selectors import heads_for
 
 if TYPE_CHECKING:

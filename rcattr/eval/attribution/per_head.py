@@ -1,9 +1,9 @@
 """Every head's span scores from one pass, for benchmarks that compare many head selections on it.
 
-:func:`head_span_scores` runs the reduction of :class:`~rcattr.RCAttributor` (:mod:`rcattr._reduction`)
+:func:`head_span_scores` runs the reduction of :class:`~rcattr.RCAttributor` (:mod:`rcattr.reduction`)
 with the span scorers of every recipe at once and scores every head; :class:`HeadSpanScores` then gives
 any selection's scores (:meth:`HeadSpanScores.combine`), so the sweep's top-k / bottom-k curve and every
-recipe of the ablation see the same logits. :func:`run_pass` is that pass with the experimental levers
+recipe of the ablation see the same logits. :func:`lever_pass` is that pass with the experimental levers
 (per-unit head scores, calibration: :mod:`rcattr.eval.attribution.levers`), deferred or not.
 """
 
@@ -17,12 +17,10 @@ from typing import Any
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr._compat import cache_argument
-from rcattr._reduction import Layout, Reducer, Reduction, forward
-from rcattr._typing import TokenizerLike
 from rcattr.attributor import HeadVotes, RCAttributor, vote
 from rcattr.base import AttributionInput, Example, SpanSpec, normalise
 from rcattr.capture import CaptureStep
+from rcattr.compat import cache_argument
 from rcattr.eval.attribution.levers import (
     PriorBlock,
     UnitHeadSelection,
@@ -30,8 +28,10 @@ from rcattr.eval.attribution.levers import (
     prompt_priors,
     unit_head_scores,
 )
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadScore, LayerRC, LayerSuperiority
-from rcattr.result import HeadSelection
+from rcattr.protocols import TokenizerLike
+from rcattr.reduction import Layout, Reducer, Reduction, forward
 from rcattr.scorers import SpanScorer, make_span_scorer, scorer_name
 from rcattr.spans import SpanBlock
 from rcattr.support import support_log_odds
@@ -210,7 +210,7 @@ def _sum(evidence: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
 
 
 class PassReducer(Reducer):
-    """:class:`~rcattr._reduction.Reducer` with the levers' extras: each output unit's head scores
+    """:class:`~rcattr.reduction.Reducer` with the levers' extras: each output unit's head scores
     (``unit_scores``) and a calibration's per-layer priors ``[H, K]`` in the scorers' blocks."""
 
     def __init__(
@@ -228,13 +228,13 @@ class PassReducer(Reducer):
         self.priors = priors or {}
         self.unit_head_scores: dict[str, dict[int, torch.Tensor]] = {}  # kind -> layer -> [H, U]
 
-    def _record(self, layer: int, statistics: LayerRC | LayerSuperiority) -> None:
-        super()._record(layer, statistics)
+    def record_layer(self, layer: int, statistics: LayerRC | LayerSuperiority) -> None:
+        super().record_layer(layer, statistics)
         if self.unit_scores:
             for kind, score in unit_head_scores(statistics, self.layout.membership).items():
                 self.unit_head_scores.setdefault(kind, {})[layer] = score.T
 
-    def _block(
+    def span_block(
         self,
         logits: torch.Tensor,
         visible: torch.Tensor,
@@ -242,12 +242,12 @@ class PassReducer(Reducer):
         heads: torch.Tensor,
         unit_rows: torch.Tensor | None = None,
     ) -> SpanBlock:
-        block = super()._block(logits, visible, step, heads, unit_rows)
+        block = super().span_block(logits, visible, step, heads, unit_rows)
         prior = self.priors.get(step.layer_idx)
         return block if prior is None else PriorBlock.of(block, prior[heads])
 
 
-def run_pass(
+def lever_pass(
     model: PreTrainedModel,
     tokenizer: TokenizerLike,
     example: Example,
@@ -302,7 +302,7 @@ def head_span_scores(
     else:
         listed = [make_span_scorer(s) for s in span_scorers]
         scorers = {scorer_name(scorer): scorer for scorer in listed}
-    reducer = run_pass(
+    reducer = lever_pass(
         attributor.model,
         attributor.tokenizer,
         example,

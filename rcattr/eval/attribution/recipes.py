@@ -18,8 +18,6 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._reduction import Reducer, Reduction
-from rcattr._typing import TokenizerLike
 from rcattr.attributor import HeadVotes, RCAttributor
 from rcattr.base import Example
 from rcattr.eval.attribution.head_selection import RULES, RuleHeads
@@ -31,10 +29,12 @@ from rcattr.eval.attribution.levers import (
     margin_weights,
     per_unit_selection,
 )
-from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, run_pass
+from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, lever_pass
 from rcattr.fusion import fuse_where_heads_disagree
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadCount
-from rcattr.result import HeadSelection
+from rcattr.protocols import TokenizerLike
+from rcattr.reduction import Reducer, Reduction
 from rcattr.scorers import AttentionScorer, RCScorer, SpanScorer
 from rcattr.selectors import BottomHeads, HeadSelector, OutlierHeads, TopHeads, heads_for
 
@@ -174,8 +174,10 @@ class Recipe:
 
 class RecipeAttributor(RCAttributor):
     """``attribute()`` of a recipe with experimental levers: :class:`~rcattr.RCAttributor`'s deferred pass
-    with the levers' extras (:func:`~rcattr.eval.attribution.per_head.run_pass`), its selection and its
+    with the levers' extras (:func:`~rcattr.eval.attribution.per_head.lever_pass`), its selection and its
     combination (:meth:`Recipe.combine`)."""
+
+    batch_forward = False  # its pass keeps the levers' extras, one example at a time
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike, recipe: Recipe) -> None:
         super().__init__(
@@ -183,10 +185,10 @@ class RecipeAttributor(RCAttributor):
         )
         self.recipe = replace(recipe, heads=self.heads)
 
-    def _pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
+    def run_pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
         if self.recipe.rc_mix:
             scorers = {**scorers, "rc": scorers.get("rc", RCScorer())}
-        return run_pass(
+        return lever_pass(
             self.model,
             self.tokenizer,
             example,
@@ -196,7 +198,7 @@ class RecipeAttributor(RCAttributor):
             unit_scores=self.recipe.per_unit_heads,
         )
 
-    def _select(self, reducer: Reducer) -> HeadSelection:
+    def select_heads(self, reducer: Reducer) -> HeadSelection:
         assert isinstance(reducer, PassReducer)
         units = reducer.unit_head_scores.get(self.head_score)
         return self.recipe.select(
@@ -204,7 +206,7 @@ class RecipeAttributor(RCAttributor):
             None if units is None else Reduction.stack(units),
         )
 
-    def _span_scores(
+    def span_scores(
         self, example: Example, reducer: Reducer, selection: HeadSelection
     ) -> tuple[torch.Tensor, torch.Tensor]:
         assert isinstance(reducer, PassReducer)

@@ -11,7 +11,6 @@ from typing import Any
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.baselines import RandomAttributor
 from rcattr.eval.attribution.config import PROTOCOL, RESUMABLE_CHANGES, BenchmarkConfig
 from rcattr.eval.attribution.faithfulness import faithfulness
@@ -24,6 +23,7 @@ from rcattr.eval.common.datasets import AttributionRecord, load_attribution
 from rcattr.eval.common.memory import PeakMemory
 from rcattr.eval.common.run_store import StoredRun, record_id
 from rcattr.eval.common.sharding import Shard
+from rcattr.protocols import TokenizerLike
 
 
 class AttributionBenchmark(StoredRun):

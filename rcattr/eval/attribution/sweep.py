@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units, scored_row
 from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores
@@ -25,6 +24,7 @@ from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, 
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import accuracy, source_hits
 from rcattr.heads import HeadCount, top_heads
+from rcattr.protocols import TokenizerLike
 from rcattr.scorers import RCScorer, SpanScorer
 
 if TYPE_CHECKING:

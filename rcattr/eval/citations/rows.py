@@ -11,6 +11,7 @@ from typing import Any
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan, sentence_spans, tokens_within
+from rcattr.signals import RCSignals
 from rcattr.support import SUPPORT_THRESHOLD
 
 HELD_BACK = 3
@@ -47,9 +48,8 @@ def sentence_rows(result: RCAttributionResult, record: AttributionRecord) -> lis
     """Per output unit (answer sentence) of ``result``: its offsets, gold documents (the sources of the
     record's gold spans it overlaps), the ``[n_documents]`` shares of its attribution, and its context reliance,
     mean and least token support, share of unsupported tokens and mean groundedness."""
-    assert result.token_support is not None and result.groundedness is not None  # an RC result
-    assert result.unit_context_reliance is not None
-    support, groundedness = result.token_support.tolist(), result.groundedness.tolist()
+    rc = RCSignals.of(result)
+    support, groundedness = rc.token_support.tolist(), rc.groundedness.tolist()
     rows = []
     for unit, sentence in enumerate(result.output_spans):
         tokens = tokens_within(result.answer_tokens, sentence.start, sentence.end)
@@ -60,7 +60,7 @@ def sentence_rows(result: RCAttributionResult, record: AttributionRecord) -> lis
                 "end": sentence.end,
                 "gold": gold_documents(sentence, record.gold),
                 "shares": [round(share, 6) for share in result.document_scores(unit).tolist()],
-                "reliance": float(result.unit_context_reliance[unit]),
+                "reliance": float(rc.unit_context_reliance[unit]),
                 "support": _mean(unit_support),
                 "least_support": min(unit_support, default=None),
                 "unsupported": _mean([float(s < SUPPORT_THRESHOLD) for s in unit_support]),

@@ -11,13 +11,13 @@ from typing import Any
 
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.eval.common.registry import check_methods
 from rcattr.eval.common.row_files import RowFileError
 from rcattr.eval.common.run_lock import RunLockedError, run_folder_lock
 from rcattr.eval.common.run_store import RunSettingsError, ShardedRun, run_sharded
 from rcattr.eval.common.sharding import Processes, Shard
 from rcattr.options import positive_int
+from rcattr.protocols import TokenizerLike
 
 
 def add_run_arguments(

@@ -32,6 +32,7 @@ from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.groundedness.pairs import Answering
 from rcattr.prompting import ContextInput
+from rcattr.signals import RCSignals
 from rcattr.support import support_heads
 
 ANSWER_SIGNALS = (
@@ -58,9 +59,8 @@ def answer_signals(
     """Generate the model's answer to the question over its context and compute every signal for it."""
     inp = ContextInput(answering.context, answering.question)
     result = attributor.attribute(inp, target=None, granularity="sentence", gen_args=gen_args)
-    selection = result.head_selection
-    assert selection is not None and result.groundedness is not None and result.token_support is not None
-    assert result.context_reliance is not None
+    rc = RCSignals.of(result)
+    selection = rc.head_selection
     head_scores = selection.scores.double()
     example = attributor.prepare(inp, target=result.answer, granularity="sentence")
     tokens = token_signals(attributor.model, example, selection.heads, support_heads(selection.scores))
@@ -68,10 +68,10 @@ def answer_signals(
     flagged = set(result.unsupported_tokens())
     return {
         "answer": result.answer,
-        "context_reliance": result.context_reliance,
+        "context_reliance": rc.context_reliance,
         "supported_share": sum(i not in flagged for i in words) / len(words),
-        "token_support": float(result.token_support[words].double().mean()),
-        "rc_groundedness": float(result.groundedness.double().mean()),
+        "token_support": float(rc.token_support[words].double().mean()),
+        "rc_groundedness": float(rc.groundedness.double().mean()),
         "rc_context_heads": float((head_scores > 0.5).double().mean()),
         "rc_superiority": float(head_scores.mean()),
         "rc_selected": float(head_scores[tuple(selection.heads.T)].mean()),

@@ -22,6 +22,7 @@ from rcattr.claims import claim_parts, stop_words
 from rcattr.eval.groundedness.context_signals import TokenStatistics
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import tokens_within
+from rcattr.signals import RCSignals
 
 SIGNALS = ("vouch", "support", "claims_held", "claims_rc", "coverage", "logprob", "neg_entropy", "lookback")
 
@@ -44,12 +45,12 @@ def citation_signals(
     """The signals of one citation's sentence (``statistics``: every head's, from a pass over the same
     prompt and answer)."""
     tokens = tokens_within(result.answer_tokens, citation.start, citation.end)
-    assert result.token_support is not None  # an RC result
+    support = RCSignals.of(result).token_support
     lookback = statistics.lookback.mean((0, 1))
     return {
         "vouch": citation.support,
         "status": citation.status,
-        "support": _mean([float(result.token_support[i]) for i in tokens]),
+        "support": _mean([float(support[i]) for i in tokens]),
         "claims": [[claim.kind, claim.held, claim.support] for claim in citation.claims],
         "coverage": content_coverage(citation.text, result.chunks),
         "logprob": _mean([float(statistics.logprob[i]) for i in tokens[1:] or tokens]),

@@ -38,6 +38,7 @@ from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.answer_edits import EDIT_KINDS, EditedAnswer
 from rcattr.eval.groundedness.context_signals import token_signals
+from rcattr.signals import RCSignals
 from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD, SUPPORT_THRESHOLD, support_heads
 
 TOKEN_SIGNALS = (
@@ -68,9 +69,9 @@ def token_rows(attributor: RCAttributor, edited: EditedAnswer, rng: random.Rando
     """Teacher-force the edited answer over the record's sources; every token's signals, text and label."""
     inp = context_input(edited.record)
     result = attributor.attribute(inp, target=edited.answer, granularity="sentence")
-    assert result.head_selection is not None and result.groundedness is not None
+    rc = RCSignals.of(result)
     example = attributor.prepare(inp, target=edited.answer, granularity="sentence")
-    selection = result.head_selection
+    selection = rc.head_selection
     per_token = token_signals(attributor.model, example, selection.heads, support_heads(selection.scores))
     tokens = [(span.start, span.end) for span in result.answer_tokens]
     if len(tokens) != len(per_token["logprob"]):
@@ -78,7 +79,7 @@ def token_rows(attributor: RCAttributor, edited: EditedAnswer, rng: random.Rando
     signals = {
         "token_support": -per_token["support_log_odds"],
         "rc_peak_support": 1 - per_token["peak_support"],
-        "rc_groundedness": 1 - result.groundedness.double(),
+        "rc_groundedness": 1 - rc.groundedness.double(),
         "rc_peak": 1 - per_token["peak"],
         "rc_peak_selected": 1 - per_token["peak_selected"],
         "rc_support_logprob": -per_token["support_log_odds_selected"],

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rcattr._typing import TokenizerLike
 from rcattr.eval.kv.data import KV_DATASETS, KVRecord, load_qmsum, load_squad
 from rcattr.eval.kv.methods import DEFAULT_RECIPE, FullCache, KVMethod, rc_options
 from rcattr.eval.kv.needle import load_needle
 from rcattr.eval.kv.registry import KV_METHODS, KVMethods, default_kv_methods
+from rcattr.protocols import TokenizerLike
 
 METHODS = KV_METHODS
 INSTRUCTIONS = {

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
-from rcattr._compat import attention_implementation, cache_argument, set_attention_implementation
+from rcattr.compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, WindowScorer, cache_nbytes
 from rcattr.models import PACKAGED_MODELS, packaged_model_dir

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import torch
 from transformers import Cache, PreTrainedModel
 
-from rcattr._compat import cache_argument
-from rcattr._typing import TokenizerLike
+from rcattr.compat import cache_argument
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs
+from rcattr.protocols import TokenizerLike
 
 
 @dataclass(frozen=True)

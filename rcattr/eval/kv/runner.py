@@ -14,7 +14,6 @@ import torch
 from tqdm.auto import tqdm
 from transformers import Cache, PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.eval.common.run_store import MethodRecordRun
 from rcattr.eval.common.sharding import Shard
 from rcattr.eval.kv.config import (
@@ -34,6 +33,7 @@ from rcattr.eval.kv.registry import KVMethods
 from rcattr.eval.kv.results import summarise
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.kvcache import RCKVCache
+from rcattr.protocols import TokenizerLike
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rcattr._lazy import lazy_exports
+from rcattr.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rcattr.eval.kv_long.cli import main

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
-from rcattr._compat import cache_argument
+from rcattr.compat import cache_argument
 from rcattr.eval.kv.methods import import_kvpress
 from rcattr.eval.kv_long.question import QuestionWindow
 from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache

@@ -26,7 +26,6 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from rcattr._typing import TokenizerLike
 from rcattr.eval.common.run_store import MethodRecordRun
 from rcattr.eval.common.sharding import Shard
 from rcattr.eval.kv.metrics import answer_match, rouge
@@ -35,6 +34,7 @@ from rcattr.eval.kv_long.data import LONG_TASKS, LongRecord, load_needle_prefixe
 from rcattr.eval.kv_long.methods import Decoder, LongMethod, TokenBudget, long_methods
 from rcattr.eval.kv_long.report import BYTES_EVERY, plot_bytes_held, summarise_long, table_long
 from rcattr.kvcache import cache_nbytes
+from rcattr.protocols import TokenizerLike
 
 INSTRUCTION = {"qmsum": "Answer in detail.", "needle": "Answer in a few words."}
 RESUMABLE_CHANGES = ("methods", "limit")

@@ -10,11 +10,11 @@ import torch
 
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
-from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores, run_pass
+from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores, lever_pass
 from rcattr.eval.attribution.recipes import Recipe, span_scorers
+from rcattr.head_selection import HeadSelection
 from rcattr.heads import top_heads
 from rcattr.prompting import render_prompt
-from rcattr.result import HeadSelection
 from rcattr.scorers import AttentionScorer, RCBoundScorer, RCScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
 from rcattr.support import support_heads
@@ -172,7 +172,9 @@ def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
     tokenizer = char_tokenizer()
     attributor = RCAttributor(llama, tokenizer, TopHeads(2))
     example = attributor.prepare(INPUT, ANSWER)
-    reducer = run_pass(llama, tokenizer, example, {"attention": attributor.scorer}, "superiority", defer=True)
+    reducer = lever_pass(
+        llama, tokenizer, example, {"attention": attributor.scorer}, "superiority", defer=True
+    )
     reducer.score_heads(torch.tensor([[0, 1]]))
     scores = HeadSpanScores.of(reducer, example, attributor.n_heads)
     assert scores.scored is not None and scores.scored.sum() == 1

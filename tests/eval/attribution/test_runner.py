@@ -138,7 +138,7 @@ class FirstSource(SpanAttributor):
 
     name = "first_source"
 
-    def _explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
         scores = torch.zeros(len(example.output_spans), len(example.context_spans))
         scores[:, 0] = 1.0
         return example.result(scores[0], scores, self.name, inp)

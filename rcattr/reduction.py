@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr._compat import cache_argument
 from rcattr.base import Example
 from rcattr.capture import CaptureStep, LogitCapture, raw_logits
+from rcattr.compat import cache_argument
 from rcattr.heads import HeadScore, LayerRC, LayerSuperiority, layer_rc, layer_superiority
 from rcattr.scorers import SpanScorer
 from rcattr.spans import SpanBlock, SpanIndex, attention_probabilities, lookback_ratio
@@ -170,7 +170,7 @@ class Reducer:
             )
         else:
             statistics = layer_rc(*self._samples(logits, visible), self.head_score)
-        self._record(step.layer_idx, statistics)
+        self.record_layer(step.layer_idx, statistics)
         if self.defer:
             self.steps[step.layer_idx] = step
             return
@@ -178,8 +178,8 @@ class Reducer:
         heads = torch.arange(logits.shape[0], device=logits.device)
         self._score(step, heads, logits, visible, statistics)
 
-    def _record(self, layer: int, statistics: LayerRC | LayerSuperiority) -> None:
-        """Keep the head scores of one layer's statistics."""
+    def record_layer(self, layer: int, statistics: LayerRC | LayerSuperiority) -> None:
+        """Keep the head scores of one layer's statistics (a subclass keeps more of them here)."""
         for kind, score in statistics.every_score.items():
             self.out.head_scores.setdefault(kind, {})[layer] = score
 
@@ -245,21 +245,21 @@ class Reducer:
             unit_visible = visible[rows] & layout.unit_mask[..., None]
         for name, scorer in self.scorers.items():
             if not scorer.pools_rows:  # every answer row once, weighted per unit
-                block = self._block(logits[None], visible[None], step, heads, self.answer_and_units)
+                block = self.span_block(logits[None], visible[None], step, heads, self.answer_and_units)
                 scores = scorer.score(block)  # [1 + U, h, n_spans]
                 put(self.out.answer_scores[name], scores[0])
                 put(self.out.unit_scores[name], scores[1:].transpose(0, 1))
                 continue
-            answer = scorer.score(self._block(logits[None], visible[None], step, heads))[0]
+            answer = scorer.score(self.span_block(logits[None], visible[None], step, heads))[0]
             put(self.out.answer_scores[name], answer)
             units = (
-                scorer.score(self._block(unit_logits, unit_visible, step, heads))
+                scorer.score(self.span_block(unit_logits, unit_visible, step, heads))
                 if per_unit
                 else answer[None]
             )
             put(self.out.unit_scores[name], units.transpose(0, 1))
 
-    def _block(
+    def span_block(
         self,
         logits: torch.Tensor,
         visible: torch.Tensor,
@@ -268,7 +268,7 @@ class Reducer:
         unit_rows: torch.Tensor | None = None,
     ) -> SpanBlock:
         """The scorer's view of ``[U, h, R, S]`` unit logits of ``heads [h]`` and their ``[U, R, S]``
-        visibility."""
+        visibility; a subclass overrides it to give every scorer more (e.g. a calibration's priors)."""
         return SpanBlock(
             logits=logits,
             visible=visible,

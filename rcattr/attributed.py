@@ -1,0 +1,59 @@
+"""What a result's scores refer to: the context's spans in their documents (:class:`AttributedContext`), and
+the answer's output units and tokens (:class:`AttributedAnswer`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rcattr.citations import SentenceRows
+from rcattr.documents import Document
+from rcattr.segmentation import TextSpan
+
+
+@dataclass(frozen=True)
+class AttributedContext:
+    """The context an answer is attributed to.
+
+    Attributes
+    ----------
+    documents : list of Document
+        The context's documents with their ids and metadata, as the input gave them.
+    spans : list of TextSpan
+        The context spans scored, in order; ``span.source`` indexes ``documents`` and the offsets its text.
+    prompt_text : str or None
+        The whole prompt the model read (documents, question and template), when known.
+    """
+
+    documents: Sequence[Document]
+    spans: Sequence[TextSpan]
+    prompt_text: str | None = None
+
+    @classmethod
+    def of_texts(
+        cls, texts: Sequence[str], spans: Sequence[TextSpan], prompt_text: str | None = None
+    ) -> AttributedContext:
+        """The context of plain texts, one document each."""
+        return cls([Document(text) for text in texts], spans, prompt_text)
+
+
+@dataclass(frozen=True)
+class AttributedAnswer:
+    """The answer whose parts are attributed.
+
+    Attributes
+    ----------
+    text : str
+        The answer.
+    units : list of TextSpan
+        The output units scored (answer, sentences or tokens), offsets into ``text``.
+    tokens : list of TextSpan
+        The answer's tokens, which the per-token signals follow.
+    sentence_rows : SentenceRows or None
+        With a whole-answer unit and several answer sentences, each sentence's rows from the same pass.
+    """
+
+    text: str
+    units: Sequence[TextSpan]
+    tokens: Sequence[TextSpan]
+    sentence_rows: SentenceRows | None = None
