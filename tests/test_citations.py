@@ -193,7 +193,10 @@ def test_cited_answer_in_each_style() -> None:
         "[^1]: [Eiffel Tower](https://x.org/e)\n[^2]: history.txt"
     )
     page = result.cited_answer("html", **rule)
-    assert "Bread &lt;<mark class=\"rc-unheld\"" in page and '<li id="rc-source-1" value="1"><a href="https://x.org/e">' in page
+    assert (
+        'Bread &lt;<mark class="rc-unheld"' in page
+        and '<li id="rc-source-1" value="1"><a href="https://x.org/e">' in page
+    )
     assert result.cited_answer(references=False, **rule).endswith("Bread <3 [unsupported: 3]")
     nothing_cited = _result(reliance=[0.0, 0.0, 0.0]).cited_answer(min_reliance=0.5)
     assert nothing_cited == f"{ANSWER} [unsupported: 3]"  # no source; the unheld number still flagged
