@@ -149,3 +149,23 @@ def rc_signals(
         if selection is None
         else selection,
     )
+
+
+def command_help(module: str) -> tuple[str, list[str]]:
+    """``python -m MODULE --help`` in a fresh interpreter: its output, and which of torch and transformers it
+    imported (a benchmark's command line parses before either loads)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import contextlib, io, runpy, sys\n"
+        f"sys.argv = [{module!r}, '--help']\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        f"    runpy.run_module({module!r}, run_name='__main__')\n"
+        "print(out.getvalue())\n"
+        "print([name for name in ('torch', 'transformers') if name in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    text, _, heavy = done.stdout.rstrip().rpartition("\n")
+    return text, eval(heavy)

@@ -12,10 +12,10 @@ from rcattr.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rcattr.eval.attribution.cli import config_from_args, main
-    from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, PROTOCOL, BenchmarkConfig
+    from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, METHODS, PROTOCOL, BenchmarkConfig
     from rcattr.eval.attribution.long_context import LongContext
     from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
-    from rcattr.eval.attribution.methods import METHODS, default_methods
+    from rcattr.eval.attribution.methods import default_methods
     from rcattr.eval.attribution.report import markdown_table
     from rcattr.eval.attribution.runner import AttributionBenchmark
     from rcattr.eval.attribution.sweep import SweepMethod, plot_sweep
@@ -25,10 +25,10 @@ __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         ".cli": ["config_from_args", "main"],
-        ".config": ["BenchmarkConfig", "DEFAULT_METHOD_LIMITS", "PROTOCOL"],
+        ".config": ["BenchmarkConfig", "DEFAULT_METHOD_LIMITS", "METHODS", "PROTOCOL"],
         ".long_context": ["LongContext"],
         ".method": ["AttributionMethod", "SpanAttributorMethod"],
-        ".methods": ["METHODS", "default_methods"],
+        ".methods": ["default_methods"],
         ".report": ["markdown_table"],
         ".runner": ["AttributionBenchmark"],
         ".sweep": ["SweepMethod", "plot_sweep"],

@@ -23,11 +23,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, BenchmarkConfig
+from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, METHODS, OPTIONAL_METHODS, BenchmarkConfig
 from rcattr.eval.attribution.long_context import POSITIONS, LongContext
-from rcattr.eval.attribution.methods import METHODS, OPTIONAL_METHODS
-from rcattr.eval.attribution.report import markdown_table
-from rcattr.eval.attribution.runner import AttributionBenchmark
 from rcattr.eval.common.datasets import DATA_HELP
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.options import parse_head_count, positive_int
@@ -148,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark as the command line ``argv`` says; returns the exit status."""
     args = _parser().parse_args(argv)
     config = config_from_args(args)
+    from rcattr.eval.attribution.report import markdown_table
+    from rcattr.eval.attribution.runner import AttributionBenchmark
+
     return run_command(
         args,
         config.model,

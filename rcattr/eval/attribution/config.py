@@ -3,10 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rcattr.eval.attribution.long_context import LongContext
-from rcattr.eval.attribution.methods import RUN_BY_DEFAULT
-from rcattr.heads import HeadCount
+
+if TYPE_CHECKING:
+    from rcattr.heads import HeadCount
+
+# the built-in methods (:func:`rcattr.eval.attribution.methods.default_methods`), in the order of the results;
+# named here, without torch, for the command line
+METHODS = (
+    "rc",
+    "rc_paper",
+    "sweep",
+    "heads",
+    "attention",
+    "hidden_state",
+    "ig",
+    "bm25",
+    "ablation",
+    "random",
+    "hybrid",
+    "shapley",
+    "kernel_shap",
+    "context_cite",
+    "at2",
+)
+# run when named: the heads' default and paper rows repeat the sweep's; the peers cost 64 forwards a record
+# (AT2 one, with an estimator trained for the model)
+OPTIONAL_METHODS = ("heads", "shapley", "kernel_shap", "context_cite", "at2")
+RUN_BY_DEFAULT = tuple(name for name in METHODS if name not in OPTIONAL_METHODS)
 
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes
 RESUMABLE_CHANGES = (

@@ -119,10 +119,3 @@ def default_methods() -> AttributionMethods:
         ],
         reserved=RUN_FILES,
     )
-
-
-METHODS = tuple(default_methods())  # the built-in names, in the order of the results
-# run when named: the heads' default and paper rows repeat the sweep's; the peers cost 64 forwards a record
-# (AT2 one, with an estimator trained for the model)
-OPTIONAL_METHODS = ("heads", "shapley", "kernel_shap", "context_cite", "at2")
-RUN_BY_DEFAULT = tuple(name for name in METHODS if name not in OPTIONAL_METHODS)

@@ -7,29 +7,46 @@ import argparse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
-
-from transformers import PreTrainedModel
+from typing import TYPE_CHECKING, Any
 
 from rcattr.eval.common.registry import check_methods
 from rcattr.eval.common.row_files import RowFileError
 from rcattr.eval.common.run_lock import RunLockedError, run_folder_lock
-from rcattr.eval.common.run_store import RunSettingsError, ShardedRun, run_sharded
+from rcattr.eval.common.run_store import RunSettingsError, ShardedRun, announce_resume, run_sharded
 from rcattr.eval.common.sharding import Processes, Shard
 from rcattr.options import positive_int
-from rcattr.protocols import TokenizerLike
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from rcattr.protocols import TokenizerLike
+
+
+def add_folder_arguments(parser: argparse.ArgumentParser, default_out: str | None = None) -> None:
+    """What every benchmark's command line takes: ``--out`` (required without ``default_out``), ``--model`` and
+    ``--report-only``."""
+    parser.add_argument(
+        "--out",
+        required=default_out is None,
+        default=default_out,
+        help="output folder: a run already there is resumed; one run writes it at a time (OUT/.lock names it)"
+        + ("" if default_out is None else f"; default {default_out}"),
+    )
+    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write the report from the rows on disk (every shard's, the records every method "
+        "has finished), e.g. while the run is still going; the model is not loaded",
+    )
 
 
 def add_run_arguments(
     parser: argparse.ArgumentParser, methods: Sequence[str], optional: Sequence[str] = ()
 ) -> None:
-    """``--out``, ``--limit`` and ``--methods`` (comma-separated, from ``methods``; by default all but
-    the ``optional`` ones)."""
-    parser.add_argument(
-        "--out",
-        required=True,
-        help="output folder: a run already there is resumed; one run writes it at a time (OUT/.lock names it)",
-    )
+    """:func:`add_folder_arguments`, ``--limit``, ``--methods`` (comma-separated, from ``methods``; by default all
+    but the ``optional`` ones), ``--shard`` and ``--device-map``."""
+    add_folder_arguments(parser)
     parser.add_argument("--limit", type=positive_int, help="first N records only (N >= 1; default: all)")
     default = [name for name in methods if name not in optional]
     parser.add_argument(
@@ -47,13 +64,6 @@ def add_run_arguments(
         "command without --shard then merges the shards' rows and writes the report. Under accelerate launch "
         "or torchrun the processes split the records (or this shard) among themselves and merge on their own",
     )
-    parser.add_argument(
-        "--report-only",
-        action="store_true",
-        help="run nothing: write the report from the rows on disk (every shard's, the records every method "
-        "has finished), e.g. while the shards of the run are still going",
-    )
-    parser.add_argument("--model", help="model name or path (default: the offline SmolLM2-135M-Instruct)")
     parser.add_argument(
         "--device-map",
         help='spread one model over several devices (transformers\' device_map, e.g. "auto"); one process only. '
@@ -113,6 +123,20 @@ def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iter
             yield folder
     except (RunLockedError, RunSettingsError, RowFileError) as error:
         raise SystemExit(str(error)) from None
+
+
+def run_stored(args: argparse.Namespace, build: Callable[[], ShardedRun]) -> int:
+    """What a benchmark command of one process does once its settings are checked: hold the run folder
+    (:func:`run_folder`), ``build()`` the run (it claims the folder's settings; the model loads only when rows
+    are missing), compute what is not on disk unless ``--report-only``, and write the report; returns the exit
+    status."""
+    with run_folder(args.out, Shard(), args.report_only):
+        run = build()
+        if not args.report_only:
+            announce_resume(run.out, run.size() - run.missing(), run.size(), "rows")
+            run.compute()
+        run.report()
+    return 0
 
 
 def run_command(

@@ -4,6 +4,6 @@ from rcattr.eval.common.run_lock import command_lock
 
 # the run folder is held before torch, the model and the data load: a second run on it is refused at once
 with command_lock(sys.argv[1:], default_out="runs/groundedness"):
-    from rcattr.eval.groundedness.benchmark import main
+    from rcattr.eval.groundedness.cli import main
 
-    main()
+    raise SystemExit(main())

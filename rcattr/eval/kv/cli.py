@@ -35,10 +35,7 @@ from rcattr.eval.kv.config import (
     KVBenchmarkConfig,
 )
 from rcattr.eval.kv.data import KV_DATASETS
-from rcattr.eval.kv.methods import RC_VARIANT_WORDS, import_kvpress
-from rcattr.eval.kv.registry import default_kv_methods
-from rcattr.eval.kv.runner import KVBenchmark
-from rcattr.eval.kv.tables import markdown_table
+from rcattr.eval.kv.variants import RC_VARIANT_WORDS
 from rcattr.options import positive_int
 
 # the module's docstring is the command's --help; the pieces: settings (kv_config), caches (kv_methods) and
@@ -120,6 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as error:
         raise SystemExit(str(error)) from error
+    from rcattr.eval.kv.methods import import_kvpress
+    from rcattr.eval.kv.registry import default_kv_methods
+    from rcattr.eval.kv.runner import KVBenchmark
+    from rcattr.eval.kv.tables import markdown_table
+
     methods = default_kv_methods()
     if any(methods[name].needs_kvpress for name in config.methods):
         try:

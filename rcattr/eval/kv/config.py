@@ -4,14 +4,21 @@ the records of its task."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rcattr.eval.kv.data import KV_DATASETS, KVRecord, load_qmsum, load_squad
-from rcattr.eval.kv.methods import DEFAULT_RECIPE, FullCache, KVMethod, rc_options
 from rcattr.eval.kv.needle import load_needle
-from rcattr.eval.kv.registry import KV_METHODS, KVMethods, default_kv_methods
-from rcattr.protocols import TokenizerLike
+from rcattr.eval.kv.presses import PRESSES
+from rcattr.eval.kv.variants import DEFAULT_RECIPE, rc_options
 
-METHODS = KV_METHODS
+if TYPE_CHECKING:
+    from rcattr.eval.kv.methods import KVMethod
+    from rcattr.eval.kv.registry import KVMethods
+    from rcattr.protocols import TokenizerLike
+
+# the built-in methods (:func:`rcattr.eval.kv.registry.default_kv_methods`), named here without torch for the
+# command line: RCKVCache, then every press
+METHODS = ("rc", *PRESSES)
 INSTRUCTIONS = {
     "squad": "Answer in a few words.",
     "qmsum": "Answer in a few sentences.",
@@ -57,6 +64,9 @@ class KVBenchmarkConfig:
     def kv_methods(self, methods: KVMethods | None = None) -> list[KVMethod]:
         """The full-cache reference, then every method of ``self.methods`` at every setting (the methods of
         ``methods``, default :func:`~rcattr.eval.kv.registry.default_kv_methods`)."""
+        from rcattr.eval.kv.methods import FullCache
+        from rcattr.eval.kv.registry import default_kv_methods
+
         registry = default_kv_methods() if methods is None else methods
         registry.check(self.methods)
         return [FullCache(), *(method for name in self.methods for method in registry[name].settings(self))]

@@ -15,7 +15,7 @@ from it or masked out of attention, and its bytes against the full cache's.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -24,80 +24,11 @@ import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
 from rcattr.compat import attention_implementation, cache_argument, set_attention_implementation
+from rcattr.eval.kv.presses import EAGER_PRESSES, PRESSES, TOKENIZER_PRESSES
 from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.eval.kv.variants import PAPER_VARIANT, rc_options
 from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, WindowScorer, cache_nbytes
 from rcattr.models import PACKAGED_MODELS, packaged_model_dir
-
-# name -> how to build the kvpress press at a compression ratio (the press classes' default settings): every
-# press of kvpress 0.5.5 that prunes the context at prefill offline, and Expected Attention, kvpress's strongest,
-# inside the head-wise wrappers (docs/benchmarks.md lists the presses left out and why)
-PRESSES: dict[str, Callable[[Any, float], Any]] = {
-    "snapkv": lambda kvpress, ratio: kvpress.SnapKVPress(compression_ratio=ratio),
-    "tova": lambda kvpress, ratio: kvpress.TOVAPress(compression_ratio=ratio),
-    "streaming_llm": lambda kvpress, ratio: kvpress.StreamingLLMPress(compression_ratio=ratio),
-    "knorm": lambda kvpress, ratio: kvpress.KnormPress(compression_ratio=ratio),
-    "pyramidkv": lambda kvpress, ratio: kvpress.PyramidKVPress(compression_ratio=ratio),
-    "adakv_snapkv": lambda kvpress, ratio: kvpress.AdaKVPress(kvpress.SnapKVPress(compression_ratio=ratio)),
-    "expected_attention": lambda kvpress, ratio: kvpress.ExpectedAttentionPress(compression_ratio=ratio),
-    "adakv_expected_attention": lambda kvpress, ratio: kvpress.AdaKVPress(
-        kvpress.ExpectedAttentionPress(compression_ratio=ratio)
-    ),
-    # CriticalKV weighs scores by the projected value norm itself: kvpress asks for use_vnorm=False inside it
-    "criticalkv_expected_attention": lambda kvpress, ratio: kvpress.CriticalKVPress(
-        kvpress.ExpectedAttentionPress(compression_ratio=ratio, use_vnorm=False)
-    ),
-    "critical_adakv_expected_attention": lambda kvpress, ratio: kvpress.CriticalAdaKVPress(
-        press=kvpress.ExpectedAttentionPress(compression_ratio=ratio, use_vnorm=False)
-    ),
-    "observed_attention": lambda kvpress, ratio: kvpress.ObservedAttentionPress(compression_ratio=ratio),
-    "keydiff": lambda kvpress, ratio: kvpress.KeyDiffPress(compression_ratio=ratio),
-    "lagkv": lambda kvpress, ratio: kvpress.LagKVPress(compression_ratio=ratio),
-    "leverage_score": lambda kvpress, ratio: kvpress.LeverageScorePress(compression_ratio=ratio),
-    "non_causal_attn": lambda kvpress, ratio: kvpress.NonCausalAttnPress(compression_ratio=ratio),
-    "compactor": lambda kvpress, ratio: kvpress.CompactorPress(compression_ratio=ratio),
-    "cur": lambda kvpress, ratio: kvpress.CURPress(compression_ratio=ratio),
-    "cap": lambda kvpress, ratio: kvpress.CapPress(compression_ratio=ratio),
-    "kvcompose": lambda kvpress, ratio: kvpress.KVComposePress(compression_ratio=ratio),
-    "random": lambda kvpress, ratio: kvpress.RandomPress(compression_ratio=ratio),
-    # query-agnostic: they replay the context ("Repeat the previous context") and mask what it attends least
-    "kvzip": lambda kvpress, ratio: kvpress.KVzipPress(compression_ratio=ratio),
-    "kvgrad": lambda kvpress, ratio: kvpress.KVgradPress(compression_ratio=ratio),
-}
-EAGER_PRESSES = frozenset({"observed_attention"})  # they score the attention weights only eager returns
-TOKENIZER_PRESSES = frozenset({"kvzip", "kvgrad"})  # they load the tokenizer from config.name_or_path
-# the words of an RCKVCache variant (joined by "+", e.g. "value_norm+sinks=4"): changes to the paper's recipe
-PAPER_VARIANT = "paper"  # the paper's recipe: expected RC, a threshold per key head and layer, no sinks
-PAPER_OPTIONS: dict[str, Any] = {
-    "statistic": "expected",
-    "value_norm": False,
-    "sinks": 0,
-    "scope": "head",
-}
-RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
-    "value_norm": {"value_norm": True},
-    "upper_bound": {"statistic": "upper_bound"},  # a measured loser: rcattr.eval.kv.scorers
-    "model_budget": {"scope": "model"},
-}
-DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
-
-
-def rc_options(variant: str) -> dict[str, Any]:
-    """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope): "paper",
-    or words of :data:`RC_VARIANT_WORDS` and ``sinks=N`` joined by "+", each a change to the paper's recipe.
-    Every setting is spelled out, so a variant means the same cache whatever RCKVCache's defaults are."""
-    options = dict(PAPER_OPTIONS)
-    if variant == PAPER_VARIANT:
-        return options
-    for word in variant.split("+"):
-        name, _, value = word.partition("=")
-        if name == "sinks" and value.isdigit():
-            options["sinks"] = int(value)
-        elif word in RC_VARIANT_WORDS:
-            options.update(RC_VARIANT_WORDS[word])
-        else:
-            known = ", ".join([*RC_VARIANT_WORDS, "sinks=N"])
-            raise ValueError(f"unknown RCKVCache variant {word!r} in {variant!r}; choose from {known}")
-    return options
 
 
 def rc_policy(variant: str, c: float = 1.0) -> EvictionPolicy:

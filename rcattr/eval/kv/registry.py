@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rcattr.eval.common.registry import MethodRegistry
-from rcattr.eval.kv.methods import PRESSES, KVMethod, PressMethod, RCMethod
+from rcattr.eval.kv.methods import KVMethod, PressMethod, RCMethod
+from rcattr.eval.kv.presses import PRESSES
 
 if TYPE_CHECKING:
     from rcattr.eval.kv.config import KVBenchmarkConfig
@@ -55,7 +56,7 @@ class RCFamily(KVFamily):
 
 @dataclass(frozen=True)
 class PressFamily(KVFamily):
-    """The kvpress press ``name`` (a key of :data:`~rcattr.eval.kv.methods.PRESSES`) at every ratio."""
+    """The kvpress press ``name`` (a key of :data:`~rcattr.eval.kv.presses.PRESSES`) at every ratio."""
 
     name: str
     needs_kvpress: ClassVar[bool] = True

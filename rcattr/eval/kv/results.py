@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from rcattr.eval.common.metrics import paired_mean_difference
-from rcattr.eval.kv.methods import PAPER_VARIANT
+from rcattr.eval.kv.variants import PAPER_VARIANT
 
 METRICS = ("ver", "rouge1", "rougeL", "match", "compression_ratio", "bytes_ratio", "seconds")
 LEVER_RATIOS = (0.5, 0.7)  # where the RCKVCache variants are compared (interpolated over c)

@@ -10,13 +10,15 @@ from rcattr.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rcattr.eval.kv_long.cli import main
-    from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
+    from rcattr.eval.kv_long.config import DecodeBudget, LongBenchmarkConfig
+    from rcattr.eval.kv_long.runner import LongGenerationBenchmark
 
 # imported on first use: `python -m rcattr.eval.kv_long` locks its run folder before torch loads
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         ".cli": ["main"],
-        ".runner": ["LongBenchmarkConfig", "LongGenerationBenchmark"],
+        ".config": ["DecodeBudget", "LongBenchmarkConfig"],
+        ".runner": ["LongGenerationBenchmark"],
     },
 )

@@ -25,11 +25,8 @@ from collections.abc import Sequence
 
 from rcattr.eval.common.datasets import DATA_HELP
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
-from rcattr.eval.kv.methods import import_kvpress
+from rcattr.eval.kv_long.config import METHODS, DecodeBudget, LongBenchmarkConfig
 from rcattr.eval.kv_long.data import LONG_TASKS
-from rcattr.eval.kv_long.methods import DecodingPressMethod, TokenBudget, long_methods
-from rcattr.eval.kv_long.report import table_long
-from rcattr.eval.kv_long.runner import LongBenchmarkConfig, LongGenerationBenchmark
 from rcattr.options import positive_int
 
 __all__ = ["main"]
@@ -44,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--task", required=True, choices=LONG_TASKS)
-    add_run_arguments(parser, tuple(long_methods()))
+    add_run_arguments(parser, METHODS)
     parser.add_argument(
         "--budget",
         type=positive_int,
@@ -83,8 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = LongBenchmarkConfig(
             task=args.task,
-            methods=parse_methods(args.methods, tuple(long_methods())),
-            budget=TokenBudget(args.budget, args.every),
+            methods=parse_methods(args.methods, METHODS),
+            budget=DecodeBudget(args.budget, args.every),
             limit=args.limit,
             context_tokens=args.context_tokens,
             prefix_tokens=args.prefix_tokens,
@@ -93,6 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as error:
         raise SystemExit(str(error)) from error
+    from rcattr.eval.kv.methods import import_kvpress
+    from rcattr.eval.kv_long.methods import DecodingPressMethod, long_methods
+    from rcattr.eval.kv_long.report import table_long
+    from rcattr.eval.kv_long.runner import LongGenerationBenchmark
+
     if any(isinstance(long_methods()[name], DecodingPressMethod) for name in config.methods):
         try:
             import_kvpress()

@@ -1,4 +1,4 @@
-"""The caches the long-generation benchmark compares, all held to one token budget (:class:`TokenBudget`).
+"""The caches the long-generation benchmark compares, all held to one token budget (:class:`~rcattr.eval.kv_long.config.DecodeBudget`).
 
 * :class:`FullDecoding`: transformers' ``DynamicCache``, the reference; it grows with every token.
 * :class:`RCDecoding`: :class:`~rcattr.kvcache.RCKVCache` with ``budget`` entries per key head at prefill and,
@@ -26,37 +26,9 @@ from transformers import Cache, DynamicCache, PreTrainedModel
 
 from rcattr.compat import cache_argument
 from rcattr.eval.kv.methods import import_kvpress
+from rcattr.eval.kv_long.config import DECODING_SCORERS, DecodeBudget
 from rcattr.eval.kv_long.question import QuestionWindow
-from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache
-from rcattr.kvcache import TokenBudget as KVTokenBudget
-
-# name -> the kvpress scorer press (at a compression ratio) that PrefillDecodingPress runs at prefill and,
-# inside DecodingPress, during decoding; every scorer of kvpress 0.5.5 that scores decoding steps offline
-# from the keys, values or the buffered hidden states (SnapKV's window, half the interval, fits the decoding buffer)
-DECODING_SCORERS: dict[str, Callable[[Any, float, int], Any]] = {
-    "streaming_llm": lambda kvpress, ratio, every: kvpress.StreamingLLMPress(compression_ratio=ratio),
-    "knorm": lambda kvpress, ratio, every: kvpress.KnormPress(compression_ratio=ratio),
-    "tova": lambda kvpress, ratio, every: kvpress.TOVAPress(compression_ratio=ratio),
-    "snapkv": lambda kvpress, ratio, every: kvpress.SnapKVPress(
-        compression_ratio=ratio, window_size=min(64, every // 2)
-    ),
-    "expected_attention": lambda kvpress, ratio, every: kvpress.ExpectedAttentionPress(
-        compression_ratio=ratio
-    ),
-}
-
-
-@dataclass(frozen=True)
-class TokenBudget:
-    """Every compressing method keeps ``tokens`` entries per key head after each eviction, and evicts every
-    ``every`` generated tokens (so it holds at most ``tokens + every``, plus the question's, per head)."""
-
-    tokens: int = 256
-    every: int = 32
-
-    def __post_init__(self) -> None:
-        if self.tokens < 1 or self.every < 1:
-            raise ValueError(f"a token budget and an interval are >= 1, got {self.tokens} and {self.every}")
+from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache, TokenBudget
 
 
 @dataclass
@@ -77,7 +49,7 @@ class LongMethod(ABC):
         return self.name
 
     @abstractmethod
-    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: DecodeBudget) -> Decoder:
         """Prefill ``context_ids [1, n]`` into a new cache (compressed to ``budget``)."""
 
 
@@ -92,7 +64,7 @@ class FullDecoding(LongMethod):
 
     name: str = "full"
 
-    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: DecodeBudget) -> Decoder:
         return Decoder(_prefill(model, DynamicCache(), context_ids))
 
 
@@ -116,11 +88,11 @@ class RCDecoding(LongMethod):
             return "rc_prefill_only"
         return "rc_question" if self.question_window else "rc"
 
-    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: DecodeBudget) -> Decoder:
         decode = None
         if self.decode_time:
             decode = (QuestionWindow if self.question_window else DecodeEviction)(budget.every)
-        policy = EvictionPolicy(KVTokenBudget(budget.tokens), decode=decode)
+        policy = EvictionPolicy(TokenBudget(budget.tokens), decode=decode)
         return Decoder(_prefill(model, RCKVCache(model, policy=policy), context_ids))
 
 
@@ -144,7 +116,7 @@ class DecodingPressMethod(LongMethod):
     def name(self) -> str:  # type: ignore[override]
         return f"kvpress_{self.scorer}"
 
-    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: TokenBudget) -> Decoder:
+    def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: DecodeBudget) -> Decoder:
         kvpress, make = import_kvpress(), DECODING_SCORERS[self.scorer]
         press = kvpress.PrefillDecodingPress(
             prefilling_press=make(kvpress, prefill_ratio(context_ids.shape[1], budget.tokens), budget.every),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,40 +30,14 @@ from rcattr.eval.common.run_store import MethodRecordRun
 from rcattr.eval.common.sharding import Shard
 from rcattr.eval.kv.metrics import answer_match, rouge
 from rcattr.eval.kv.protocol import SplitPrompt, feed, split_prompt, stop_ids
-from rcattr.eval.kv_long.data import LONG_TASKS, LongRecord, load_needle_prefixed, load_qmsum_general
-from rcattr.eval.kv_long.methods import Decoder, LongMethod, TokenBudget, long_methods
+from rcattr.eval.kv_long.config import RESUMABLE_CHANGES, LongBenchmarkConfig
+from rcattr.eval.kv_long.data import LongRecord, load_needle_prefixed, load_qmsum_general
+from rcattr.eval.kv_long.methods import Decoder, LongMethod, long_methods
 from rcattr.eval.kv_long.report import BYTES_EVERY, plot_bytes_held, summarise_long, table_long
 from rcattr.kvcache import cache_nbytes
 from rcattr.protocols import TokenizerLike
 
 INSTRUCTION = {"qmsum": "Answer in detail.", "needle": "Answer in a few words."}
-RESUMABLE_CHANGES = ("methods", "limit")
-
-
-@dataclass(frozen=True)
-class LongBenchmarkConfig:
-    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`)."""
-
-    task: str
-    methods: tuple[str, ...] = tuple(long_methods())
-    budget: TokenBudget = field(default_factory=TokenBudget)
-    limit: int | None = None
-    context_tokens: int = 1024  # QMSum: the meeting's opening turns that fit
-    prefix_tokens: int = 256  # needle: the answer prefix
-    max_new_tokens: int | None = None  # default: 512 for QMSum, 32 after the needle's prefix
-    model: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.task not in LONG_TASKS:
-            raise ValueError(f"unknown task {self.task!r}; choose from {', '.join(LONG_TASKS)}")
-        known = long_methods()
-        unknown = [name for name in self.methods if name not in known]
-        if unknown:
-            raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(known)}")
-
-    @property
-    def answer_tokens(self) -> int:
-        return self.max_new_tokens or (512 if self.task == "qmsum" else 32)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rcattr.eval.citations.benchmark import main
+from rcattr.eval.citations.cli import main
 from rcattr.eval.citations.foreign import foreign_markdown, foreign_tables
 from rcattr.eval.citations.rows import foreign_sentence, gold_documents, held_back
 from rcattr.eval.citations.rules import VOUCHED, Rule, best, counts, evaluate, labelled, scores

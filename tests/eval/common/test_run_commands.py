@@ -21,7 +21,7 @@ from rcattr.eval.attribution.cli import main as attribution_main
 from rcattr.eval.common.run_lock import lock_path
 from rcattr.eval.common.run_store import read_rows
 from rcattr.eval.common.sharding import Shard
-from rcattr.eval.groundedness.benchmark import main as groundedness_main
+from rcattr.eval.groundedness.cli import main as groundedness_main
 from rcattr.eval.kv.cli import main as kv_main
 from rcattr.eval.kv_long.cli import main as kv_long_main
 from tests.helpers import QUOTESUM_RECORDS, data_folder, without_timings

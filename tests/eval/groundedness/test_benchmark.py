@@ -13,7 +13,7 @@ import torch
 from rcattr.attributor import RCAttributor
 from rcattr.capture import LogitCapture, LogitStore
 from rcattr.eval.groundedness.answer_level import ANSWER_SIGNALS, answer_signals, auroc_table
-from rcattr.eval.groundedness.benchmark import main
+from rcattr.eval.groundedness.cli import main
 from rcattr.eval.groundedness.context_signals import LookbackReducer, PeakSuperiorityReducer, token_signals
 from rcattr.eval.groundedness.pairs import (
     TASKS,

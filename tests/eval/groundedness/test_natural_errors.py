@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from rcattr.eval.common.auroc import auroc_table
 from rcattr.eval.groundedness import natural_errors
-from rcattr.eval.groundedness.benchmark import main
+from rcattr.eval.groundedness.cli import main
 from rcattr.eval.groundedness.sentence_signals import SIGNALS, content_coverage, derived
 from rcattr.eval.kv import data as kv_data
 

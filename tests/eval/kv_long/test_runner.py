@@ -10,17 +10,17 @@ import torch
 
 from rcattr.eval.kv.protocol import split_prompt
 from rcattr.eval.kv_long.cli import main
+from rcattr.eval.kv_long.config import DecodeBudget, LongBenchmarkConfig
 from rcattr.eval.kv_long.data import PREFIX_CLOSING, load_needle_prefixed, load_qmsum_general
 from rcattr.eval.kv_long.methods import (
     DecodingPressMethod,
     FullDecoding,
     RCDecoding,
-    TokenBudget,
     long_methods,
     prefill_ratio,
 )
 from rcattr.eval.kv_long.report import summarise_long, table_long
-from rcattr.eval.kv_long.runner import LongBenchmarkConfig, decode, divergence
+from rcattr.eval.kv_long.runner import decode, divergence
 from rcattr.kvcache import RCKVCache
 from tests.eval.kv.test_runner import PARAGRAPHS, SQUAD, wide_llama
 from tests.helpers import char_tokenizer, data_folder, save_tiny
@@ -69,7 +69,7 @@ def model_and_prompt():
 def test_teacher_forcing_the_full_caches_answer_gives_its_own_distributions(model_and_prompt) -> None:
     model, prompt = model_and_prompt
     prefix = torch.tensor([40, 41, 42])
-    budget = TokenBudget(tokens=60, every=8)
+    budget = DecodeBudget(tokens=60, every=8)
     greedy = decode(model, FullDecoding().start(model, prompt.context_ids, budget), prompt, prefix, 12)
     forced = decode(
         model, FullDecoding().start(model, prompt.context_ids, budget), prompt, prefix, 12, greedy.tokens
@@ -82,7 +82,7 @@ def test_teacher_forcing_the_full_caches_answer_gives_its_own_distributions(mode
 
 def test_decode_time_rc_stays_at_its_budget_while_prefill_only_grows(model_and_prompt) -> None:
     model, prompt = model_and_prompt
-    budget = TokenBudget(tokens=60, every=8)
+    budget = DecodeBudget(tokens=60, every=8)
     runs = {
         method.name: decode(
             model,
@@ -171,7 +171,7 @@ def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown method"):
         LongBenchmarkConfig("qmsum", methods=("rc", "h2o"))
     with pytest.raises(ValueError, match="token budget"):
-        TokenBudget(0, 32)
+        DecodeBudget(0, 32)
     with pytest.raises(ValueError, match="unknown scorer"):
         DecodingPressMethod("h2o")
     assert {"full", "rc", "rc_question", "rc_prefill_only", "kvpress_tova"} <= set(long_methods())
@@ -181,7 +181,7 @@ def test_bad_settings_are_refused() -> None:
 @pytest.mark.parametrize("scorer", ["knorm", "snapkv", "tova", "expected_attention", "streaming_llm"])
 def test_kvpress_decoding_presses_hold_the_same_budget_as_rc(model_and_prompt, scorer) -> None:
     model, prompt = model_and_prompt
-    budget = TokenBudget(tokens=60, every=8)
+    budget = DecodeBudget(tokens=60, every=8)
     none = torch.tensor([], dtype=torch.long)
     press = decode(
         model, DecodingPressMethod(scorer).start(model, prompt.context_ids, budget), prompt, none, 30

@@ -1,0 +1,87 @@
+"""The groundedness benchmarks' command line, parsed before torch loads:
+
+    python -m rcattr.eval.groundedness --out runs/groundedness
+
+Four tasks, ``--task`` any of them (default all but ``errors``): the paired answer-level tasks of
+:mod:`rcattr.eval.groundedness.pairs` (``relevance``, ``unanswerable``, ``removed``), ``unsupported`` tokens in
+edited QuoteSum / Veri-Gran answers, and ``errors``, the model's own SQuAD answers. The run itself is
+:class:`rcattr.eval.groundedness.benchmark.GroundednessRun`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rcattr.eval.common.run_args import add_folder_arguments, run_stored
+from rcattr.eval.common.run_store import ShardedRun
+from rcattr.options import positive_int
+
+PAIRED_TASKS = ("relevance", "unanswerable", "removed")  # rcattr.eval.groundedness.pairs.TASKS, without torch
+TASKS = (*PAIRED_TASKS, "unsupported", "errors")
+DEFAULT_TASKS = TASKS[:-1]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rcattr.eval.groundedness",
+        description=(
+            "Groundedness benchmarks: is the model's answer supported by the context? Answer level on SQuAD v2 "
+            "(relevance: own vs another article's paragraph; unanswerable: answerable vs unanswerable "
+            "questions; removed: the paragraph with vs without the answer sentence), AUROC of answer-level "
+            "signals; token level on edited QuoteSum / Veri-Gran answers (unsupported), token AUROC and the "
+            "result's flag rates. RC against log-probability, entropy, lookback ratio and random."
+        ),
+    )
+    add_folder_arguments(parser, default_out="runs/groundedness")
+    parser.add_argument(
+        "--task",
+        nargs="+",
+        choices=TASKS,
+        default=list(DEFAULT_TASKS),
+        help="benchmarks to run (default: all but errors, the natural errors of issue 50)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        default=200,
+        help="answer-level tasks: pairs per task, or questions for errors (default 200)",
+    )
+    parser.add_argument(
+        "--records",
+        type=positive_int,
+        default=None,
+        help="unsupported tokens: records read per dataset, before keeping those with an edit (default all)",
+    )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=32,
+        help="answer-level tasks: answer length cap (default 32)",
+    )
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=("quotesum", "verigran"),
+        default=["quotesum", "verigran"],
+        help="unsupported tokens: datasets (default: both)",
+    )
+    parser.add_argument(
+        "--max-edits", type=positive_int, default=2, help="unsupported tokens: edits per answer (default 2)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="other-paragraph draw, edits and random signals (default 0)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks as the command line ``argv`` says; returns the exit status."""
+    args = _parser().parse_args(argv)
+
+    def build() -> ShardedRun:
+        from rcattr.eval.groundedness.benchmark import GroundednessRun
+
+        return GroundednessRun(args)
+
+    return run_stored(args, build)

@@ -1,0 +1,40 @@
+"""RCKVCache's scoring variants as the KV benchmark names them (``"paper"``, ``"value_norm+sinks=4"``, ...),
+importable without torch: the command line checks them before anything heavy loads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# the words of an RCKVCache variant (joined by "+", e.g. "value_norm+sinks=4"): changes to the paper's recipe
+PAPER_VARIANT = "paper"  # the paper's recipe: expected RC, a threshold per key head and layer, no sinks
+PAPER_OPTIONS: dict[str, Any] = {
+    "statistic": "expected",
+    "value_norm": False,
+    "sinks": 0,
+    "scope": "head",
+}
+RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
+    "value_norm": {"value_norm": True},
+    "upper_bound": {"statistic": "upper_bound"},  # a measured loser: rcattr.eval.kv.scorers
+    "model_budget": {"scope": "model"},
+}
+DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
+
+
+def rc_options(variant: str) -> dict[str, Any]:
+    """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope): "paper",
+    or words of :data:`RC_VARIANT_WORDS` and ``sinks=N`` joined by "+", each a change to the paper's recipe.
+    Every setting is spelled out, so a variant means the same cache whatever RCKVCache's defaults are."""
+    options = dict(PAPER_OPTIONS)
+    if variant == PAPER_VARIANT:
+        return options
+    for word in variant.split("+"):
+        name, _, value = word.partition("=")
+        if name == "sinks" and value.isdigit():
+            options["sinks"] = int(value)
+        elif word in RC_VARIANT_WORDS:
+            options.update(RC_VARIANT_WORDS[word])
+        else:
+            known = ", ".join([*RC_VARIANT_WORDS, "sinks=N"])
+            raise ValueError(f"unknown RCKVCache variant {word!r} in {variant!r}; choose from {known}")
+    return options

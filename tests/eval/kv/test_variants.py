@@ -1,0 +1,25 @@
+"""RCKVCache's variants as the KV benchmark names them."""
+
+from __future__ import annotations
+
+import pytest
+
+from rcattr.eval.kv.variants import DEFAULT_RECIPE, PAPER_OPTIONS, PAPER_VARIANT, rc_options
+
+
+def test_each_word_changes_the_paper_s_recipe_and_every_setting_is_spelled_out() -> None:
+    assert rc_options(PAPER_VARIANT) == PAPER_OPTIONS
+    assert rc_options("value_norm+sinks=4") == {**PAPER_OPTIONS, "value_norm": True, "sinks": 4}
+    assert rc_options(DEFAULT_RECIPE) == {
+        "statistic": "expected",
+        "value_norm": True,
+        "sinks": 4,
+        "scope": "model",
+    }
+    assert rc_options("upper_bound")["statistic"] == "upper_bound"
+
+
+@pytest.mark.parametrize("variant", ["bogus", "sinks=x", "value_norm+paper"])
+def test_an_unknown_word_is_refused_with_the_known_ones(variant: str) -> None:
+    with pytest.raises(ValueError, match="unknown RCKVCache variant .*choose from value_norm, upper_bound"):
+        rc_options(variant)
