@@ -1,4 +1,4 @@
-"""Compiled CPU kernels behind :func:`rcattr.stats.count_below`: exact ranks through a uniform grid.
+"""Compiled CPU kernels behind :func:`rcattr.stats.ranks.count_below`: exact ranks through a uniform grid.
 
 For each row of a sorted sample ``y`` (its ``n_valid`` finite values first), a uniform grid of
 ``cells`` cells is laid over ``[y[0], y[n_valid - 1]]``. The cell of a value is

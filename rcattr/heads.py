@@ -17,7 +17,7 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats import count_below, count_below_row_sums, rank_and_phi_row_sums, sort_values
+from rcattr.stats.ranks import count_below, count_below_row_sums, rank_and_phi_row_sums, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadCount = int | float | Literal["outliers"]
@@ -94,7 +94,7 @@ def layer_superiority(
     """P(X > Y) of every head of one layer, as :func:`layer_rc` gives it, from counts alone.
 
     The ranks of the cross logits in the sorted Y(g, g) are exact integers, summed per row as they are
-    found (:func:`rcattr.stats.count_below_row_sums`): no partial sums, no copy of ``[H, A, C]``, and
+    found (:func:`rcattr.stats.ranks.count_below_row_sums`): no partial sums, no copy of ``[H, A, C]``, and
     ``cross`` may be a strided view of wider logits. Arguments as :func:`layer_rc`'s.
     """
     y = sort_values(self_logits[:, self_visible])  # [H, |Y|]: the answer's self sample
@@ -113,7 +113,7 @@ def layer_rc(
 ) -> LayerRC:
     """Score every head of one layer, and each answer row's context and self contextualization.
 
-    One sort of Y(g, g) and one pass over the cross logits (:func:`rcattr.stats.rank_and_phi_row_sums`)
+    One sort of Y(g, g) and one pass over the cross logits (:func:`rcattr.stats.ranks.rank_and_phi_row_sums`)
     give all of it: the head score is a mean over all visible (row, context) pairs, the row statistics
     are means over each row.
 

@@ -12,15 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.stats import (
-    count_below,
-    count_below_row_sums,
-    expected_rc,
-    overlap_bounds,
-    phi,
-    probability_of_superiority,
-    rank_and_phi_row_sums,
-)
+from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
+from rcattr.stats.ranks import count_below, count_below_row_sums, rank_and_phi_row_sums
 
 # --------------------------------------------------------------------------------------------
 # brute-force references (numpy, float64)

@@ -33,7 +33,7 @@ the input's floating dtype (bf16 and fp16 inputs are cast first).
 
 Cost
     Fully vectorised (sorts, cumulative sums, gathers). Every ``x`` is located in the sorted ``Y``
-    by :func:`count_below`, a compiled pass (:mod:`rcattr._grid`): a uniform grid over ``Y``'s range
+    by :func:`rcattr.stats.ranks.count_below` (the kernel the head scores share), a compiled pass (:mod:`rcattr._grid`): a uniform grid over ``Y``'s range
     answers an ``x`` with one table lookup and two comparisons, in vector code, and the rare ``x`` whose
     cell holds more than two ``y`` by a binary search; the result is exactly ``torch.searchsorted``'s. Besides the inputs, peak
     memory is a handful of ``[*batch, nx]`` tensors of ``dtype``: about 35 bytes per element of ``x`` for
@@ -44,24 +44,5 @@ from __future__ import annotations
 
 from rcattr.stats.bounds import overlap_bounds
 from rcattr.stats.exact import expected_rc, phi, probability_of_superiority
-from rcattr.stats.ranks import (
-    GRID_CELLS_PER_Y,
-    RowSums,
-    count_below,
-    count_below_row_sums,
-    rank_and_phi_row_sums,
-    sort_values,
-)
 
-__all__ = [
-    "GRID_CELLS_PER_Y",
-    "RowSums",
-    "count_below",
-    "count_below_row_sums",
-    "expected_rc",
-    "overlap_bounds",
-    "phi",
-    "probability_of_superiority",
-    "rank_and_phi_row_sums",
-    "sort_values",
-]
+__all__ = ["expected_rc", "overlap_bounds", "phi", "probability_of_superiority"]

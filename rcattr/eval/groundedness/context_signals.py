@@ -16,7 +16,7 @@ from rcattr.base import Example
 from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.heads import peak_superiority
 from rcattr.spans import attention_probabilities, lookback_ratio
-from rcattr.stats import sort_values
+from rcattr.stats.ranks import sort_values
 from rcattr.support import support_log_odds
 
 
