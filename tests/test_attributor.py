@@ -8,7 +8,6 @@ from captum.attr import LLMAttributionResult, TextTemplateInput, TextTokenInput
 from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
-from rcattr.capture import LogitCapture, LogitStore
 from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.heads import min_heads, outlier_count
 from rcattr.lexical import bm25_scores
@@ -17,33 +16,12 @@ from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads, heads_for
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
-
-DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
-QUESTION = "What did the cat do?"
-ANSWER = "It sat. Then it purred."
-INPUT = ContextInput(DOCUMENTS, QUESTION)
+from tests.helpers.attribution import ANSWER, DOCUMENTS, INPUT, QUESTION, answer_ids, captured_logits
 
 
 @pytest.fixture(scope="module")
 def llama():
     return tiny_model("llama")
-
-
-def _store(model, text_ids: list[int], answer_start: int) -> LogitStore:
-    store = LogitStore()
-    with (
-        torch.no_grad(),
-        LogitCapture(model, store, query_positions=slice(answer_start, None), dtype=torch.float64),
-    ):
-        model(torch.tensor([text_ids]))
-    return store
-
-
-def _ids(tokenizer, answer: str) -> tuple[list[int], int, list[tuple[int, int]]]:
-    prompt = render_prompt(tokenizer, INPUT)
-    encoded = tokenizer(prompt.text, add_special_tokens=False, return_offsets_mapping=True)
-    answer_ids = tokenizer(answer, add_special_tokens=False).input_ids
-    return encoded.input_ids + answer_ids, len(encoded.input_ids), encoded.offset_mapping
 
 
 @pytest.mark.parametrize(
@@ -56,8 +34,8 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
     result = RCAttributor(llama, tokenizer, TopHeads(5), span_scorer=span_scorer, votes="mass").attribute(
         INPUT, ANSWER, granularity="chunk", output_granularity=[(0, 2), (8, 12)]
     )
-    ids, start, offsets = _ids(tokenizer, ANSWER)
-    store = _store(llama, ids, start)
+    ids, start, offsets = answer_ids(tokenizer, ANSWER)
+    store = captured_logits(llama, ids, start)
     prompt = render_prompt(tokenizer, INPUT)
     chunk_keys = [
         [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -21,100 +20,8 @@ from rcattr.stats import (
     probability_of_superiority,
     rank_and_phi_row_sums,
 )
-
-# --------------------------------------------------------------------------------------------
-# brute-force references (numpy, float64)
-# --------------------------------------------------------------------------------------------
-
-
-def brute_phi(x: np.ndarray, y: np.ndarray, reverse: bool = False) -> np.ndarray:
-    """phi(x_i) = mean_j max(x_i - y_j, 0) over all pairs."""
-    diff = x[:, None] - y[None, :]
-    if reverse:
-        diff = -diff
-    return np.maximum(diff, 0.0).mean(axis=1)
-
-
-def brute_rc(x: np.ndarray, y: np.ndarray, reverse: bool = False) -> float:
-    """Pairwise mean of max(x_i - y_j, 0) (or max(y_j - x_i, 0))."""
-    total = 0.0
-    for xi in x:
-        for yj in y:
-            total += max(yj - xi, 0.0) if reverse else max(xi - yj, 0.0)
-    return total / (len(x) * len(y))
-
-
-def brute_superiority(x: np.ndarray, y: np.ndarray) -> float:
-    return float(sum(1 for xi in x for yj in y if xi > yj)) / (len(x) * len(y))
-
-
-def brute_bounds(x: np.ndarray, y: np.ndarray, reverse: bool = False) -> tuple[float, float]:
-    """Integrate the bound densities with a Python loop over the distinct union points.
-
-    The CDFs are evaluated at the midpoint of each interval between consecutive distinct
-    points, where both are constant (a different route from the right-continuous search).
-    """
-    if reverse:
-        x, y = y, x
-    pts = sorted(set(x.tolist()) | set(y.tolist()))
-    lower = upper = 0.0
-    for a, b in itertools.pairwise(pts):
-        m = a + (b - a) / 2.0
-        assert a < m < b
-        fx = np.mean(x <= m)
-        fy = np.mean(y <= m)
-        lower += max(fy - fx, 0.0) * (b - a)
-        upper += min(fy, 1.0 - fx) * (b - a)
-    return lower, upper
-
-
-def coupled_rc(x: np.ndarray, y_paired: np.ndarray) -> float:
-    """E[max(X - Y, 0)] for the one-to-one coupling x_i <-> y_paired_i."""
-    return float(np.maximum(x - y_paired, 0.0).mean())
-
-
-# --------------------------------------------------------------------------------------------
-# strategies
-# --------------------------------------------------------------------------------------------
-
-# Values are float32-representable so the float64 references are exact-ish and midpoints of
-# distinct points are strictly between them.
-_floats = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False, allow_subnormal=False, width=32)
-_big = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, allow_subnormal=False, width=32)
-_ints = st.integers(-4, 4).map(float)  # forces ties and duplicates
-
-
-def _sample(min_size: int = 1, max_size: int = 30) -> st.SearchStrategy[list[float]]:
-    return st.one_of(
-        st.lists(_ints, min_size=min_size, max_size=max_size),
-        st.lists(_floats, min_size=min_size, max_size=max_size),
-        st.lists(st.one_of(_ints, _big), min_size=min_size, max_size=max_size),
-    )
-
-
-@st.composite
-def pairs(draw: st.DrawFn, equal_sizes: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    x = draw(_sample())
-    if equal_sizes:
-        y = draw(st.lists(st.one_of(_ints, _floats), min_size=len(x), max_size=len(x)))
-    else:
-        y = draw(_sample())
-    offset = draw(st.sampled_from([0.0, 0.0, 1e5, -3e4]))  # large shared magnitude
-    xa = (np.asarray(x, dtype=np.float32) + np.float32(offset)).astype(np.float64)
-    ya = (np.asarray(y, dtype=np.float32) + np.float32(offset)).astype(np.float64)
-    return xa, ya
-
-
-def _t(a: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a))
-
-
-def _tol(*arrays: np.ndarray) -> float:
-    scale = max(float(np.abs(a).max()) for a in arrays)
-    return 1e-9 * (1.0 + scale)
-
-
-SETTINGS = settings(deadline=None, max_examples=200)
+from tests.helpers.samples import SETTINGS, as_tensor, pairs, tolerance
+from tests.reference.stats import brute_bounds, brute_phi, brute_rc, brute_superiority, coupled_rc
 
 # --------------------------------------------------------------------------------------------
 # exactness against brute force
@@ -125,25 +32,25 @@ SETTINGS = settings(deadline=None, max_examples=200)
 @given(pairs(), st.booleans())
 def test_expected_rc_matches_pairwise_mean(xy: tuple[np.ndarray, np.ndarray], reverse: bool) -> None:
     x, y = xy
-    got = expected_rc(_t(x), _t(y), reverse=reverse)
+    got = expected_rc(as_tensor(x), as_tensor(y), reverse=reverse)
     assert got.shape == () and got.dtype == torch.float64
-    assert math.isclose(got.item(), brute_rc(x, y, reverse), rel_tol=1e-5, abs_tol=_tol(x, y))
+    assert math.isclose(got.item(), brute_rc(x, y, reverse), rel_tol=1e-5, abs_tol=tolerance(x, y))
 
 
 @SETTINGS
 @given(pairs(), st.booleans())
 def test_phi_matches_per_x_brute_force(xy: tuple[np.ndarray, np.ndarray], reverse: bool) -> None:
     x, y = xy
-    got = phi(_t(x), _t(y), reverse=reverse).numpy()
+    got = phi(as_tensor(x), as_tensor(y), reverse=reverse).numpy()
     assert got.shape == x.shape
-    np.testing.assert_allclose(got, brute_phi(x, y, reverse), rtol=1e-5, atol=_tol(x, y))
+    np.testing.assert_allclose(got, brute_phi(x, y, reverse), rtol=1e-5, atol=tolerance(x, y))
 
 
 @SETTINGS
 @given(pairs())
 def test_probability_of_superiority_matches_brute_force(xy: tuple[np.ndarray, np.ndarray]) -> None:
     x, y = xy
-    got = probability_of_superiority(_t(x), _t(y)).item()
+    got = probability_of_superiority(as_tensor(x), as_tensor(y)).item()
     assert got == pytest.approx(brute_superiority(x, y), abs=1e-12)
 
 
@@ -153,12 +60,12 @@ def test_bounds_match_brute_force_integrals_and_sandwich_e(
     xy: tuple[np.ndarray, np.ndarray], reverse: bool
 ) -> None:
     x, y = xy
-    lo, up = overlap_bounds(_t(x), _t(y), reverse=reverse)
+    lo, up = overlap_bounds(as_tensor(x), as_tensor(y), reverse=reverse)
     blo, bup = brute_bounds(x, y, reverse)
-    tol = _tol(x, y)
+    tol = tolerance(x, y)
     assert math.isclose(lo.item(), blo, rel_tol=1e-7, abs_tol=tol)
     assert math.isclose(up.item(), bup, rel_tol=1e-7, abs_tol=tol)
-    e = expected_rc(_t(x), _t(y), reverse=reverse).item()
+    e = expected_rc(as_tensor(x), as_tensor(y), reverse=reverse).item()
     assert lo.item() - tol <= e <= up.item() + tol
 
 
@@ -168,8 +75,8 @@ def test_bounds_hold_for_permutation_couplings_and_are_attained(
     xy: tuple[np.ndarray, np.ndarray], rnd: object
 ) -> None:
     x, y = xy
-    lo, up = (v.item() for v in overlap_bounds(_t(x), _t(y)))
-    tol = _tol(x, y)
+    lo, up = (v.item() for v in overlap_bounds(as_tensor(x), as_tensor(y)))
+    tol = tolerance(x, y)
     perm = list(range(len(y)))
     rnd.shuffle(perm)  # type: ignore[attr-defined]
     e_perm = coupled_rc(x, y[perm])
@@ -183,11 +90,13 @@ def test_bounds_hold_for_permutation_couplings_and_are_attained(
 @given(pairs())
 def test_reverse_identity(xy: tuple[np.ndarray, np.ndarray]) -> None:
     x, y = xy
-    fwd = expected_rc(_t(x), _t(y)).item()
-    rev = expected_rc(_t(x), _t(y), reverse=True).item()
-    assert math.isclose(fwd - rev, x.mean() - y.mean(), rel_tol=1e-7, abs_tol=_tol(x, y))
+    fwd = expected_rc(as_tensor(x), as_tensor(y)).item()
+    rev = expected_rc(as_tensor(x), as_tensor(y), reverse=True).item()
+    assert math.isclose(fwd - rev, x.mean() - y.mean(), rel_tol=1e-7, abs_tol=tolerance(x, y))
     # swapping the samples is the same as reversing
-    assert math.isclose(rev, expected_rc(_t(y), _t(x)).item(), rel_tol=1e-9, abs_tol=_tol(x, y))
+    assert math.isclose(
+        rev, expected_rc(as_tensor(y), as_tensor(x)).item(), rel_tol=1e-9, abs_tol=tolerance(x, y)
+    )
 
 
 def test_hand_computed_example() -> None:
@@ -219,7 +128,7 @@ def _pad(rows: list[np.ndarray], fill: float, extra: int) -> tuple[torch.Tensor,
     vals = torch.full((len(rows), width), fill, dtype=torch.float64)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for i, r in enumerate(rows):
-        vals[i, : len(r)] = _t(r)
+        vals[i, : len(r)] = as_tensor(r)
         mask[i, : len(r)] = True
     return vals, mask
 
@@ -242,16 +151,16 @@ def test_batched_masked_equals_per_row(
     assert e.shape == lo.shape == up.shape == ps.shape == (len(rows),)
     assert ph.shape == xv.shape
     for i, (x, y) in enumerate(rows):
-        tx, ty = _t(x), _t(y)
+        tx, ty = as_tensor(x), as_tensor(y)
         assert e[i].item() == pytest.approx(
-            expected_rc(tx, ty, reverse=reverse).item(), rel=1e-9, abs=_tol(x, y)
+            expected_rc(tx, ty, reverse=reverse).item(), rel=1e-9, abs=tolerance(x, y)
         )
         rlo, rup = overlap_bounds(tx, ty, reverse=reverse)
-        assert lo[i].item() == pytest.approx(rlo.item(), rel=1e-9, abs=_tol(x, y))
-        assert up[i].item() == pytest.approx(rup.item(), rel=1e-9, abs=_tol(x, y))
+        assert lo[i].item() == pytest.approx(rlo.item(), rel=1e-9, abs=tolerance(x, y))
+        assert up[i].item() == pytest.approx(rup.item(), rel=1e-9, abs=tolerance(x, y))
         assert ps[i].item() == pytest.approx(probability_of_superiority(tx, ty).item(), abs=1e-12)
         ref_phi = phi(xv[i][xm[i]], ty, reverse=reverse)  # valid x in their scattered order
-        np.testing.assert_allclose(ph[i][xm[i]].numpy(), ref_phi.numpy(), rtol=1e-9, atol=_tol(x, y))
+        np.testing.assert_allclose(ph[i][xm[i]].numpy(), ref_phi.numpy(), rtol=1e-9, atol=tolerance(x, y))
 
 
 def test_leading_dims_broadcast() -> None:

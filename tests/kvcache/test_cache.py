@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -33,76 +32,18 @@ from rcattr.kvcache import (
     leading_tokens,
     window_rc_scores,
 )
-from tests.helpers import ARCHITECTURES, tiny_configs, tiny_model
+from tests.helpers import char_tokenizer, kv_model, prompt, tiny_configs, tiny_model
+from tests.helpers.blocks import random_window
 from tests.reference import evicted_reference_logits, next_logits
-from tests.test_stats import brute_bounds
-
-# Mistral and Qwen2 releases since 2024 use full attention everywhere; the shared tiny configs slide.
-KV_ARCHITECTURES = ARCHITECTURES
-
-
-def kv_model(arch: str, attn_implementation: str = "sdpa"):
-    """The tiny model of ``arch``; Mistral without its sliding window, which would leave nothing to evict."""
-    if arch != "mistral":
-        return tiny_model(arch, attn_implementation=attn_implementation)
-    config = tiny_configs()["mistral"]
-    config.sliding_window = None
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
-    return model.eval()
-
-
-def prompt(batch: int = 1, length: int = 40, pad: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random ids and a left-padded attention mask: the last row loses its first ``pad`` tokens."""
-    ids = torch.randint(3, 120, (batch, length))
-    mask = torch.ones(batch, length, dtype=torch.long)
-    mask[-1, :pad] = 0
-    ids[-1, :pad] = 0
-    return ids, mask
-
+from tests.reference.kv import (
+    assert_decode_time_eviction_is_exact,
+    assert_equals_masking_the_evicted_positions,
+    brute_scores,
+)
 
 # ---------------------------------------------------------------------------------------------
 # the scores and the decision, against brute force
 # ---------------------------------------------------------------------------------------------
-
-
-def brute_scores(
-    logits: torch.Tensor, visible: torch.Tensor, kv_heads: int, reduce: str, statistic: str = "expected"
-) -> torch.Tensor:
-    """score_h(i) = mean over visible window queries j of mean over Y of max(f(i, j) - y, 0), or the upper
-    bound of that expectation over every coupling of {f(i, j)} and Y."""
-    batch, heads, w, n = logits.shape
-    out = torch.full((batch, heads, n - w), float("nan"), dtype=torch.float64)
-    for b in range(batch):
-        for h in range(heads):
-            ys = [
-                logits[b, h, j, n - w + i].item()
-                for j in range(w)
-                for i in range(w)
-                if visible[b, j, n - w + i]
-            ]
-            for i in range(n - w):
-                xs = [logits[b, h, j, i].item() for j in range(w) if visible[b, j, i]]
-                if not xs:
-                    continue
-                if statistic == "expected":
-                    out[b, h, i] = sum(max(x - y, 0.0) for x in xs for y in ys) / (len(xs) * len(ys))
-                else:
-                    out[b, h, i] = brute_bounds(np.array(xs), np.array(ys))[1]
-    grouped = out.view(batch, kv_heads, heads // kv_heads, n - w)
-    return grouped.mean(2) if reduce == "mean" else grouped.amax(2)
-
-
-def random_window(seed: int, window: int, context: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[2, 4, w, n]`` float64 logits and their causal ``[2, w, n]`` visibility, the second row left-padded."""
-    generator = torch.Generator().manual_seed(seed)
-    n = window + context
-    pad = min(pad, context)
-    logits = torch.randn(2, 4, window, n, generator=generator, dtype=torch.float64)
-    positions = torch.arange(n)
-    visible = (positions[None, :] <= positions[n - window :, None]).expand(2, window, n).clone()
-    visible[1, :, :pad] = False  # left padding of the second row
-    return logits, visible
 
 
 @settings(max_examples=40, deadline=None)
@@ -184,15 +125,6 @@ def test_eviction_leaves_other_caches_untouched() -> None:
     model.generate(ids, max_new_tokens=4, do_sample=False, past_key_values=RCKVCache(model, c=1.5, window=4))
     torch.testing.assert_close(model(ids).logits, before, rtol=0, atol=0)
     torch.testing.assert_close(model(ids, past_key_values=DynamicCache(config=model.config)).logits, before)
-
-
-def assert_equals_masking_the_evicted_positions(model, cache, ids, mask, chunks) -> None:
-    """The next tokens' logits through ``cache`` equal full-cache attention masking what it evicted."""
-    got = next_logits(model, cache, ids, mask, chunks)
-    assert 0.1 < cache.compression_ratio < 0.9
-    want = evicted_reference_logits(model, cache, ids, mask, chunks)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
 
 
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
@@ -699,37 +631,6 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def assert_decode_time_eviction_is_exact(model, batch, pad, budget, policy=None) -> None:
-    """Three decode-time evictions (every 3 tokens, window 4) through ``RCKVCache(model, c=1.0 or budget=...)``
-    or ``policy``: the logits equal masking what was evicted, the windows stay, something older goes; a
-    budget shared by every layer and head holds."""
-    ids, mask = prompt(batch=batch, pad=pad)
-    chunks = [torch.randint(3, 120, (batch, 1)) for _ in range(11)]
-    if policy is None:
-        threshold = {"c": 1.0} if budget is None else {"budget": budget}
-        cache = RCKVCache(model, window=4, decode_every=3, **threshold)
-    else:
-        cache = RCKVCache(model, window=4, policy=policy)
-    question_window = policy is not None and policy.decode is not None and policy.decode.windows == 2
-    got = next_logits(model, cache, ids, mask, chunks)
-    want = evicted_reference_logits(model, cache, ids, mask, chunks)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
-    for state in cache.states.values():
-        assert [d.seen for d in state.decode_evictions] == [43, 46, 49]
-        for eviction in state.decode_evictions:
-            held = eviction.held
-            assert held[..., -4:].all()  # the window stays
-            if question_window:
-                assert held[..., 36:40].all()  # so does the prompt's (the last chunk's) window
-            before = held[..., : eviction.seen - 4]
-            assert not before.all()  # something older was evicted
-    if budget is not None:  # shared by every layer and head ("model" scope)
-        for evictions in zip(*(state.decode_evictions for state in cache.states.values()), strict=True):
-            held = torch.stack([e.held.sum((1, 2)) for e in evictions])  # [layers, B]
-            assert int(held.sum(0).max()) <= budget * evictions[0].held.shape[1] * len(evictions)
-
-
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 @pytest.mark.parametrize("budget", [None, 9])
@@ -862,7 +763,6 @@ def test_cache_argument_names_the_cache_as_the_installed_transformers_wants() ->
     import warnings
 
     from rcattr import RCAttributor, TopHeads
-    from tests.helpers import char_tokenizer
 
     model = tiny_model("llama")
     ids = torch.randint(3, 120, (1, 30))

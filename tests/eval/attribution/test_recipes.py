@@ -19,7 +19,7 @@ from rcattr.scorers import AttentionScorer, RCBoundScorer, RCScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
 from rcattr.support import support_heads
 from tests.helpers import char_tokenizer, tiny_model
-from tests.test_attributor import ANSWER, INPUT, _ids, _store
+from tests.helpers.attribution import ANSWER, INPUT, answer_ids, captured_logits
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +87,9 @@ def test_calibration_subtracts_what_a_content_free_answer_attends_to(llama) -> N
     heads = [(1, 2), (2, 0)]
     recipe = Recipe("calibrated", "calibration", scorer, FixedHeads(heads), "mass")
     result = recipe.attributor(llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
-    ids, start, offsets = _ids(tokenizer, ANSWER)
-    null_ids, _, _ = _ids(tokenizer, "N/A")
-    answer_store, null_store = _store(llama, ids, start), _store(llama, null_ids, start)
+    ids, start, offsets = answer_ids(tokenizer, ANSWER)
+    null_ids, _, _ = answer_ids(tokenizer, "N/A")
+    answer_store, null_store = captured_logits(llama, ids, start), captured_logits(llama, null_ids, start)
     prompt = render_prompt(tokenizer, INPUT)
     chunk_keys = [
         [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig
 
 from rcattr.eval.kv import KVBenchmark, KVBenchmarkConfig, default_kv_methods, main
 from rcattr.eval.kv.methods import (
@@ -28,44 +27,16 @@ from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.kvcache import RCKVCache
 from rcattr.models import load_model
-from tests.helpers import COMMON, char_tokenizer, data_folder, save_tiny, tiny_model, without_timings
-
-PARAGRAPHS = [
-    "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
-    "garden, where it watched birds in the old apple tree until dark.",
-    "Paris is the capital of France and sits on the Seine. The Eiffel Tower, finished in 1889, rises "
-    "330 metres over the Champ de Mars on the left bank of the river.",
-]
-SQUAD = {
-    "data": [
-        {
-            "title": "tiny",
-            "paragraphs": [
-                {
-                    "context": context,
-                    "qas": [
-                        {
-                            "id": f"p{i}-a",
-                            "question": "Where?",
-                            "is_impossible": False,
-                            "answers": [{"text": context.split()[3], "answer_start": 0}],
-                        },
-                        {"id": f"p{i}-b", "question": "Why?", "is_impossible": True, "answers": []},
-                    ],
-                }
-                for i, context in enumerate(PARAGRAPHS)
-            ],
-        }
-    ]
-}
-
-
-def wide_llama():
-    """A tiny Llama with 64-dimensional heads: kvpress's AdaKV masks a key by searching a direction every
-    query of the chunk is on one side of, which random queries in 16 dimensions seldom allow."""
-    config = LlamaConfig(**{**COMMON, "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2})
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config).eval()
+from tests.helpers import (
+    PARAGRAPHS,
+    SQUAD,
+    char_tokenizer,
+    data_folder,
+    save_tiny,
+    tiny_model,
+    wide_llama,
+    without_timings,
+)
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,7 @@ from rcattr.eval.kv_long.methods import (
 from rcattr.eval.kv_long.report import summarise_long, table_long
 from rcattr.eval.kv_long.runner import LongBenchmarkConfig, decode, divergence
 from rcattr.kvcache import RCKVCache
-from tests.eval.kv.test_runner import PARAGRAPHS, SQUAD, wide_llama
-from tests.helpers import char_tokenizer, data_folder, save_tiny
+from tests.helpers import PARAGRAPHS, SQUAD, char_tokenizer, data_folder, save_tiny, wide_llama
 
 
 def _words(text: str) -> int:

@@ -1,5 +1,4 @@
-"""Helpers the tests share: tiny randomly initialised models of each supported architecture, a
-character-level tokenizer, and the benchmark runners' tiny data (fixtures are in conftest.py)."""
+"""Tiny randomly initialised models of each supported architecture and a character-level tokenizer."""
 
 from __future__ import annotations
 
@@ -55,6 +54,34 @@ def tiny_model(arch: str, *, dtype: torch.dtype = torch.float32, attn_implementa
     return model.eval()
 
 
+def kv_model(arch: str, attn_implementation: str = "sdpa"):
+    """The tiny model of ``arch``; Mistral without its sliding window, which would leave nothing to evict."""
+    if arch != "mistral":
+        return tiny_model(arch, attn_implementation=attn_implementation)
+    config = tiny_configs()["mistral"]
+    config.sliding_window = None
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    return model.eval()
+
+
+def wide_llama():
+    """A tiny Llama with 64-dimensional heads: kvpress's AdaKV masks a key by searching a direction every
+    query of the chunk is on one side of, which random queries in 16 dimensions seldom allow."""
+    config = LlamaConfig(**{**COMMON, "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2})
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+def prompt(batch: int = 1, length: int = 40, pad: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random ids and a left-padded attention mask: the last row loses its first ``pad`` tokens."""
+    ids = torch.randint(3, 120, (batch, length))
+    mask = torch.ones(batch, length, dtype=torch.long)
+    mask[-1, :pad] = 0
+    ids[-1, :pad] = 0
+    return ids, mask
+
+
 CHAT_TEMPLATE = (
     "{% for m in messages %}<bos>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant: {% endif %}"
@@ -78,46 +105,8 @@ def char_tokenizer(*, chat: bool = True):
     return tokenizer
 
 
-# the benchmark runners' tests: a tiny saved model and a tiny QuoteSum-format file
-QUOTESUM_RECORDS = [
-    {
-        "qid": f"q{i}",
-        "unique_id": f"q{i}_0",
-        "question": "Who sat?",
-        "summary": f"[ 1 The cat sat ] and [ 2 dogs {verb} ].",
-        "title1": "Cats",
-        "source1": "The cat sat on a mat.",
-        "title2": "Dogs",
-        "source2": f"Loud dogs {verb} at night.",
-        **{f"{field}{slot}": "" for slot in range(3, 9) for field in ("title", "source")},
-    }
-    for i, verb in enumerate(["bark", "run", "howl"])
-]
-
-
 def save_tiny(model, path):
     """Save ``model`` with the character tokenizer, as a runner's ``--model PATH`` loads it."""
     model.save_pretrained(path)
     char_tokenizer().save_pretrained(path)
     return path
-
-
-def data_folder(tmp_path, monkeypatch, relative: str, text: str):
-    """A benchmark data folder holding one file (``RCATTR_DATA`` points there); returns ``tmp_path``."""
-    path = tmp_path / "data" / relative
-    path.parent.mkdir(parents=True)
-    path.write_text(text)
-    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
-    return tmp_path
-
-
-TIMINGS = ("seconds", "seconds_per_example", "peak_memory_mib")
-
-
-def without_timings(value):
-    """A benchmark's results or rows without the fields that differ from run to run (times, memory)."""
-    if isinstance(value, dict):
-        return {key: without_timings(item) for key, item in value.items() if key not in TIMINGS}
-    if isinstance(value, list):
-        return [without_timings(item) for item in value]
-    return value

@@ -1,0 +1,43 @@
+"""Helpers the tests share (fixtures are in conftest.py): tiny models and a character tokenizer
+(:mod:`.models`), the benchmark runners' tiny data (:mod:`.data`); synthetic logits blocks, hypothesis
+strategies, the attribution tests' example and the leak tests' entry points are in their own modules."""
+
+from tests.helpers.data import (
+    PARAGRAPHS,
+    QUOTESUM_RECORDS,
+    SQUAD,
+    TIMINGS,
+    data_folder,
+    without_timings,
+)
+from tests.helpers.models import (
+    ARCHITECTURES,
+    CHAT_TEMPLATE,
+    COMMON,
+    char_tokenizer,
+    kv_model,
+    prompt,
+    save_tiny,
+    tiny_configs,
+    tiny_model,
+    wide_llama,
+)
+
+__all__ = [
+    "ARCHITECTURES",
+    "CHAT_TEMPLATE",
+    "COMMON",
+    "PARAGRAPHS",
+    "QUOTESUM_RECORDS",
+    "SQUAD",
+    "TIMINGS",
+    "char_tokenizer",
+    "data_folder",
+    "kv_model",
+    "prompt",
+    "save_tiny",
+    "tiny_configs",
+    "tiny_model",
+    "wide_llama",
+    "without_timings",
+]
