@@ -7,6 +7,7 @@ from tests.helpers.data import (
     QUOTESUM_RECORDS,
     SQUAD,
     TIMINGS,
+    context_files,
     data_folder,
     without_timings,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "SQUAD",
     "TIMINGS",
     "char_tokenizer",
+    "context_files",
     "data_folder",
     "kv_model",
     "prompt",

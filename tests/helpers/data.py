@@ -69,3 +69,12 @@ SQUAD = {
         }
     ]
 }
+
+
+def context_files(directory):
+    """Context files the CLI must refuse (latin-1, binary, blank) beside a good one, in ``directory``."""
+    (directory / "latin1.txt").write_bytes("café au lait".encode("latin-1"))
+    (directory / "binary.dat").write_bytes(b"\x7fELF\x00\x01\x02")
+    (directory / "empty.txt").write_text("  \n\n", encoding="utf-8")
+    (directory / "good.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    return directory
