@@ -19,11 +19,6 @@ from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 from tests.helpers.attribution import ANSWER, DOCUMENTS, INPUT, QUESTION, answer_ids, captured_logits
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
 @pytest.mark.parametrize(
     ("scorer", "continuation"), [("rc", 0.0), ("attention", 0.0), ("attention", 0.8), ("attention", 0.3)]
 )

@@ -61,11 +61,6 @@ BUILDERS: dict[str, Builder] = {
 }
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
 def model_of(arch: str):
     """A tiny model of ``arch``, or of GPT-2 (``"gpt2"``): learned absolute positions, where a row's positions
     matter (RoPE logits depend on position differences only, so a shifted row would change them only by

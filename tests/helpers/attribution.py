@@ -11,6 +11,9 @@ DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in
 QUESTION = "What did the cat do?"
 ANSWER = "It sat. Then it purred."
 INPUT = ContextInput(DOCUMENTS, QUESTION)
+# the same with braces in a document, which a prompt template must escape (the perturbation baselines)
+BRACED_DOCUMENTS = ["The cat sat. It purred.", "Dogs bark {loudly}.", "Birds fly south in May."]
+BRACED_INPUT = ContextInput(BRACED_DOCUMENTS, QUESTION)
 
 
 def answer_ids(tokenizer, answer: str) -> tuple[list[int], int, list[tuple[int, int]]]:

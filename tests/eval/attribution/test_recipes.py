@@ -22,11 +22,6 @@ from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.attribution import ANSWER, INPUT, answer_ids, captured_logits
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
 def _normalised(table: torch.Tensor) -> torch.Tensor:
     return table / table.sum(-1, keepdim=True)
 
