@@ -3,12 +3,16 @@
 strategies, the attribution tests' example and the leak tests' entry points are in their own modules."""
 
 from tests.helpers.data import (
+    KV_CONTEXT,
+    KV_QUESTION,
     PARAGRAPHS,
     QUOTESUM_RECORDS,
     SQUAD,
     TIMINGS,
     context_files,
     data_folder,
+    kv_row,
+    kv_summary,
     without_timings,
 )
 from tests.helpers.models import (
@@ -25,6 +29,8 @@ from tests.helpers.models import (
 )
 
 __all__ = [
+    "KV_CONTEXT",
+    "KV_QUESTION",
     "ARCHITECTURES",
     "CHAT_TEMPLATE",
     "COMMON",
@@ -36,6 +42,8 @@ __all__ = [
     "context_files",
     "data_folder",
     "kv_model",
+    "kv_row",
+    "kv_summary",
     "prompt",
     "save_tiny",
     "tiny_configs",

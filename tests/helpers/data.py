@@ -40,6 +40,10 @@ def without_timings(value):
     return value
 
 
+# the KV benchmark's protocol and methods: a context and the question asked after it
+KV_CONTEXT = "The cat sat on the mat near the door, and the dog slept by the fire all night long. " * 2
+KV_QUESTION = "Where did the cat sit?"
+
 # the KV benchmark runners' tests: a tiny SQuAD v2 file of two paragraphs, one answerable question each
 PARAGRAPHS = [
     "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
@@ -78,3 +82,41 @@ def context_files(directory):
     (directory / "empty.txt").write_text("  \n\n", encoding="utf-8")
     (directory / "good.txt").write_text("Paris is the capital of France.", encoding="utf-8")
     return directory
+
+
+def kv_row(method: str, setting: dict, record: str, ver: float, compression: float, match: float) -> dict:
+    """One KV benchmark record line of ``method`` at ``setting`` (an ``rc`` one when it has a ``c``)."""
+    name = "rc" if "c" in setting else method.split("/")[0]
+    return {
+        "method": method,
+        "name": name,
+        "setting": setting,
+        "id": record,
+        "ver": ver,
+        "rouge1": 0.0,
+        "rougeL": 0.0,
+        "match": match,
+        "compression_ratio": compression,
+        "bytes_ratio": 1 - compression,
+        "seconds": 1.0,
+    }
+
+
+def kv_summary(quality: str | None = "match") -> dict:
+    """The KV benchmark's summary of three records through the full cache, SnapKV at 0.5 and RCKVCache at
+    c = 1, w = 8 (``quality`` None: a run from before the needle task, which has no quality field)."""
+    from rcattr.eval.kv.results import summarise
+
+    settings = (
+        ("full", {}, 0.0),
+        ("snapkv/r=0.5", {"ratio": 0.5}, 0.5),
+        ("rc/c=1/w=8", {"c": 1.0, "window": 8}, 0.4),
+    )
+    rows = [
+        kv_row(method, setting, f"q{i}", 0.1 * (i + 1), compression, 1.0)
+        for i in range(3)
+        for method, setting, compression in settings
+    ]
+    header = {"config": {"dataset": "squad"}, "model": "m", "protocol": "p", "question_format": "q"}
+    header |= {"max_new_tokens": 4} | ({"quality": quality} if quality else {})
+    return summarise(rows, [method for method, _, _ in settings], header)
