@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from captum.attr import LLMAttributionResult, TextTemplateInput, TextTokenInput
 from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attributor import RCAttributor
+from rcattr.capture import LogitCapture, LogitStore
 from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.heads import min_heads, outlier_count
 from rcattr.lexical import bm25_scores
@@ -253,7 +256,6 @@ def test_identical_documents_keep_their_own_scores(llama) -> None:
 
 
 def test_to_dict_is_json_and_notebooks_get_escaped_html(llama) -> None:
-    import json
 
     inp = ContextInput(["<script>alert(1)</script> The cat sat.", "A dog ran."], QUESTION)
     result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(
@@ -512,3 +514,33 @@ def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, gra
     assert lexical_answer.shape == fused.seq_attr.shape
     if granularity == "chunk":  # the tiny model's five heads split on one sentence there
         assert fused.head_selection.lexical_share == pytest.approx(0.5)
+
+
+@torch.no_grad()
+def test_groundedness_equals_brute_force():
+    """Per answer token j, on the selected heads: sum E[max(X - Y, 0)] / sum (E[max(X - Y, 0)] + E[max(Y - X, 0)]),
+    X the row's context logits, Y every answer self logit Y(g, g), from the captured logits."""
+    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
+    inp, answer = ContextInput("Cats sit. Dogs run.", "Who sits?"), "Cats do."
+    result = attributor.attribute(inp, target=answer, granularity="sentence")
+    example = attributor.prepare(inp, target=answer, granularity="sentence")
+    start, n = example.answer_start, example.ids.shape[1]
+    context = sorted({t for r in example.context_ranges for t in r})
+    store = LogitStore()
+    with LogitCapture(attributor.model, store, query_positions=slice(start, None)):
+        attributor.model(example.ids)
+    towards_context, towards_answer = (
+        torch.zeros(n - start, dtype=torch.float64),
+        torch.zeros(n - start, dtype=torch.float64),
+    )
+    for layer, head in result.head_selection.heads.tolist():
+        [(logits, step)] = store.steps[layer]
+        rows, visible = logits[0, head].double(), step.visible[0]
+        y = torch.stack([rows[r, k] for r in range(n - start) for k in range(start, n) if visible[r, k]])
+        for j in range(n - start):
+            x = rows[j, context][visible[j, context]]
+            gap = x[:, None] - y[None, :]
+            towards_context[j] += gap.clamp_min(0).mean()
+            towards_answer[j] += (-gap).clamp_min(0).mean()
+    expected = towards_context / (towards_context + towards_answer)
+    torch.testing.assert_close(result.groundedness.double(), expected, atol=1e-5, rtol=1e-4)

@@ -5,6 +5,7 @@ strategies, the attribution tests' example and the leak tests' entry points are 
 from tests.helpers.data import (
     KV_CONTEXT,
     KV_QUESTION,
+    PAIRED_ARTICLES,
     PARAGRAPHS,
     QUOTESUM_RECORDS,
     SQUAD,
@@ -31,6 +32,7 @@ from tests.helpers.models import (
 __all__ = [
     "KV_CONTEXT",
     "KV_QUESTION",
+    "PAIRED_ARTICLES",
     "ARCHITECTURES",
     "CHAT_TEMPLATE",
     "COMMON",

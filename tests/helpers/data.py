@@ -120,3 +120,24 @@ def kv_summary(quality: str | None = "match") -> dict:
     header = {"config": {"dataset": "squad"}, "model": "m", "protocol": "p", "question_format": "q"}
     header |= {"max_new_tokens": 4} | ({"quality": quality} if quality else {})
     return summarise(rows, [method for method, _, _ in settings], header)
+
+
+def squad_question(a: int, p: int, q: int) -> dict:
+    """Question q of paragraph p of article a: answerable ("paragraph p", in its first sentence) for q < 2."""
+    answers = [] if q == 2 else [{"text": f"paragraph {p}", "answer_start": len(f"Article {a} ")}]
+    return {"id": f"{a}-{p}-{q}", "question": f"Q{q}?", "is_impossible": q == 2, "answers": answers}
+
+
+# the groundedness benchmark's pairs: three articles of two paragraphs, two answerable questions and one not each
+PAIRED_ARTICLES = [
+    {
+        "paragraphs": [
+            {
+                "context": f"Article {a} paragraph {p}. Its second sentence.",
+                "qas": [squad_question(a, p, q) for q in range(3)],
+            }
+            for p in range(2)
+        ]
+    }
+    for a in range(3)
+]
