@@ -14,6 +14,7 @@ from tests.helpers.data import (
     data_folder,
     kv_row,
     kv_summary,
+    run_attribution,
     without_timings,
 )
 from tests.helpers.models import (
@@ -47,6 +48,7 @@ __all__ = [
     "kv_row",
     "kv_summary",
     "prompt",
+    "run_attribution",
     "save_tiny",
     "tiny_configs",
     "tiny_model",

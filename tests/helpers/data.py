@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 # the benchmark runners' tests: a tiny saved model and a tiny QuoteSum-format file
 QUOTESUM_RECORDS = [
     {
@@ -141,3 +143,12 @@ PAIRED_ARTICLES = [
     }
     for a in range(3)
 ]
+
+
+def run_attribution(saved_model, out, *extra: str) -> dict:
+    """Run the attribution benchmark on the QuoteSum data folder with ``saved_model``; its results.json."""
+    from rcattr.eval.attribution import main
+
+    arguments = ["--dataset", "quotesum", "--model", str(saved_model), "--out", str(out), "--ig-steps", "2"]
+    assert main([*arguments, *extra]) == 0
+    return json.loads((out / "results.json").read_text())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,7 @@ import torch
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
 from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores, run_pass
-from rcattr.eval.attribution.recipes import Recipe, span_scorers
+from rcattr.eval.attribution.recipes import Recipe, ablation, span_scorers
 from rcattr.heads import top_heads
 from rcattr.prompting import render_prompt
 from rcattr.result import HeadSelection
@@ -178,3 +179,10 @@ def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
         scores.groundedness(torch.tensor([[1, 0]]))
     with pytest.raises(ValueError, match=r"head \(1, 1\) was not scored"):
         reducer.out.gather(reducer.out.context_rc, torch.tensor([[0, 1], [1, 1]]))
+
+
+def test_recipes_have_unique_command_line_names() -> None:
+    names = [recipe.name for recipe in ablation()]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[a-z0-9+.\-]+", name) for name in names)
+    assert {"paper", "default", "default+calibration-n-a", "default-continuation"} <= set(names)
