@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 import torch
 from captum.attr import TextTemplateInput, TextTokenInput
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, GPT2Config
 
 from rcattr.attributor import RCAttributor
@@ -18,8 +16,6 @@ from rcattr.baselines import AttentionAttributor, BM25Attributor, RandomAttribut
 from rcattr.eval.attribution.method import context_input, output_units
 from rcattr.eval.attribution.recipes import RecipeAttributor, ablation
 from rcattr.eval.common.datasets import load_quotesum
-from rcattr.example import Draft
-from rcattr.many import token_batches
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
@@ -37,8 +33,13 @@ INPUTS = [
         "Which is long?",
     ),
 ]
+
+
 TARGETS = ["It sat. Then it purred.", "Rain.", "The first. Not the short one."]
+
+
 UNITS = [[(0, 7), (8, 23)], [(0, 4)], [(4, 9), (19, 28)]]  # character spans of each answer
+
 
 FIELDS = (
     "seq_attr",
@@ -50,7 +51,10 @@ FIELDS = (
     "token_support",
 )
 
+
 Builder = Callable[[Any, Any], SpanAttributor]
+
+
 BUILDERS: dict[str, Builder] = {
     "default": lambda model, tokenizer: RCAttributor(model, tokenizer),
     "rc-std-heads-rc-scorer": lambda model, tokenizer: RCAttributor(
@@ -181,27 +185,6 @@ def test_long_prompts_run_alone_within_the_token_budget(llama) -> None:
     budget = 2 * min(prompts) - 1  # no two prompts fit together: each batch is one input
     assert budget >= max(prompts)  # while the longest alone would
     assert _batch_sizes(attributor, llama, batch_size=8, max_batch_tokens=budget) == [1, 1, 1]
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    lengths=st.lists(st.integers(1, 50), max_size=12),
-    batch_size=st.integers(1, 5),
-    budget=st.one_of(st.none(), st.integers(1, 120)),
-)
-def test_token_batches_are_the_longest_runs_that_fit(
-    lengths: list[int], batch_size: int, budget: int | None
-) -> None:
-    drafts = [(index, Draft(None, [0] * n, [], [])) for index, n in enumerate(lengths)]  # type: ignore[arg-type]
-    batches = list(token_batches(drafts, batch_size, budget))
-    assert [item for batch in batches for item in batch] == drafts  # consecutive, in order, all of them
-
-    def fits(batch: list) -> bool:
-        padded = len(batch) * max(len(draft.ids) for _, draft in batch)
-        return len(batch) <= batch_size and (budget is None or padded <= budget or len(batch) == 1)
-
-    assert all(fits(batch) for batch in batches)
-    assert not any(fits([*batch, after[0]]) for batch, after in zip(batches, batches[1:], strict=False))
 
 
 def test_captum_inputs_and_strings_mix_in_a_batch(llama) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 
 import pytest
@@ -18,7 +17,6 @@ from rcattr.heads import (
     outlier_count,
     top_heads,
 )
-from rcattr.options import parse_head_count
 from tests.helpers.blocks import random_layer
 
 
@@ -147,10 +145,3 @@ def test_outlier_count_against_brute_force(layers: int, heads: int, seed: int) -
     brute = sum(x > mean + 2 * spread for x in flat)
     assert outlier_count(scores) == brute
     assert head_count(scores, "outliers") == max(brute, 1)
-
-
-def test_parse_head_count() -> None:
-    assert parse_head_count("outliers") == "outliers" and parse_head_count("7") == 7
-    for bad in ("0", "-2", "all"):
-        with pytest.raises(argparse.ArgumentTypeError, match="at least 1 or 'outliers'"):
-            parse_head_count(bad)

@@ -12,7 +12,7 @@ from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.prompting import ContextInput
 from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
 from rcattr.selectors import TopHeads
-from rcattr.spans import SpanBlock, SpanIndex, continuation_weights
+from rcattr.spans import SpanBlock, SpanIndex
 from rcattr.stats import overlap_bounds
 from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.blocks import ANSWER_KEYS, CONTEXT_KEYS, SPAN_TOKENS, answer_block, span_block
@@ -64,18 +64,6 @@ def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None, sp
                 )
                 assert scores[unit, head, span].item() == pytest.approx(upper.item(), rel=1e-12)
     assert bool((scores >= RCScorer().score(block) - 1e-12).all())
-
-
-def test_spans_grouped_by_width_are_each_padded_to_their_own_longest() -> None:
-    spans = SpanIndex.from_ranges([[5], [0, 1, 2, 3, 4], [1, 2], [6, 7, 8], [9], [0, 1, 2, 3, 4, 5, 6, 7, 8]])
-    index, mask = spans.padded
-    seen = []
-    for members, group_index, group_mask in spans.by_width():
-        sizes = group_mask.sum(-1)
-        assert int(sizes.max()) == group_mask.shape[1] and int(sizes.max()) <= 2 * int(sizes.min())
-        assert torch.equal(group_index[group_mask], index[members][mask[members]])
-        seen += members.tolist()
-    assert sorted(seen) == list(range(6)) and len(spans.by_width()) == 5  # widths 1, 2, 3-4, 5-8, 9-16
 
 
 def test_attention_scorer_is_the_mean_softmax_mass() -> None:
@@ -145,21 +133,6 @@ def test_a_custom_scorer_plugs_in() -> None:
         ContextInput(["aa", "bb"], "q"), target="ab", granularity="chunk"
     )
     assert result.seq_attr.tolist() == [1.0, 0.0]
-
-
-def test_continuation_weights_stay_in_the_units_sentence() -> None:
-    rows = torch.zeros(2, 7, dtype=torch.bool)
-    rows[0, 1:3] = True  # a unit on rows 1-2 of the sentence of rows 0-4
-    rows[1, 5] = True  # a unit on row 5, the start of the next sentence
-    sentence = torch.tensor([0, 0, 0, 0, 0, 1, 1])
-    weights = continuation_weights(rows, 0.5, sentence)
-    torch.testing.assert_close(weights[0], torch.tensor([0, 1, 1, 0.5, 0.25, 0, 0], dtype=torch.float64))
-    torch.testing.assert_close(weights[1], torch.tensor([0, 0, 0, 0, 0, 1, 0.5], dtype=torch.float64))
-    unbounded = continuation_weights(rows, 0.5)  # no sentences: to the end of the answer
-    torch.testing.assert_close(unbounded[0, 5:], torch.tensor([0.125, 0.0625], dtype=torch.float64))
-    assert continuation_weights(rows, 0.0, sentence).tolist() == rows.double().tolist()
-    between = torch.tensor([0, 0, 0, -1, -1, 1, 1])  # rows in no sentence (the space between) get nothing
-    assert continuation_weights(rows, 0.5, between)[0, 3:].tolist() == [0.0] * 4
 
 
 def test_attention_scorer_weights_rows() -> None:
