@@ -11,7 +11,7 @@ import torch
 
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
-from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores, run_pass
+from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.eval.attribution.recipes import Recipe, ablation, span_scorers
 from rcattr.heads import top_heads
 from rcattr.prompting import render_prompt
@@ -162,23 +162,6 @@ def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str
     torch.testing.assert_close(result.token_support, torch.sigmoid(every.token_support(peak_heads)).float())
     torch.testing.assert_close(result.token_logprob, every.token_logprob.float())
     torch.testing.assert_close(result.lookback, every.lookback_ratio(selection.heads).float())
-
-
-def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
-    tokenizer = char_tokenizer()
-    attributor = RCAttributor(llama, tokenizer, TopHeads(2))
-    example = attributor.prepare(INPUT, ANSWER)
-    reducer = run_pass(llama, tokenizer, example, {"attention": attributor.scorer}, "superiority", defer=True)
-    reducer.score_heads(torch.tensor([[0, 1]]))
-    scores = HeadSpanScores.of(reducer, example, attributor.n_heads)
-    assert scores.scored is not None and scores.scored.sum() == 1
-    scores.combine(torch.tensor([[0, 1]]), "attention")
-    with pytest.raises(ValueError, match="computed for other heads"):
-        scores.combine(torch.tensor([[0, 1], [1, 1]]), "attention")
-    with pytest.raises(ValueError, match="computed for other heads"):
-        scores.groundedness(torch.tensor([[1, 0]]))
-    with pytest.raises(ValueError, match=r"head \(1, 1\) was not scored"):
-        reducer.out.gather(reducer.out.context_rc, torch.tensor([[0, 1], [1, 1]]))
 
 
 def test_recipes_have_unique_command_line_names() -> None:
