@@ -7,7 +7,7 @@ import pytest
 from rcattr.cli import main
 from rcattr.demo import ANSWER, DOCUMENTS
 from rcattr.kvcache import DecodeEviction, Ratio, Threshold, TokenBudget
-from tests.helpers import context_files, save_tiny, tiny_model
+from tests.helpers import context_files
 
 
 def _sources(out: str) -> list[str]:
@@ -101,7 +101,7 @@ def test_compress_answers_twice_and_draws_the_evictions(tmp_path, capsys):
     ],
 )
 def test_compress_budget_and_decode_every_build_the_cache(
-    tmp_path, capsys, monkeypatch, options, rule, decode
+    saved_llama, tmp_path, capsys, monkeypatch, options, rule, decode
 ):
     """On a tiny model saved with its tokenizer: the cache compress answers with has the policy asked for."""
     import rcattr.kvcache.compare
@@ -113,7 +113,7 @@ def test_compress_budget_and_decode_every_build_the_cache(
         return compare(model, tokenizer, inp, cache, max_new_tokens)
 
     monkeypatch.setattr(rcattr.kvcache.compare, "compare_generations", recording)
-    folder = save_tiny(tiny_model("llama"), tmp_path / "tiny")
+    folder = saved_llama
     context = tmp_path / "context.txt"
     context.write_text("Paris is the capital of France. Berlin is the capital of Germany.", encoding="utf-8")
     argv = ["compress", "--context", str(context), "--question", "Where?", "--model", str(folder)]
@@ -123,13 +123,13 @@ def test_compress_budget_and_decode_every_build_the_cache(
     assert (policy.rule, policy.decode) == (rule, decode)
 
 
-def test_compress_lowers_max_new_tokens_to_the_window_as_explain_does(tmp_path, capsys) -> None:
+def test_compress_lowers_max_new_tokens_to_the_window_as_explain_does(saved_llama, tmp_path, capsys) -> None:
 
-    folder = save_tiny(tiny_model("llama"), tmp_path / "tiny")
+    folder = saved_llama
     context = tmp_path / "context.txt"
     context.write_text("Paris is the capital of France.", encoding="utf-8")
     argv = ["compress", "--context", str(context), "--model", str(folder), "--max-new-tokens", "100000"]
-    capsys.readouterr()  # saving the tiny model's progress bar
+    capsys.readouterr()  # only the command's own output below
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "rcattr compress: warning: max_new_tokens=100000 lowered to " in captured.err

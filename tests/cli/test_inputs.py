@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rcattr.cli import main
-from tests.helpers import context_files, save_tiny, tiny_model
+from tests.helpers import context_files
 
 
 @pytest.mark.parametrize(
@@ -20,16 +20,16 @@ from tests.helpers import context_files, save_tiny, tiny_model
     ],
 )
 def test_what_exceeds_the_window_is_refused_before_the_weights_load(
-    tmp_path, capsys, monkeypatch, argv, message
+    saved_llama, tmp_path, capsys, monkeypatch, argv, message
 ):
     import rcattr.models
 
-    folder = save_tiny(tiny_model("llama"), tmp_path / "tiny")
+    folder = saved_llama
     monkeypatch.setattr(rcattr.models, "load_model", lambda *a, **k: pytest.fail("loaded the model first"))
     (tmp_path / "long.txt").write_text("Paris is the capital of France. " * 10, encoding="utf-8")
     (tmp_path / "short.txt").write_text("Paris is in France.", encoding="utf-8")
     files = {"long": tmp_path / "long.txt", "short": tmp_path / "short.txt"}
-    capsys.readouterr()  # saving the tiny model's progress bar
+    capsys.readouterr()  # only the command's own output below
     assert main([part.format(**files) for part in argv] + ["--model", str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
