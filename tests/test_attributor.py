@@ -18,6 +18,7 @@ from rcattr.prompting import ContextInput, render_prompt
 from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads, heads_for
+from tests.default_methods import SPAN_SCORERS
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 from tests.helpers.attribution import ANSWER, DOCUMENTS, INPUT, QUESTION, answer_ids, captured_logits
 
@@ -80,7 +81,7 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.parametrize("scorer", SPAN_SCORERS)
 @pytest.mark.filterwarnings("ignore:no selected head sees the context")
 def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
     model = tiny_model(arch)
@@ -203,7 +204,7 @@ def test_a_captum_input_that_starts_with_a_feature_gets_a_token_in_front(llama) 
         attributor.prepare(TextTokenInput("Dave lives", tokenizer), "Florida")
 
 
-@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.parametrize("scorer", SPAN_SCORERS)
 @pytest.mark.parametrize("granularity", ["chunk", "sentence", "token"])
 def test_empty_retrieved_chunks_are_documents_that_score_zero(llama, scorer, granularity) -> None:
     chunks = [DOCUMENTS[0], "", DOCUMENTS[1], "  \t"]

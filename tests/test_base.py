@@ -13,18 +13,14 @@ from rcattr.baselines import (
 )
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
+from tests.default_methods import baseline
 from tests.helpers.attribution import ANSWER, BRACED_DOCUMENTS, BRACED_INPUT, QUESTION
-
-
-def _make(name: str, model, tokenizer):
-    options = {"n_steps": 2} if name == "integrated_gradients" else {}
-    return BASELINES[name](model, tokenizer, **options)
 
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
 @pytest.mark.parametrize("granularity", ["chunk", "sentence"])
 def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granularity: str) -> None:
-    result = _make(name, llama, tokenizer).attribute(
+    result = baseline(name, llama, tokenizer).attribute(
         BRACED_INPUT, ANSWER, granularity=granularity, output_granularity="sentence"
     )
     assert isinstance(result, RCAttributionResult)
@@ -39,7 +35,7 @@ def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granul
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_a_whole_answer_result_keeps_its_sentences_rows_for_citations(llama, tokenizer, name: str) -> None:
-    result = _make(name, llama, tokenizer).attribute(BRACED_INPUT, ANSWER, granularity="chunk")
+    result = baseline(name, llama, tokenizer).attribute(BRACED_INPUT, ANSWER, granularity="chunk")
     assert (
         result.token_attr is not None and result.token_attr.shape == (1, 3) and len(result.output_spans) == 1
     )
@@ -54,7 +50,7 @@ def test_a_whole_answer_result_keeps_its_sentences_rows_for_citations(llama, tok
 @pytest.mark.parametrize("name", sorted(BASELINES))
 def test_an_empty_retrieved_chunk_is_a_document_that_scores_zero(llama, tokenizer, name: str) -> None:
     with pytest.warns(UserWarning, match="context chunk 1 is empty or only whitespace"):
-        result = _make(name, llama, tokenizer).attribute(
+        result = baseline(name, llama, tokenizer).attribute(
             ContextInput([BRACED_DOCUMENTS[0], " \n ", BRACED_DOCUMENTS[2]], QUESTION),
             ANSWER,
             granularity="chunk",

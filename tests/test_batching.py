@@ -11,8 +11,7 @@ from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import AutoModelForCausalLM, GPT2Config
 
 from rcattr.attributor import RCAttributor
-from rcattr.base import SpanAttributor
-from rcattr.baselines import AttentionAttributor, BM25Attributor, RandomAttributor
+from rcattr.baselines import BM25Attributor, RandomAttributor
 from rcattr.eval.attribution.method import context_input, output_units
 from rcattr.eval.attribution.recipes import RecipeAttributor, ablation
 from rcattr.eval.common.datasets import load_quotesum
@@ -20,6 +19,7 @@ from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
 from rcattr.selectors import TopHeads
+from tests.default_methods import ATTRIBUTORS
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 
 # mixed lengths: contexts of one to three documents, questions, answers of one and of two sentences
@@ -50,19 +50,6 @@ FIELDS = (
     "token_peak",
     "token_support",
 )
-
-
-Builder = Callable[[Any, Any], SpanAttributor]
-
-
-BUILDERS: dict[str, Builder] = {
-    "default": lambda model, tokenizer: RCAttributor(model, tokenizer),
-    "rc-std-heads-rc-scorer": lambda model, tokenizer: RCAttributor(
-        model, tokenizer, TopHeads(3, score="rc_std"), span_scorer="rc", votes="mass"
-    ),
-    "attention-baseline": lambda model, tokenizer: AttentionAttributor(model, tokenizer),
-    "lexical": lambda model, tokenizer: RCAttributor(model, tokenizer, TopHeads(4), lexical=True),
-}
 
 
 def model_of(arch: str):
@@ -121,7 +108,7 @@ def _forwards(model) -> tuple[list[tuple[int, ...]], Callable[[], None]]:
         *(
             (arch, builder)
             for arch in ("llama", "gemma3")
-            for builder in sorted(BUILDERS)
+            for builder in sorted(ATTRIBUTORS)
             if builder != "default"
         ),
     ],
@@ -133,7 +120,7 @@ def _forwards(model) -> tuple[list[tuple[int, ...]], Callable[[], None]]:
 )
 @pytest.mark.filterwarnings("ignore:no selected head sees the context")
 def test_a_padded_batch_equals_single_calls(arch: str, builder: str, granularity, output_granularity) -> None:
-    attributor = BUILDERS[builder](model_of(arch), char_tokenizer())
+    attributor = ATTRIBUTORS[builder](model_of(arch), char_tokenizer())
     units = output_granularity if isinstance(output_granularity, list) else [output_granularity] * len(INPUTS)
     single = [
         attributor.attribute(inp, target, granularity=granularity, output_granularity=unit)

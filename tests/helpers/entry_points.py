@@ -16,6 +16,7 @@ from rcattr.kvcache import RCKVCache
 from rcattr.prompting import ContextInput
 from rcattr.selectors import TopHeads
 from rcattr.viz import save_head_heatmap, save_html
+from tests.default_methods import baseline
 
 INPUT = ContextInput(["The cat sat. It purred.", "Dogs bark loudly."], "What did the cat do?")
 ANSWER = "It sat."
@@ -48,8 +49,7 @@ def _explain_and_draw(model, tokenizer, tmp_path: Path) -> None:
 
 
 def _baseline(name: str, model, tokenizer, tmp_path: Path) -> None:
-    options = {"n_steps": 2} if name == "integrated_gradients" else {}
-    BASELINES[name](model, tokenizer, **options).attribute(INPUT, ANSWER, granularity="chunk")
+    baseline(name, model, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
 
 
 ENTRY_POINTS: dict[str, EntryPoint] = {

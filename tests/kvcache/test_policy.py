@@ -14,6 +14,7 @@ from rcattr.kvcache import (
     TokenBudget,
     WindowScorer,
 )
+from tests.default_methods import POLICIES
 from tests.helpers import kv_model, prompt
 from tests.reference.kv import (
     assert_equals_masking_the_evicted_positions,
@@ -28,19 +29,6 @@ def test_protected_keys_are_kept_and_count_in_the_budget() -> None:
     assert keep.tolist() == [[[True, False, False, True, True, True]]]
     keep, _ = Ratio(0.5).keep(scores, protected, 2, 1)  # 8 tokens -> 4 kept, 2 of them window
     assert keep.tolist() == [[[True, False, False, True, False, False]]]
-
-
-POLICIES = {  # changes to the default (one threshold over the model, value norms, 4 sinks), the paper's recipe
-    "paper": EvictionPolicy(Threshold(1.0, "head"), WindowScorer(value_norm=False, sinks=0)),
-    "value_norm=False": EvictionPolicy(scorer=WindowScorer(value_norm=False)),
-    "sinks=0": EvictionPolicy(scorer=WindowScorer(sinks=0)),
-    "threshold per head": EvictionPolicy(Threshold(1.0, "head")),
-    "threshold per layer": EvictionPolicy(Threshold(1.0, "layer")),
-    "ratio,sinks=2": EvictionPolicy(Ratio(0.5), WindowScorer(sinks=2)),
-    "ratio per head": EvictionPolicy(Ratio(0.5, "head")),
-    "ratio per layer": EvictionPolicy(Ratio(0.5, "layer")),
-    "budget per head": EvictionPolicy(TokenBudget(20, "head")),
-}
 
 
 @pytest.mark.parametrize("policy", POLICIES.values(), ids=POLICIES.keys())
