@@ -1,4 +1,4 @@
-"""Shared fixtures and the kvpress marker (the helpers they use are in tests/helpers.py)."""
+"""Shared fixtures and the kvpress marker (the helpers they use are in the tests/helpers package)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Head scores against brute force, scale-freedom of the default, and head selection."""
+"""Head scores (rcattr.heads) against brute force, scale-freedom of the default, and head counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RCKVCache on tiny random models: scores against brute force, exactness after eviction, accounting, errors."""
+"""RCKVCache itself (rcattr.kvcache.cache): generation as the default cache gives it, compression, copies, errors."""
 
 from __future__ import annotations
 

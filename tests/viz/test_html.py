@@ -1,4 +1,4 @@
-"""HTML, terminal and heat-map views of a synthetic attribution result."""
+"""The HTML page (rcattr.viz.html) of a synthetic attribution result: chunks, spans, shading, citations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Attribution accuracy on hand-made cases."""
+"""Attribution metrics (rcattr.eval.common.metrics) on hand-made cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The long-generation benchmark's methods (rcattr/eval/kv_long/methods.py)."""
+"""The long-generation benchmark's methods (rcattr.eval.kv_long.methods): budgets held while decoding."""
 
 from __future__ import annotations
 
