@@ -1,7 +1,8 @@
 """Helpers the tests share (fixtures are in the conftest.py files): tiny models and a character tokenizer
 (:mod:`.models`) and the benchmarks' tiny data (:mod:`.data`), re-exported here; in their own modules, the
 attribution tests' example (:mod:`.attribution`), synthetic logits blocks (:mod:`.blocks`), hypothesis strategies
-(:mod:`.samples`), hand-made results (:mod:`.results`), citation row lines (:mod:`.citation_lines`) and the leak
+(:mod:`.samples`), hand-made results (:mod:`.results`, with documents
+:mod:`.cited`), citation row lines (:mod:`.citation_lines`) and the leak
 tests' entry points (:mod:`.entry_points`). Brute-force references are in :mod:`tests.reference`."""
 
 from tests.helpers.data import (
