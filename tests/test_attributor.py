@@ -353,25 +353,6 @@ def test_bad_configuration_is_named(llama) -> None:
         RCAttributor(llama, tokenizer, FixedHeads([(3, 0)]))
 
 
-@pytest.mark.parametrize(
-    ("make", "error", "message"),
-    [
-        (
-            lambda: ContextInput(["a document", 3]),
-            TypeError,
-            r"context document 1 \(int\) has no page_content, text or content",
-        ),
-        (lambda: ContextInput(42), TypeError, "context must be a string or a sequence"),
-        (lambda: ContextInput("text", question=None), TypeError, "question must be a string"),
-        (lambda: ContextInput("text", "why \x00 now"), ValueError, "question contains a NUL character"),
-        (lambda: ContextInput(["ok", "a\x00b"]), ValueError, "context contains a NUL character"),
-    ],
-)
-def test_bad_context_input_is_named_when_built(make, error, message) -> None:
-    with pytest.raises(error, match=message):
-        make()
-
-
 def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
     monkeypatch.setattr(
@@ -379,13 +360,6 @@ def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> N
     )
     with pytest.raises(ValueError, match="leaves no room"):
         attributor.attribute(ContextInput(["x" * 300]))
-
-
-def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
-    with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
-        result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
-    assert result.answer
 
 
 def test_top_k_true_is_not_one_head(llama) -> None:

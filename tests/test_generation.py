@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from rcattr.attributor import RCAttributor
 from rcattr.generation import DEFAULT_GEN_ARGS, generation_options, greedy_answers, model_window
+from rcattr.prompting import ContextInput
+from rcattr.selectors import TopHeads
+from tests.helpers import char_tokenizer
 
 
 def test_the_window_is_the_models_max_positions(llama) -> None:
@@ -28,3 +32,10 @@ def test_greedy_answers_of_a_left_padded_batch_are_each_prompts_own(llama, token
     assert cache is None and together == alone
     _, kept = greedy_answers(llama, tokenizer, prompts[:1], options, keep_cache=True)
     assert kept is not None and kept.get_seq_length() > len(prompts[0])
+
+
+def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
+    with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
+        result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
+    assert result.answer
