@@ -492,10 +492,10 @@ def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, gra
 
 
 @torch.no_grad()
-def test_groundedness_equals_brute_force():
+def test_groundedness_equals_brute_force(llama):
     """Per answer token j, on the selected heads: sum E[max(X - Y, 0)] / sum (E[max(X - Y, 0)] + E[max(Y - X, 0)]),
     X the row's context logits, Y every answer self logit Y(g, g), from the captured logits."""
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
     inp, answer = ContextInput("Cats sit. Dogs run.", "Who sits?"), "Cats do."
     result = attributor.attribute(inp, target=answer, granularity="sentence")
     example = attributor.prepare(inp, target=answer, granularity="sentence")

@@ -19,7 +19,7 @@ from rcattr.citations import SentenceRows, cited_sources, sentence_groups
 from rcattr.documents import Document
 from rcattr.segmentation import TextSpan, sentence_spans, whole_span
 from rcattr.viz import to_html
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import char_tokenizer
 from tests.helpers.cited import (
     CITED_ANSWER,
     CITED_DOCUMENTS,
@@ -139,13 +139,13 @@ def test_the_page_shows_metadata_values_as_a_reader_reads_them() -> None:
     assert "<b>published</b>: 2024-05-01" in page and "<b>pages</b>: [3, 4]" in page
 
 
-def test_citations_from_a_model_run() -> None:
+def test_citations_from_a_model_run(llama) -> None:
     documents = [
         {"page_content": "Paris is the capital of France. It is large.", "metadata": {"title": "France"}},
         SimpleNamespace(page_content="Berlin is in Germany.", metadata={"source": "de.txt"}, id="d2"),
     ]
     inp = ContextInput(documents, "What is the capital?")
-    model, tokenizer = tiny_model("llama"), char_tokenizer()
+    model, tokenizer = llama, char_tokenizer()
     result = RCAttributor(model, tokenizer).attribute(
         inp, "Paris is. Berlin too.", granularity="sentence", output_granularity="sentence"
     )
@@ -257,9 +257,9 @@ def test_a_unit_over_sentences_without_their_rows_is_cited_once_at_its_end_and_s
         assert one.cited_answer(references=False) == "It is 330 metres tall [1]."
 
 
-def test_citations_per_sentence_from_a_model_run_whatever_the_output_units() -> None:
+def test_citations_per_sentence_from_a_model_run_whatever_the_output_units(llama) -> None:
     inp = ContextInput(["Paris is the capital of France.", "Berlin is in Germany."], "What is the capital?")
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer())
+    attributor = RCAttributor(llama, char_tokenizer())
     answer = "Paris is. Berlin too."
     tokens = attributor.attribute(inp, answer, granularity="chunk", output_granularity="token")
     assert len(tokens.output_spans) == len(answer)  # one unit per character

@@ -20,7 +20,7 @@ from rcattr.eval.attribution.head_selection import (
 )
 from rcattr.eval.attribution.recipes import DEFAULT, selection_ablation
 from rcattr.heads import top_heads
-from tests.helpers import char_tokenizer, run_attribution, tiny_model
+from tests.helpers import char_tokenizer, run_attribution
 
 
 def one_outlier(layers: int = 24, heads: int = 14) -> torch.Tensor:
@@ -107,8 +107,8 @@ def test_selection_ablation_keeps_the_default_row_and_adds_one_row_per_rule():
 
 
 @pytest.mark.parametrize("name", list(RULES))
-def test_rule_attributor_uses_its_rule(name):
-    model, tokenizer = tiny_model("llama"), char_tokenizer()
+def test_rule_attributor_uses_its_rule(llama, name):
+    model, tokenizer = llama, char_tokenizer()
     recipe = next(
         r for r in selection_ablation() if isinstance(r.heads, RuleHeads) and r.heads.rule is RULES[name]
     )

@@ -15,7 +15,7 @@ from rcattr.eval.groundedness.pairs import (
 )
 from rcattr.prompting import ContextInput
 from rcattr.selectors import TopHeads
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import char_tokenizer
 
 
 def test_auroc_table_on_hand_made_cases():
@@ -46,8 +46,8 @@ def test_auroc_table_on_hand_made_cases():
 
 
 @torch.no_grad()
-def test_answer_signals_are_finite_and_bounded_and_the_result_s_own():
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
+def test_answer_signals_are_finite_and_bounded_and_the_result_s_own(llama):
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
     answering = Answering("Cats sit. Dogs run.", "Who sits?")
     gen_args = {"max_new_tokens": 4, "do_sample": False}
     row = answer_signals(attributor, answering, gen_args, random.Random(0))
