@@ -1,4 +1,4 @@
-"""Shared fixtures and the kvpress marker (the helpers they use are in tests/helpers.py)."""
+"""Shared fixtures and the kvpress marker (the helpers they use are in the tests/helpers package)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ os.environ.setdefault("MKL_CBWR", "COMPATIBLE")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from tests.helpers import ARCHITECTURES, QUOTESUM_RECORDS, data_folder, save_tiny, tiny_model
+from tests.helpers import ARCHITECTURES, QUOTESUM_RECORDS, char_tokenizer, data_folder, save_tiny, tiny_model
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +32,18 @@ def smollm2():
 @pytest.fixture(params=ARCHITECTURES)
 def arch(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture(scope="module")
+def llama():
+    """The tiny Llama, built once per test module (tests that change a model build their own)."""
+    return tiny_model("llama")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """The character-level tokenizer of the tiny models."""
+    return char_tokenizer()
 
 
 @pytest.fixture(scope="module")

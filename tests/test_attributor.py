@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -18,34 +19,9 @@ from rcattr.prompting import ContextInput, render_prompt
 from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads, heads_for
+from tests.default_methods import SPAN_SCORERS
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
-
-DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
-QUESTION = "What did the cat do?"
-ANSWER = "It sat. Then it purred."
-INPUT = ContextInput(DOCUMENTS, QUESTION)
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
-def _store(model, text_ids: list[int], answer_start: int) -> LogitStore:
-    store = LogitStore()
-    with (
-        torch.no_grad(),
-        LogitCapture(model, store, query_positions=slice(answer_start, None), dtype=torch.float64),
-    ):
-        model(torch.tensor([text_ids]))
-    return store
-
-
-def _ids(tokenizer, answer: str) -> tuple[list[int], int, list[tuple[int, int]]]:
-    prompt = render_prompt(tokenizer, INPUT)
-    encoded = tokenizer(prompt.text, add_special_tokens=False, return_offsets_mapping=True)
-    answer_ids = tokenizer(answer, add_special_tokens=False).input_ids
-    return encoded.input_ids + answer_ids, len(encoded.input_ids), encoded.offset_mapping
+from tests.helpers.attribution import ANSWER, DOCUMENTS, INPUT, QUESTION, answer_ids, captured_logits
 
 
 @pytest.mark.parametrize(
@@ -58,8 +34,8 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
     result = RCAttributor(llama, tokenizer, TopHeads(5), span_scorer=span_scorer, votes="mass").attribute(
         INPUT, ANSWER, granularity="chunk", output_granularity=[(0, 2), (8, 12)]
     )
-    ids, start, offsets = _ids(tokenizer, ANSWER)
-    store = _store(llama, ids, start)
+    ids, start, offsets = answer_ids(tokenizer, ANSWER)
+    store = captured_logits(llama, ids, start)
     prompt = render_prompt(tokenizer, INPUT)
     chunk_keys = [
         [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]
@@ -106,7 +82,7 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.parametrize("scorer", SPAN_SCORERS)
 @pytest.mark.filterwarnings("ignore:no selected head sees the context")
 def test_every_architecture_and_scorer(arch: str, scorer: str) -> None:
     model = tiny_model(arch)
@@ -229,7 +205,7 @@ def test_a_captum_input_that_starts_with_a_feature_gets_a_token_in_front(llama) 
         attributor.prepare(TextTokenInput("Dave lives", tokenizer), "Florida")
 
 
-@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.parametrize("scorer", SPAN_SCORERS)
 @pytest.mark.parametrize("granularity", ["chunk", "sentence", "token"])
 def test_empty_retrieved_chunks_are_documents_that_score_zero(llama, scorer, granularity) -> None:
     chunks = [DOCUMENTS[0], "", DOCUMENTS[1], "  \t"]
@@ -282,7 +258,6 @@ def test_identical_documents_keep_their_own_scores(llama) -> None:
 
 
 def test_to_dict_is_json_and_notebooks_get_escaped_html(llama) -> None:
-    import json
 
     inp = ContextInput(["<script>alert(1)</script> The cat sat.", "A dog ran."], QUESTION)
     result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(
@@ -379,25 +354,6 @@ def test_bad_configuration_is_named(llama) -> None:
         RCAttributor(llama, tokenizer, FixedHeads([(3, 0)]))
 
 
-@pytest.mark.parametrize(
-    ("make", "error", "message"),
-    [
-        (
-            lambda: ContextInput(["a document", 3]),
-            TypeError,
-            r"context document 1 \(int\) has no page_content, text or content",
-        ),
-        (lambda: ContextInput(42), TypeError, "context must be a string or a sequence"),
-        (lambda: ContextInput("text", question=None), TypeError, "question must be a string"),
-        (lambda: ContextInput("text", "why \x00 now"), ValueError, "question contains a NUL character"),
-        (lambda: ContextInput(["ok", "a\x00b"]), ValueError, "context contains a NUL character"),
-    ],
-)
-def test_bad_context_input_is_named_when_built(make, error, message) -> None:
-    with pytest.raises(error, match=message):
-        make()
-
-
 def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> None:
     attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
     monkeypatch.setattr(
@@ -405,13 +361,6 @@ def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> N
     )
     with pytest.raises(ValueError, match="leaves no room"):
         attributor.attribute(ContextInput(["x" * 300]))
-
-
-def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
-    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
-    with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
-        result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
-    assert result.answer
 
 
 def test_top_k_true_is_not_one_head(llama) -> None:
@@ -541,3 +490,33 @@ def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, gra
     assert lexical_answer.shape == fused.seq_attr.shape
     if granularity == "chunk":  # the tiny model's five heads split on one sentence there
         assert fused.head_selection.lexical_share == pytest.approx(0.5)
+
+
+@torch.no_grad()
+def test_groundedness_equals_brute_force(llama):
+    """Per answer token j, on the selected heads: sum E[max(X - Y, 0)] / sum (E[max(X - Y, 0)] + E[max(Y - X, 0)]),
+    X the row's context logits, Y every answer self logit Y(g, g), from the captured logits."""
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
+    inp, answer = ContextInput("Cats sit. Dogs run.", "Who sits?"), "Cats do."
+    result = attributor.attribute(inp, target=answer, granularity="sentence")
+    example = attributor.prepare(inp, target=answer, granularity="sentence")
+    start, n = example.answer_start, example.ids.shape[1]
+    context = sorted({t for r in example.context_ranges for t in r})
+    store = LogitStore()
+    with LogitCapture(attributor.model, store, query_positions=slice(start, None)):
+        attributor.model(example.ids)
+    towards_context, towards_answer = (
+        torch.zeros(n - start, dtype=torch.float64),
+        torch.zeros(n - start, dtype=torch.float64),
+    )
+    for layer, head in result.head_selection.heads.tolist():
+        [(logits, step)] = store.steps[layer]
+        rows, visible = logits[0, head].double(), step.visible[0]
+        y = torch.stack([rows[r, k] for r in range(n - start) for k in range(start, n) if visible[r, k]])
+        for j in range(n - start):
+            x = rows[j, context][visible[j, context]]
+            gap = x[:, None] - y[None, :]
+            towards_context[j] += gap.clamp_min(0).mean()
+            towards_answer[j] += (-gap).clamp_min(0).mean()
+    expected = towards_context / (towards_context + towards_answer)
+    torch.testing.assert_close(result.groundedness.double(), expected, atol=1e-5, rtol=1e-4)

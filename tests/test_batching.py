@@ -8,22 +8,18 @@ from typing import Any
 import pytest
 import torch
 from captum.attr import TextTemplateInput, TextTokenInput
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, GPT2Config
 
 from rcattr.attributor import RCAttributor
-from rcattr.base import SpanAttributor
-from rcattr.baselines import AttentionAttributor, BM25Attributor, RandomAttributor
+from rcattr.baselines import BM25Attributor, RandomAttributor
 from rcattr.eval.attribution.method import context_input, output_units
 from rcattr.eval.attribution.recipes import RecipeAttributor, ablation
 from rcattr.eval.common.datasets import load_quotesum
-from rcattr.example import Draft
-from rcattr.many import token_batches
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
 from rcattr.selectors import TopHeads
+from tests.default_methods import ATTRIBUTORS
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 
 # mixed lengths: contexts of one to three documents, questions, answers of one and of two sentences
@@ -37,8 +33,13 @@ INPUTS = [
         "Which is long?",
     ),
 ]
+
+
 TARGETS = ["It sat. Then it purred.", "Rain.", "The first. Not the short one."]
+
+
 UNITS = [[(0, 7), (8, 23)], [(0, 4)], [(4, 9), (19, 28)]]  # character spans of each answer
+
 
 FIELDS = (
     "seq_attr",
@@ -49,21 +50,6 @@ FIELDS = (
     "token_peak",
     "token_support",
 )
-
-Builder = Callable[[Any, Any], SpanAttributor]
-BUILDERS: dict[str, Builder] = {
-    "default": lambda model, tokenizer: RCAttributor(model, tokenizer),
-    "rc-std-heads-rc-scorer": lambda model, tokenizer: RCAttributor(
-        model, tokenizer, TopHeads(3, score="rc_std"), span_scorer="rc", votes="mass"
-    ),
-    "attention-baseline": lambda model, tokenizer: AttentionAttributor(model, tokenizer),
-    "lexical": lambda model, tokenizer: RCAttributor(model, tokenizer, TopHeads(4), lexical=True),
-}
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
 
 
 def model_of(arch: str):
@@ -122,7 +108,7 @@ def _forwards(model) -> tuple[list[tuple[int, ...]], Callable[[], None]]:
         *(
             (arch, builder)
             for arch in ("llama", "gemma3")
-            for builder in sorted(BUILDERS)
+            for builder in sorted(ATTRIBUTORS)
             if builder != "default"
         ),
     ],
@@ -134,7 +120,7 @@ def _forwards(model) -> tuple[list[tuple[int, ...]], Callable[[], None]]:
 )
 @pytest.mark.filterwarnings("ignore:no selected head sees the context")
 def test_a_padded_batch_equals_single_calls(arch: str, builder: str, granularity, output_granularity) -> None:
-    attributor = BUILDERS[builder](model_of(arch), char_tokenizer())
+    attributor = ATTRIBUTORS[builder](model_of(arch), char_tokenizer())
     units = output_granularity if isinstance(output_granularity, list) else [output_granularity] * len(INPUTS)
     single = [
         attributor.attribute(inp, target, granularity=granularity, output_granularity=unit)
@@ -186,27 +172,6 @@ def test_long_prompts_run_alone_within_the_token_budget(llama) -> None:
     budget = 2 * min(prompts) - 1  # no two prompts fit together: each batch is one input
     assert budget >= max(prompts)  # while the longest alone would
     assert _batch_sizes(attributor, llama, batch_size=8, max_batch_tokens=budget) == [1, 1, 1]
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    lengths=st.lists(st.integers(1, 50), max_size=12),
-    batch_size=st.integers(1, 5),
-    budget=st.one_of(st.none(), st.integers(1, 120)),
-)
-def test_token_batches_are_the_longest_runs_that_fit(
-    lengths: list[int], batch_size: int, budget: int | None
-) -> None:
-    drafts = [(index, Draft(None, [0] * n, [], [])) for index, n in enumerate(lengths)]  # type: ignore[arg-type]
-    batches = list(token_batches(drafts, batch_size, budget))
-    assert [item for batch in batches for item in batch] == drafts  # consecutive, in order, all of them
-
-    def fits(batch: list) -> bool:
-        padded = len(batch) * max(len(draft.ids) for _, draft in batch)
-        return len(batch) <= batch_size and (budget is None or padded <= budget or len(batch) == 1)
-
-    assert all(fits(batch) for batch in batches)
-    assert not any(fits([*batch, after[0]]) for batch, after in zip(batches, batches[1:], strict=False))
 
 
 def test_captum_inputs_and_strings_mix_in_a_batch(llama) -> None:

@@ -10,6 +10,9 @@ import pytest
 
 from rcattr import ContextInput
 from rcattr.documents import Document, as_document
+from tests.helpers.cited import (
+    CITED_DOCUMENTS,
+)
 
 TEXT = "The Eiffel Tower is 330 metres tall and stands in Paris."
 
@@ -65,3 +68,40 @@ def test_haystack_documents_are_read_by_content_and_meta() -> None:
         )  # a Haystack document without text
     with pytest.raises(TypeError, match="context document 0: metadata must be a mapping, got list"):
         as_document({"content": "x", "meta": ["a"]}, 0)
+
+
+def test_documents_are_read_as_rag_frameworks_hold_them() -> None:
+    langchain = SimpleNamespace(page_content="A.", metadata={"source": "a.pdf", "page": 3}, id="lc-1")
+    llama_index = SimpleNamespace(text="B.", metadata={"file_name": "b.md"}, id_="node-7")
+    mapping = {"page_content": "C.", "metadata": {"title": "C"}}
+    documents = ContextInput(["plain", langchain, llama_index, mapping, {"text": "D."}], "Q?").documents
+    assert documents == [
+        Document("plain"),
+        Document("A.", {"source": "a.pdf", "page": 3}, "lc-1"),
+        Document("B.", {"file_name": "b.md"}, "node-7"),
+        Document("C.", {"title": "C"}),
+        Document("D."),
+    ]
+    assert ContextInput(documents).chunks == ["plain", "A.", "B.", "C.", "D."]
+    assert [d.label() for d in documents] == ["plain", "a.pdf", "b.md", "C", "D."]
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (3, r"context document 1 \(int\) has no page_content, text or content"),
+        ({"text": 5}, r"context document 1 \(dict\) has a int as its text"),
+        (SimpleNamespace(page_content="x", metadata=["a"]), "context document 1: metadata must be a mapping"),
+    ],
+)
+def test_documents_without_text_are_refused(item: object, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        ContextInput(["fine", item])
+    with pytest.raises(TypeError, match="wrap a single document in a list"):
+        ContextInput(SimpleNamespace(page_content="x"))  # type: ignore[arg-type]
+
+
+def test_document_text_is_checked_like_a_string() -> None:
+    with pytest.raises(ValueError, match="NUL character"):
+        ContextInput([{"page_content": "a\x00b"}])
+    assert as_document(CITED_DOCUMENTS[1], 0) is CITED_DOCUMENTS[1]

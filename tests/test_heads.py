@@ -1,8 +1,7 @@
-"""Head scores against brute force, scale-freedom of the default, and head selection."""
+"""Head scores (rcattr.heads) against brute force, scale-freedom of the default, and head counts."""
 
 from __future__ import annotations
 
-import argparse
 import math
 
 import pytest
@@ -18,27 +17,17 @@ from rcattr.heads import (
     outlier_count,
     top_heads,
 )
-from rcattr.options import parse_head_count
-
-
-def _layer(seed: int = 0) -> tuple[torch.Tensor, ...]:
-    generator = torch.Generator().manual_seed(seed)
-    cross = torch.randn(3, 4, 5, generator=generator, dtype=torch.float64)
-    own = torch.randn(3, 4, 4, generator=generator, dtype=torch.float64)
-    cross_visible = torch.ones(4, 5, dtype=torch.bool)
-    cross_visible[0, :2] = False  # a window hides far context from the first row
-    own_visible = torch.ones(4, 4, dtype=torch.bool).tril()
-    return cross, cross_visible, own, own_visible
+from tests.helpers.blocks import random_layer
 
 
 def _pairs(head: int) -> tuple[list[float], list[float]]:
-    cross, cross_visible, own, own_visible = _layer()
+    cross, cross_visible, own, own_visible = random_layer()
     return cross[head][cross_visible].tolist(), own[head][own_visible].tolist()
 
 
 @pytest.mark.parametrize("kind", ["superiority", "rc", "rc_std"])
 def test_head_scores_match_brute_force(kind: str) -> None:
-    scores = layer_rc(*_layer(), kind=kind).head_scores  # type: ignore[arg-type]
+    scores = layer_rc(*random_layer(), kind=kind).head_scores  # type: ignore[arg-type]
     for head in range(3):
         x, y = _pairs(head)
         if kind == "superiority":
@@ -48,13 +37,13 @@ def test_head_scores_match_brute_force(kind: str) -> None:
             if kind == "rc_std":
                 expected /= torch.tensor(y, dtype=torch.float64).std(correction=0).item()
         assert scores[head].item() == pytest.approx(expected, rel=1e-9)
-    assert torch.equal(layer_rc(*_layer(), kind="superiority").every_score[kind], scores)
+    assert torch.equal(layer_rc(*random_layer(), kind="superiority").every_score[kind], scores)
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.floats(0.01, 100.0), min_size=3, max_size=3))
 def test_scale_free_scores_ignore_per_head_logit_scales(scales: list[float]) -> None:
-    cross, cross_visible, own, own_visible = _layer(1)
+    cross, cross_visible, own, own_visible = random_layer(1)
     factor = torch.tensor(scales, dtype=torch.float64)[:, None, None]
     for kind in ("superiority", "rc_std"):
         before = layer_rc(cross, cross_visible, own, own_visible, kind).head_scores  # type: ignore[arg-type]
@@ -63,21 +52,21 @@ def test_scale_free_scores_ignore_per_head_logit_scales(scales: list[float]) -> 
 
 
 def test_raw_rc_follows_the_scale() -> None:
-    cross, cross_visible, own, own_visible = _layer()
+    cross, cross_visible, own, own_visible = random_layer()
     before = layer_rc(cross, cross_visible, own, own_visible, "rc").head_scores
     after = layer_rc(cross * 10, cross_visible, own * 10, own_visible, "rc").head_scores
     torch.testing.assert_close(after, before * 10)
 
 
 def test_no_visible_context_scores_zero() -> None:
-    cross, _, own, own_visible = _layer()
+    cross, _, own, own_visible = random_layer()
     hidden = torch.zeros(4, 5, dtype=torch.bool)
     assert layer_rc(cross, hidden, own, own_visible).head_scores.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_unknown_kind() -> None:
     with pytest.raises(ValueError, match="unknown head score 'max'"):
-        layer_rc(*_layer(), kind="max")  # type: ignore[arg-type]
+        layer_rc(*random_layer(), kind="max")  # type: ignore[arg-type]
 
 
 SCORES = torch.tensor([[0.1, 0.9, 0.3], [0.5, 0.2, 0.8]])
@@ -105,7 +94,7 @@ def test_fixed_heads() -> None:
 
 
 def test_row_statistics_match_brute_force() -> None:
-    cross, cross_visible, own, own_visible = _layer()
+    cross, cross_visible, own, own_visible = random_layer()
     stats = layer_rc(cross, cross_visible, own, own_visible)
     for head in range(3):
         y = own[head][own_visible].tolist()  # Y(g, g): the same reference for every row
@@ -119,7 +108,7 @@ def test_row_statistics_match_brute_force() -> None:
 
 
 def test_a_row_that_sees_no_context_has_no_support() -> None:
-    cross, cross_visible, own, own_visible = _layer()
+    cross, cross_visible, own, own_visible = random_layer()
     cross_visible[2] = False
     stats = layer_rc(cross * 1e3, cross_visible, own, own_visible)
     assert stats.context_peak[:, 2].tolist() == [0.0, 0.0, 0.0]
@@ -156,10 +145,3 @@ def test_outlier_count_against_brute_force(layers: int, heads: int, seed: int) -
     brute = sum(x > mean + 2 * spread for x in flat)
     assert outlier_count(scores) == brute
     assert head_count(scores, "outliers") == max(brute, 1)
-
-
-def test_parse_head_count() -> None:
-    assert parse_head_count("outliers") == "outliers" and parse_head_count("7") == 7
-    for bad in ("0", "-2", "all"):
-        with pytest.raises(argparse.ArgumentTypeError, match="at least 1 or 'outliers'"):
-            parse_head_count(bad)

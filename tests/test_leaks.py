@@ -4,12 +4,10 @@ thread counts (in this process, and in a fresh one whose first numba kernel star
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numba
@@ -17,61 +15,9 @@ import pytest
 import torch
 
 from rcattr import attention
-from rcattr.attributor import RCAttributor
-from rcattr.baselines import BASELINES
-from rcattr.capture import LogitCapture, LogitStore
 from rcattr.compat import registered_attention
-from rcattr.kvcache import RCKVCache
-from rcattr.prompting import ContextInput
-from rcattr.selectors import TopHeads
-from rcattr.viz import save_head_heatmap, save_html
 from tests.helpers import char_tokenizer, tiny_model
-
-INPUT = ContextInput(["The cat sat. It purred.", "Dogs bark loudly."], "What did the cat do?")
-ANSWER = "It sat."
-
-EntryPoint = Callable[[torch.nn.Module, object, Path], object]
-
-
-def _generate_through_cache(model, tokenizer, tmp_path: Path) -> None:
-    ids = torch.randint(3, 120, (1, 30))
-    with RCKVCache(model, window=4) as cache:
-        model.generate(ids, past_key_values=cache, max_new_tokens=3, do_sample=False)
-
-
-def _drop_an_open_cache(model, tokenizer, tmp_path: Path) -> None:
-    cache = RCKVCache(model, window=4)
-    model(torch.randint(3, 120, (1, 30)), past_key_values=cache)
-    del cache
-    gc.collect()
-
-
-def _capture(model, tokenizer, tmp_path: Path) -> None:
-    with LogitCapture(model, LogitStore()):
-        model(torch.randint(3, 120, (1, 12)))
-
-
-def _explain_and_draw(model, tokenizer, tmp_path: Path) -> None:
-    result = RCAttributor(model, tokenizer, TopHeads(4)).attribute(INPUT, ANSWER, granularity="chunk")
-    save_html(result, tmp_path / "report.html")
-    save_head_heatmap(result, tmp_path / "heads.png")
-
-
-def _baseline(name: str, model, tokenizer, tmp_path: Path) -> None:
-    options = {"n_steps": 2} if name == "integrated_gradients" else {}
-    BASELINES[name](model, tokenizer, **options).attribute(INPUT, ANSWER, granularity="chunk")
-
-
-ENTRY_POINTS: dict[str, EntryPoint] = {
-    "RCKVCache in generate": _generate_through_cache,
-    "RCKVCache dropped while open": _drop_an_open_cache,
-    "LogitCapture": _capture,
-    "RCAttributor.attribute, save_html, save_head_heatmap": _explain_and_draw,
-    "RCAttributor.paper": lambda model, tokenizer, tmp_path: RCAttributor.paper(model, tokenizer).attribute(
-        INPUT, ANSWER
-    ),
-    **{f"baseline {name}": functools.partial(_baseline, name) for name in sorted(BASELINES)},
-}
+from tests.helpers.entry_points import ENTRY_POINTS
 
 
 def _state(model) -> tuple[object, ...]:
@@ -115,8 +61,9 @@ import sys, tempfile
 from pathlib import Path
 import torch
 torch.set_num_threads(1)
-from tests.test_leaks import ENTRY_POINTS
+from tests.helpers.entry_points import ENTRY_POINTS
 from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers.entry_points import ENTRY_POINTS
 model, tokenizer = tiny_model("llama"), char_tokenizer()
 ENTRY_POINTS[sys.argv[1]](model, tokenizer, Path(tempfile.mkdtemp()))
 print(torch.get_num_threads())

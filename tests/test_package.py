@@ -1,9 +1,11 @@
 """The package's shape (issue 36): no import cycle among rcattr's modules, no module over 400 lines, and
-public constructors with few parameters."""
+public constructors with few parameters; and the test suite's: a test file mirroring every module, and no test
+module importing another (shared code lives in tests/helpers, tests/reference and conftest.py files)."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 from pathlib import Path
 
@@ -90,3 +92,73 @@ def test_module_is_small(name: str) -> None:
 def test_public_constructor_is_thin(cls: type) -> None:
     parameters = list(inspect.signature(cls.__init__).parameters)[1:]  # without self
     assert len(parameters) <= MAX_PARAMETERS, f"{cls.__name__}({', '.join(parameters)})"
+
+
+TESTS = Path(__file__).parent
+
+
+def _mirrored_test(module: Path) -> Path:
+    """``rcattr/<dir>/<name>.py`` -> ``tests/<dir>/test_<name>.py`` (a private ``_name`` -> ``test_name``)."""
+    relative = module.relative_to(PACKAGE)
+    return TESTS / relative.parent / f"test_{relative.stem.lstrip('_')}.py"
+
+
+@pytest.mark.parametrize(
+    "module",
+    [name for name, path in MODULES.items() if path.name not in ("__init__.py", "__main__.py")],
+)
+def test_every_module_has_its_mirrored_test_file(module: str) -> None:
+    expected = _mirrored_test(MODULES[module])
+    assert expected.is_file(), f"{module} has no {expected.relative_to(TESTS.parent)}"
+    package = expected.parent
+    while package != TESTS.parent:  # the suite imports its tests as packages
+        assert (package / "__init__.py").is_file(), f"{package.relative_to(TESTS.parent)} has no __init__.py"
+        package = package.parent
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The modules ``path`` imports anywhere (a subprocess's source in a string included), absolute names."""
+    text = path.read_text()
+    package = ".".join(path.relative_to(TESTS.parent).with_suffix("").parts[:-1])
+    found = set()
+    trees = [ast.parse(text)]
+    trees += [  # code run in a fresh interpreter: strings that parse and import something
+        tree
+        for node in ast.walk(trees[0])
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "import " in node.value
+        for tree in [_parsed(node.value)]
+        if tree is not None
+    ]
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = (
+                    importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+                    if node.level
+                    else node.module or ""
+                )
+                found |= {base, *(f"{base}.{alias.name}" for alias in node.names)}
+    return found
+
+
+def _parsed(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def test_no_test_module_imports_a_test_module() -> None:
+    """Shared code lives in tests/helpers, tests/reference and conftest.py files, never in a test module."""
+    test_modules = {
+        ".".join(path.relative_to(TESTS.parent).with_suffix("").parts) for path in TESTS.rglob("test_*.py")
+    }
+    offenders = {
+        f"{path.relative_to(TESTS.parent)} imports {name}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for name in _imported_modules(path)
+        if name in test_modules
+    }
+    assert not offenders, sorted(offenders)

@@ -101,3 +101,22 @@ def test_unusable_characters_are_named_with_their_input_and_position(make, messa
     """Before the tokenizer sees them: a lone surrogate made it raise its own TypeError."""
     with pytest.raises(ValueError, match=message):
         make()
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (
+            lambda: ContextInput(["a document", 3]),
+            TypeError,
+            r"context document 1 \(int\) has no page_content, text or content",
+        ),
+        (lambda: ContextInput(42), TypeError, "context must be a string or a sequence"),
+        (lambda: ContextInput("text", question=None), TypeError, "question must be a string"),
+        (lambda: ContextInput("text", "why \x00 now"), ValueError, "question contains a NUL character"),
+        (lambda: ContextInput(["ok", "a\x00b"]), ValueError, "context contains a NUL character"),
+    ],
+)
+def test_bad_context_input_is_named_when_built(make, error, message) -> None:
+    with pytest.raises(error, match=message):
+        make()

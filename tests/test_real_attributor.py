@@ -11,6 +11,7 @@ from rcattr.demo import ANSWER, example_input
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 from rcattr.selectors import TopHeads
+from tests.default_methods import SPAN_SCORERS
 
 pytestmark = pytest.mark.real_model
 
@@ -23,7 +24,7 @@ FACTS = [
 ]
 
 
-@pytest.mark.parametrize("scorer", ["attention", "rc", "rc_bound"])
+@pytest.mark.parametrize("scorer", SPAN_SCORERS)
 @pytest.mark.parametrize("copied", [0, 2, 4])
 def test_a_verbatim_copy_ranks_its_chunk_first(smollm2, scorer: str, copied: int) -> None:
     attributor = RCAttributor(*smollm2, span_scorer=scorer)

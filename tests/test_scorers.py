@@ -12,26 +12,11 @@ from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.prompting import ContextInput
 from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
 from rcattr.selectors import TopHeads
-from rcattr.spans import SpanBlock, SpanIndex, continuation_weights
+from rcattr.spans import SpanBlock, SpanIndex
 from rcattr.stats import overlap_bounds
 from tests.helpers import char_tokenizer, tiny_model
-
-# 3 context tokens at keys 1..3 in two overlapping spans, answer keys 4..7; units: rows {0, 1} and {2, 3}.
-SPAN_TOKENS = [[0, 1], [1, 2]]
-CONTEXT_KEYS = torch.tensor([1, 2, 3])
-ANSWER_KEYS = torch.tensor([4, 5, 6, 7])
-
-
-def _block(window: int | None = None, spans: list[list[int]] = SPAN_TOKENS) -> SpanBlock:
-    torch.manual_seed(0)
-    rows = torch.tensor([[0, 1], [2, 3]])  # answer rows of each unit
-    positions = ANSWER_KEYS[rows]  # [U, R] query positions
-    keys = torch.arange(8)
-    visible = keys <= positions[..., None]
-    if window is not None:
-        visible &= keys > positions[..., None] - window
-    logits = torch.randn(2, 3, 2, 8, dtype=torch.float64) * 4
-    return SpanBlock(logits, visible, CONTEXT_KEYS, ANSWER_KEYS, SpanIndex.from_ranges(spans), 0.5)
+from tests.helpers.blocks import ANSWER_KEYS, CONTEXT_KEYS, SPAN_TOKENS, answer_block, span_block
+from tests.reference.spans import brute_mass
 
 
 def _samples(
@@ -52,7 +37,7 @@ def _samples(
 
 @pytest.mark.parametrize("window", [None, 4])
 def test_rc_scorer_is_the_block_expectation(window: int | None) -> None:
-    block = _block(window)
+    block = span_block(window)
     scores = RCScorer().score(block)
     for unit in range(2):
         for head in range(3):
@@ -65,7 +50,7 @@ def test_rc_scorer_is_the_block_expectation(window: int | None) -> None:
 @pytest.mark.parametrize("window", [None, 4])
 @pytest.mark.parametrize("spans", [SPAN_TOKENS, [[2], [0, 1, 2], [1], [0, 1], [0, 2]]])
 def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None, spans: list[list[int]]) -> None:
-    block = _block(window, spans)
+    block = span_block(window, spans)
     scores = RCBoundScorer().score(block)
     for unit in range(2):
         for head in range(3):
@@ -81,20 +66,8 @@ def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None, sp
     assert bool((scores >= RCScorer().score(block) - 1e-12).all())
 
 
-def test_spans_grouped_by_width_are_each_padded_to_their_own_longest() -> None:
-    spans = SpanIndex.from_ranges([[5], [0, 1, 2, 3, 4], [1, 2], [6, 7, 8], [9], [0, 1, 2, 3, 4, 5, 6, 7, 8]])
-    index, mask = spans.padded
-    seen = []
-    for members, group_index, group_mask in spans.by_width():
-        sizes = group_mask.sum(-1)
-        assert int(sizes.max()) == group_mask.shape[1] and int(sizes.max()) <= 2 * int(sizes.min())
-        assert torch.equal(group_index[group_mask], index[members][mask[members]])
-        seen += members.tolist()
-    assert sorted(seen) == list(range(6)) and len(spans.by_width()) == 5  # widths 1, 2, 3-4, 5-8, 9-16
-
-
 def test_attention_scorer_is_the_mean_softmax_mass() -> None:
-    block = _block()
+    block = span_block()
     scores = AttentionScorer().score(block)
     for unit in range(2):
         for head in range(3):
@@ -108,7 +81,7 @@ def test_attention_scorer_is_the_mean_softmax_mass() -> None:
 
 
 def test_softcap_is_applied() -> None:
-    plain = _block()
+    plain = span_block()
     capped = dataclasses.replace(plain, softcap=1.0)
     assert not torch.allclose(AttentionScorer().score(plain), AttentionScorer().score(capped))
 
@@ -162,54 +135,9 @@ def test_a_custom_scorer_plugs_in() -> None:
     assert result.seq_attr.tolist() == [1.0, 0.0]
 
 
-def test_continuation_weights_stay_in_the_units_sentence() -> None:
-    rows = torch.zeros(2, 7, dtype=torch.bool)
-    rows[0, 1:3] = True  # a unit on rows 1-2 of the sentence of rows 0-4
-    rows[1, 5] = True  # a unit on row 5, the start of the next sentence
-    sentence = torch.tensor([0, 0, 0, 0, 0, 1, 1])
-    weights = continuation_weights(rows, 0.5, sentence)
-    torch.testing.assert_close(weights[0], torch.tensor([0, 1, 1, 0.5, 0.25, 0, 0], dtype=torch.float64))
-    torch.testing.assert_close(weights[1], torch.tensor([0, 0, 0, 0, 0, 1, 0.5], dtype=torch.float64))
-    unbounded = continuation_weights(rows, 0.5)  # no sentences: to the end of the answer
-    torch.testing.assert_close(unbounded[0, 5:], torch.tensor([0.125, 0.0625], dtype=torch.float64))
-    assert continuation_weights(rows, 0.0, sentence).tolist() == rows.double().tolist()
-    between = torch.tensor([0, 0, 0, -1, -1, 1, 1])  # rows in no sentence (the space between) get nothing
-    assert continuation_weights(rows, 0.5, between)[0, 3:].tolist() == [0.0] * 4
-
-
-def _answer_block(window: int | None = None) -> tuple[SpanBlock, torch.Tensor]:
-    """Every answer row once (the block a row-averaging scorer sees), and each unit's row weights."""
-    padded = _block(window)
-    logits = torch.cat([padded.logits[0], padded.logits[1]], dim=1)[None]  # [1, H, 4 rows, 8]
-    visible = torch.cat([padded.visible[0], padded.visible[1]])[None]
-    unit_rows = torch.tensor([[True, False, False, False], [False, True, True, False]])
-    sentence = torch.tensor([0, 0, 0, 1])
-    block = dataclasses.replace(
-        padded, logits=logits, visible=visible, unit_rows=unit_rows, row_sentence=sentence
-    )
-    weights = torch.tensor(
-        [[1.0, 0.5, 0.25, 0.0], [0.0, 1.0, 1.0, 0.0]], dtype=torch.float64
-    )  # continuation 0.5
-    return block, weights
-
-
-def _brute_mass(block: SpanBlock, weights: torch.Tensor, prior: torch.Tensor | None = None) -> torch.Tensor:
-    """``[U, H, C]`` weighted mean over rows of each context token's attention (minus ``prior [H, K]``)."""
-    out = torch.zeros(weights.shape[0], 3, 3, dtype=torch.float64)
-    for unit in range(weights.shape[0]):
-        for head in range(3):
-            for row in range(4):
-                scores = (block.logits[0, head, row] * 0.5).masked_fill(~block.visible[0, row], float("-inf"))
-                mass = torch.softmax(scores, -1)[CONTEXT_KEYS]
-                if prior is not None:
-                    mass = (mass - prior[head, CONTEXT_KEYS]).clamp_min(0)
-                out[unit, head] += weights[unit, row] * mass / weights[unit].sum()
-    return out
-
-
 def test_attention_scorer_weights_rows() -> None:
-    block, weights = _answer_block()
-    tokens = _brute_mass(block, weights)
+    block, weights = answer_block()
+    tokens = brute_mass(block, weights)
     expected = torch.stack([tokens[..., [0, 1]].sum(-1), tokens[..., [1, 2]].sum(-1)], dim=-1)
     torch.testing.assert_close(AttentionScorer(continuation=0.5).score(block), expected)
     with pytest.raises(ValueError, match="continuation=1.0"):

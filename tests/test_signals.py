@@ -11,7 +11,7 @@ from rcattr.attributed import AttributedAnswer, AttributedContext
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan
 from rcattr.signals import RCSignals
-from tests.helpers import rc_signals
+from tests.helpers.results import rc_signals
 
 ANSWER = "It is."
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import command_help
+from tests.helpers.commands import command_help
 
 BENCHMARKS = ("attribution", "kv", "kv_long", "citations", "groundedness")
 

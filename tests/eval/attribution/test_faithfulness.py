@@ -22,7 +22,7 @@ from rcattr.eval.attribution.faithfulness import (
     top_k_masks,
 )
 from rcattr.prompting import ContextInput, render_prompt
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import tiny_model
 
 CHUNKS = ["Paris is in France.", "The sky is blue today.", "Cats sleep a lot.", "Bob owns a red car."]
 INP = ContextInput(CHUNKS, question="Where is Paris?")
@@ -32,11 +32,6 @@ ANSWER = "In France."
 @pytest.fixture(scope="module")
 def model() -> torch.nn.Module:
     return tiny_model("llama")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return char_tokenizer()
 
 
 def brute_force(model, tokenizer, inp: ContextInput, answer: str) -> float:

@@ -20,7 +20,7 @@ from rcattr.eval.attribution.head_selection import (
 )
 from rcattr.eval.attribution.recipes import DEFAULT, selection_ablation
 from rcattr.heads import top_heads
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import char_tokenizer, run_attribution
 
 
 def one_outlier(layers: int = 24, heads: int = 14) -> torch.Tensor:
@@ -107,11 +107,33 @@ def test_selection_ablation_keeps_the_default_row_and_adds_one_row_per_rule():
 
 
 @pytest.mark.parametrize("name", list(RULES))
-def test_rule_attributor_uses_its_rule(name):
-    model, tokenizer = tiny_model("llama"), char_tokenizer()
+def test_rule_attributor_uses_its_rule(llama, name):
+    model, tokenizer = llama, char_tokenizer()
     recipe = next(
         r for r in selection_ablation() if isinstance(r.heads, RuleHeads) and r.heads.rule is RULES[name]
     )
     attributor = recipe.attributor(model, tokenizer)
     scores = torch.rand(attributor.n_layers, attributor.n_heads, dtype=torch.float64)
     assert attributor.heads.select(scores).heads.tolist() == RULES[name](scores)[0].tolist()
+
+
+def test_heads_method_scores_every_selection_rule_and_counts_their_heads(saved_llama, quotesum_data) -> None:
+    from rcattr.eval.attribution.recipes import selection_ablation
+
+    out = quotesum_data / "heads"
+    results = run_attribution(saved_llama, out, "--methods", "heads,rc,bm25")
+    methods = results["methods"]
+    rows = [recipe.label for recipe in selection_ablation()]
+    assert set(rows) <= set(methods) and all(methods[row]["from"] == "heads" for row in rows)
+    # the heads pass's default row is the default attributor run on its own
+    default = next(recipe.label for recipe in selection_ablation() if recipe.lever == "default")
+    assert methods[default]["accuracy"] == methods["rc"]["accuracy"]
+    every = methods["default · all heads"]["heads"]
+    assert every["min"] == every["max"] == 12  # the tiny Llama's 12 heads, all of them
+    assert 1 <= methods[default]["heads"]["min"] <= methods[default]["heads"]["max"] <= 12
+    assert set(results["heads"]) == {
+        f"attention/{side}/{k}" for side in ("top", "bottom") for k in (1, 2, 5, 10, "all")
+    }
+    report = (out / "results.md").read_text()
+    assert "| recipe | heads per record: mean | fewest | most |" in report and "sweep" not in results
+    assert (out / "heads.png").exists() and not (out / "sweep.png").exists()

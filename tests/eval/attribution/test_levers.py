@@ -11,12 +11,12 @@ from rcattr.eval.attribution.levers import LeverScorer, PriorBlock, margin_weigh
 from rcattr.eval.attribution.recipes import Recipe
 from rcattr.heads import layer_rc
 from rcattr.selectors import TopHeads
-from tests.test_heads import _layer
-from tests.test_scorers import _answer_block, _brute_mass
+from tests.helpers.blocks import answer_block, random_layer
+from tests.reference.spans import brute_mass
 
 
 def test_per_unit_head_scores_match_brute_force() -> None:
-    cross, cross_visible, own, own_visible = _layer()
+    cross, cross_visible, own, own_visible = random_layer()
     stats = layer_rc(cross, cross_visible, own, own_visible)
     membership = torch.tensor(
         [[True, True, False, False], [False, False, True, True], [False, True, True, False]]
@@ -63,10 +63,10 @@ def test_margin_weights_are_the_excess_over_one_half(values: list[float]) -> Non
 
 @pytest.mark.parametrize("calibrated", [False, True])
 def test_lever_scorer_weights_rows_and_subtracts_the_prior(calibrated: bool) -> None:
-    block, weights = _answer_block()
+    block, weights = answer_block()
     prior = torch.rand(3, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.2
     scorer = LeverScorer(continuation=0.5, calibration="N/A" if calibrated else None)
-    tokens = _brute_mass(block, weights, prior if calibrated else None)
+    tokens = brute_mass(block, weights, prior if calibrated else None)
     expected = torch.stack([tokens[..., [0, 1]].sum(-1), tokens[..., [1, 2]].sum(-1)], dim=-1)
     torch.testing.assert_close(scorer.score(PriorBlock.of(block, prior)), expected)
     with pytest.raises(ValueError, match="prior"):
@@ -74,8 +74,8 @@ def test_lever_scorer_weights_rows_and_subtracts_the_prior(calibrated: bool) -> 
 
 
 def test_lever_scorer_span_reductions() -> None:
-    block, weights = _answer_block()
-    tokens = _brute_mass(block, weights)  # [U, H, 3 tokens]; spans {0, 1} and {1, 2}
+    block, weights = answer_block()
+    tokens = brute_mass(block, weights)  # [U, H, 3 tokens]; spans {0, 1} and {1, 2}
     spans = [[0, 1], [1, 2]]
 
     def per_span(reduce) -> torch.Tensor:

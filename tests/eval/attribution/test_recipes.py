@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -10,8 +11,8 @@ import torch
 
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
-from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores, lever_pass
-from rcattr.eval.attribution.recipes import Recipe, span_scorers
+from rcattr.eval.attribution.per_head import head_span_scores
+from rcattr.eval.attribution.recipes import Recipe, ablation, span_scorers
 from rcattr.head_selection import HeadSelection
 from rcattr.heads import top_heads
 from rcattr.prompting import render_prompt
@@ -19,12 +20,7 @@ from rcattr.scorers import AttentionScorer, RCBoundScorer, RCScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
 from rcattr.support import support_heads
 from tests.helpers import char_tokenizer, tiny_model
-from tests.test_attributor import ANSWER, INPUT, _ids, _store
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
+from tests.helpers.attribution import ANSWER, INPUT, answer_ids, captured_logits
 
 
 def _normalised(table: torch.Tensor) -> torch.Tensor:
@@ -87,9 +83,9 @@ def test_calibration_subtracts_what_a_content_free_answer_attends_to(llama) -> N
     heads = [(1, 2), (2, 0)]
     recipe = Recipe("calibrated", "calibration", scorer, FixedHeads(heads), "mass")
     result = recipe.attributor(llama, tokenizer).attribute(INPUT, ANSWER, granularity="chunk")
-    ids, start, offsets = _ids(tokenizer, ANSWER)
-    null_ids, _, _ = _ids(tokenizer, "N/A")
-    answer_store, null_store = _store(llama, ids, start), _store(llama, null_ids, start)
+    ids, start, offsets = answer_ids(tokenizer, ANSWER)
+    null_ids, _, _ = answer_ids(tokenizer, "N/A")
+    answer_store, null_store = captured_logits(llama, ids, start), captured_logits(llama, null_ids, start)
     prompt = render_prompt(tokenizer, INPUT)
     chunk_keys = [
         [t for t, (a, b) in enumerate(offsets) if a >= s and b <= s + len(c) and b > a]
@@ -168,20 +164,8 @@ def test_attribute_scores_only_its_heads_and_equals_scoring_every_head(arch: str
     torch.testing.assert_close(result.lookback, every.lookback_ratio(selection.heads).float())
 
 
-def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
-    tokenizer = char_tokenizer()
-    attributor = RCAttributor(llama, tokenizer, TopHeads(2))
-    example = attributor.prepare(INPUT, ANSWER)
-    reducer = lever_pass(
-        llama, tokenizer, example, {"attention": attributor.scorer}, "superiority", defer=True
-    )
-    reducer.score_heads(torch.tensor([[0, 1]]))
-    scores = HeadSpanScores.of(reducer, example, attributor.n_heads)
-    assert scores.scored is not None and scores.scored.sum() == 1
-    scores.combine(torch.tensor([[0, 1]]), "attention")
-    with pytest.raises(ValueError, match="computed for other heads"):
-        scores.combine(torch.tensor([[0, 1], [1, 1]]), "attention")
-    with pytest.raises(ValueError, match="computed for other heads"):
-        scores.groundedness(torch.tensor([[1, 0]]))
-    with pytest.raises(ValueError, match=r"head \(1, 1\) was not scored"):
-        reducer.out.gather(reducer.out.context_rc, torch.tensor([[0, 1], [1, 1]]))
+def test_recipes_have_unique_command_line_names() -> None:
+    names = [recipe.name for recipe in ablation()]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[a-z0-9+.\-]+", name) for name in names)
+    assert {"paper", "default", "default+calibration-n-a", "default-continuation"} <= set(names)

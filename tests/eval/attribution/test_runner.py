@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 import torch
 
-from rcattr.base import AttributionInput, Example, SpanAttributor
-from rcattr.eval.attribution import (
-    AttributionBenchmark,
-    BenchmarkConfig,
-    SpanAttributorMethod,
-    default_methods,
-    main,
-)
-from rcattr.eval.attribution.context_length import main as context_length_main
 from rcattr.eval.attribution.recipes import ablation
 from rcattr.models import load_model
-from rcattr.result import RCAttributionResult
-from tests.helpers import without_timings
-
-
-def _run(saved_llama, out, *extra: str) -> dict:
-    arguments = ["--dataset", "quotesum", "--model", str(saved_llama), "--out", str(out), "--ig-steps", "2"]
-    assert main([*arguments, *extra]) == 0
-    return json.loads((out / "results.json").read_text())
+from tests.helpers import run_attribution, without_timings
 
 
 @pytest.mark.usefixtures("unchanged_process_state")
 def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, capsys) -> None:
     out = quotesum_data / "run"
-    results = _run(saved_llama, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1")
+    results = run_attribution(
+        saved_llama, out, "--faithfulness", "2", "--lds-samples", "4", "--method-limit", "ig=1"
+    )
     methods = results["methods"]
     for name in ("rc", "rc_paper", "attention", "hidden_state", "ig", "bm25", "ablation", "random"):
         assert 0.0 <= methods[name]["accuracy"] <= 1.0
@@ -66,41 +51,23 @@ def test_every_method_runs_and_writes_the_report(saved_llama, quotesum_data, cap
     assert "| rc |" in capsys.readouterr().out
 
 
-def test_a_reference_run_on_fewer_records_gives_way_to_its_sweep_row(saved_llama, quotesum_data) -> None:
-    results = _run(
-        saved_llama,
-        quotesum_data / "subset",
-        "--methods",
-        "rc_paper,sweep,bm25",
-        "--method-limit",
-        "rc_paper=1",
-    )
-    methods = results["methods"]
-    paper = next(recipe.label for recipe in ablation() if recipe.lever == "paper")
-    assert methods["rc_paper"]["n_records"] == 1 and methods[paper]["n_records"] == 3
-    assert results["paper_reference"] == paper  # pairs bm25 on all 3 records, not on rc_paper's one
-    assert methods["bm25"]["difference_to_paper"] == pytest.approx(
-        methods["bm25"]["accuracy"] - methods[paper]["accuracy"]
-    )
-
-
 def test_bm25_accuracy_is_exact_on_a_lexical_case(saved_llama, quotesum_data) -> None:
-    results = _run(saved_llama, quotesum_data / "bm25", "--methods", "bm25")
+    results = run_attribution(saved_llama, quotesum_data / "bm25", "--methods", "bm25")
     assert results["methods"]["bm25"]["accuracy"] == 1.0  # each span shares its words with one source only
     assert results["methods"]["bm25"]["location_accuracy"] == 1.0
 
 
 def test_resumes_without_recomputing_and_refuses_other_settings(saved_llama, quotesum_data) -> None:
     out = quotesum_data / "resume"
-    _run(saved_llama, out, "--methods", "random", "--limit", "2")
+    run_attribution(saved_llama, out, "--methods", "random", "--limit", "2")
     lines = (out / "records" / "random.jsonl").read_text().splitlines()
-    results = _run(saved_llama, out, "--methods", "random")  # one more record, the first two kept
+    results = run_attribution(saved_llama, out, "--methods", "random")  # one more record, the first two kept
     assert (out / "records" / "random.jsonl").read_text().splitlines()[:2] == lines
     assert results["methods"]["random"]["n_records"] == 3
-    later = _run(saved_llama, out, "--methods", "bm25")  # the report keeps every method on disk
+    later = run_attribution(saved_llama, out, "--methods", "bm25")  # the report keeps every method on disk
     assert set(later["methods"]) == {"bm25", "random"}
     with pytest.raises(SystemExit, match="top_k"):
-        _run(saved_llama, out, "--methods", "random", "--top-k", "5")
+        run_attribution(saved_llama, out, "--methods", "random", "--top-k", "5")
 
 
 def test_a_batched_run_writes_the_rows_of_a_run_one_record_at_a_time(saved_llama, quotesum_data) -> None:
@@ -110,8 +77,8 @@ def test_a_batched_run_writes_the_rows_of_a_run_one_record_at_a_time(saved_llama
         lines = (quotesum_data / run / "records" / f"{method}.jsonl").read_text().splitlines()
         return [json.loads(line) for line in lines]
 
-    _run(saved_llama, quotesum_data / "one", "--methods", ",".join(methods))
-    _run(saved_llama, quotesum_data / "two", "--methods", ",".join(methods), "--batch-size", "2")
+    run_attribution(saved_llama, quotesum_data / "one", "--methods", ",".join(methods))
+    run_attribution(saved_llama, quotesum_data / "two", "--methods", ",".join(methods), "--batch-size", "2")
     for method in methods:
         one, two = rows("one", method), rows("two", method)
         assert all(row["seconds"] >= 0 for row in two)
@@ -121,86 +88,10 @@ def test_a_batched_run_writes_the_rows_of_a_run_one_record_at_a_time(saved_llama
         assert without_timings(two) == without_timings(one)
         torch.testing.assert_close(torch.tensor(scores[1]), torch.tensor(scores[0]), atol=1e-5, rtol=0)
     before = (quotesum_data / "two" / "records" / "rc.jsonl").read_text()
-    _run(
+    run_attribution(
         saved_llama, quotesum_data / "two", "--methods", "rc", "--batch-size", "3"
     )  # resumes: nothing to redo
     assert (quotesum_data / "two" / "records" / "rc.jsonl").read_text() == before
-
-
-def test_cli_rejects_unknown_methods(saved_llama, quotesum_data) -> None:
-    with pytest.raises(SystemExit, match="unknown method"):
-        main(["--dataset", "quotesum", "--out", str(quotesum_data / "x"), "--methods", "rc,magic"])
-    assert not (quotesum_data / "x").exists()  # refused before anything is written
-
-
-class FirstSource(SpanAttributor):
-    """Every output unit to the first context span: right on half of the tiny file's gold spans."""
-
-    name = "first_source"
-
-    def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
-        scores = torch.zeros(len(example.output_spans), len(example.context_spans))
-        scores[:, 0] = 1.0
-        return example.result(scores[0], scores, self.name, inp)
-
-
-def test_a_registered_method_runs_through_the_same_protocol(saved_llama, quotesum_data) -> None:
-    methods = default_methods()
-    methods.add(
-        SpanAttributorMethod("first_source", lambda model, tokenizer, config: FirstSource(model, tokenizer))
-    )
-    for taken in ("rc", "sweep", "first_source", "faithfulness", "peak_memory"):
-        with pytest.raises(ValueError, match="built-in or reserved"):
-            methods.add(
-                SpanAttributorMethod(taken, lambda model, tokenizer, config: FirstSource(model, tokenizer))
-            )
-    assert "first_source" not in default_methods()  # each registry is its own: no module state changed
-    model, tokenizer = load_model(str(saved_llama))
-    config = BenchmarkConfig("quotesum", methods=("first_source", "bm25"))
-    results = AttributionBenchmark(config, model, tokenizer, quotesum_data / "own", methods=methods).run()
-    assert results["methods"]["first_source"]["accuracy"] == 0.5
-    assert results["methods"]["first_source"]["n_spans"] == 6
-    assert "| first_source | 50.0% [" in (quotesum_data / "own" / "results.md").read_text()
-    assert len((quotesum_data / "own" / "records" / "first_source.jsonl").read_text().splitlines()) == 3
-    with pytest.raises(ValueError, match="unknown method"):  # the default registry has no first_source
-        AttributionBenchmark(config, model, tokenizer, quotesum_data / "own")
-    with pytest.raises(ValueError, match="unknown method"):
-        AttributionBenchmark(
-            BenchmarkConfig("quotesum", methods=("mine",)),
-            model,
-            tokenizer,
-            quotesum_data / "x",
-            methods=methods,
-        )
-
-
-def test_recipes_have_unique_command_line_names() -> None:
-    names = [recipe.name for recipe in ablation()]
-    assert len(set(names)) == len(names)
-    assert all(re.fullmatch(r"[a-z0-9+.\-]+", name) for name in names)
-    assert {"paper", "default", "default+calibration-n-a", "default-continuation"} <= set(names)
-
-
-def test_heads_method_scores_every_selection_rule_and_counts_their_heads(saved_llama, quotesum_data) -> None:
-    from rcattr.eval.attribution.recipes import selection_ablation
-
-    out = quotesum_data / "heads"
-    results = _run(saved_llama, out, "--methods", "heads,rc,bm25")
-    methods = results["methods"]
-    rows = [recipe.label for recipe in selection_ablation()]
-    assert set(rows) <= set(methods) and all(methods[row]["from"] == "heads" for row in rows)
-    # the heads pass's default row is the default attributor run on its own
-    default = next(recipe.label for recipe in selection_ablation() if recipe.lever == "default")
-    assert methods[default]["accuracy"] == methods["rc"]["accuracy"]
-    every = methods["default · all heads"]["heads"]
-    assert every["min"] == every["max"] == 12  # the tiny Llama's 12 heads, all of them
-    assert 1 <= methods[default]["heads"]["min"] <= methods[default]["heads"]["max"] <= 12
-    assert set(results["heads"]) == {
-        f"attention/{side}/{k}" for side in ("top", "bottom") for k in (1, 2, 5, 10, "all")
-    }
-    report = (out / "results.md").read_text()
-    assert "| recipe | heads per record: mean | fewest | most |" in report and "sweep" not in results
-    assert (out / "heads.png").exists() and not (out / "sweep.png").exists()
 
 
 def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotesum_data, tmp_path) -> None:
@@ -223,7 +114,7 @@ def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotes
         "--lds-samples",
         "4",
     ]
-    results = _run(saved_llama, out, *extra)
+    results = run_attribution(saved_llama, out, *extra)
     for name in methods.split(","):
         assert 0.0 <= results["methods"][name]["accuracy"] <= 1.0
         faithful = results["faithfulness"][name]
@@ -236,45 +127,3 @@ def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotes
     assert "drop@1_minus_reference" not in results["faithfulness"]["rc"]
     table = (out / "results.md").read_text()
     assert "| context_cite |" in table and "paired difference to `rc`" in table
-
-
-def test_a_long_context_run_hides_each_record_among_distractors(saved_llama, quotesum_data) -> None:
-    paragraphs = [{"context": f"Rivers {i}.", "qas": []} for i in range(30)]
-    squad = quotesum_data / "data" / "squad_v2" / "dev-v2.0.json"
-    squad.parent.mkdir()
-    squad.write_text(json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]}))
-    out = quotesum_data / "long"
-    results = _run(
-        saved_llama, out, "--methods", "bm25,random", "--context-tokens", "250", "--gold-position", "end"
-    )
-    short = _run(saved_llama, quotesum_data / "short", "--methods", "bm25,random")
-    assert results["n_records"] == short["n_records"] and results["prompt_tokens"]["max"] <= 250
-    assert results["prompt_tokens"]["min"] > short["prompt_tokens"]["min"] + 40
-    assert results["documents"]["min"] > short["documents"]["max"]
-    assert json.loads((out / "config.json").read_text())["long_context"] == {
-        "tokens": 250,
-        "position": "end",
-        "seed": 0,
-    }
-    assert (
-        "Long context: each record's sources at the end of distractor passages"
-        in (out / "results.md").read_text()
-    )
-    table = quotesum_data / "table"
-    assert (
-        context_length_main(
-            ["--short", str(quotesum_data / "short"), "--runs", str(out), "--out", str(table)]
-        )
-        == 0
-    )
-    rows = (table / "context_length.md").read_text().splitlines()
-    bm25_long = next(row for row in rows if row.startswith("| 250 · end |") and "| bm25 |" in row)
-    assert bm25_long.split("|")[5].strip() == str(
-        short["methods"]["bm25"]["n_spans"]
-    )  # the same records' spans
-    assert f"{results['methods']['bm25']['accuracy']:.1%}" in bm25_long
-    assert (table / "context_length.png").stat().st_size > 0
-    with pytest.raises(SystemExit, match="long_context"):  # a resumed run keeps its prompts
-        _run(saved_llama, out, "--methods", "bm25", "--context-tokens", "250")
-    with pytest.raises(ValueError, match="exceeds the model's window of 256 tokens"):
-        _run(saved_llama, quotesum_data / "too_long", "--methods", "bm25", "--context-tokens", "300")

@@ -1,4 +1,4 @@
-"""Attribution accuracy on hand-made cases."""
+"""Attribution metrics (rcattr.eval.common.metrics) on hand-made cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
-from rcattr.eval.common.memory import PeakMemory
 from rcattr.eval.common.metrics import (
     accuracy,
     bootstrap_interval,
@@ -22,11 +21,15 @@ from rcattr.eval.common.metrics import (
 from rcattr.segmentation import TextSpan
 
 CHUNKS = ["Alpha one. Alpha two.", "Beta one. Beta two."]
+
+
 SENTENCES = [
     TextSpan(0, 10, "Alpha one.", 0),
     TextSpan(11, 21, "Alpha two.", 0),
     TextSpan(0, 9, "Beta one.", 1),
 ]
+
+
 RECORD = AttributionRecord(
     id="r",
     question="q",
@@ -117,10 +120,3 @@ def test_paired_mean_difference_cancels_what_both_records_share() -> None:
     with pytest.raises(ValueError, match="same records"):
         paired_mean_difference([0.1], [0.1, 0.2])
     assert all(math.isnan(v) for v in paired_mean_difference([], []))
-
-
-def test_peak_memory_sees_an_allocation() -> None:
-    with PeakMemory(interval=0.001) as peak:
-        block = torch.ones(64 * 2**20 // 4)  # 64 MiB, touched
-        block += 1
-    assert peak.mib > 32

@@ -8,9 +8,7 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -18,12 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rcattr.eval.attribution.cli import main
-from rcattr.eval.common.run_args import load_run_model
 from rcattr.eval.common.run_store import read_rows
-from rcattr.eval.common.sharding import Processes, Shard
+from rcattr.eval.common.sharding import Shard
 from tests.helpers import without_timings
 
 ARGUMENTS = ["--dataset", "quotesum", "--methods", "rc,sweep,attention,bm25,random"]
+
+
 ARGUMENTS += ["--faithfulness", "3", "--lds-samples", "4"]
 
 
@@ -141,16 +140,3 @@ def test_two_processes_under_accelerate_launch_equal_a_single_run(saved_llama, q
     }
     assert _results(out) == single
     assert finished.stdout.count("chunk-level attribution accuracy") == 1  # one report, from the main process
-
-
-def test_the_model_goes_to_the_process_device_or_is_spread_by_device_map(monkeypatch) -> None:
-    loads = []
-    monkeypatch.setattr("rcattr.models.load_model", lambda name, **placement: loads.append(placement))
-    alone = Processes.start()
-    assert alone.count == 1 and alone.is_main and alone.shard == Shard()
-    load_run_model("some/model", None, alone)
-    load_run_model("some/model", "auto", alone)
-    assert loads == [{"device": alone.device}, {"device_map": "auto"}]
-    several = replace(alone, _state=SimpleNamespace(num_processes=2))
-    with pytest.raises(SystemExit, match="2 processes"):
-        load_run_model("some/model", "auto", several)

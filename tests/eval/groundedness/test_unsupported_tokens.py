@@ -19,7 +19,7 @@ from rcattr.eval.groundedness.unsupported_tokens import (
 )
 from rcattr.selectors import TopHeads
 from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import char_tokenizer
 
 RECORD = AttributionRecord(
     "r", "Who?", ["Ann met Bob in 1990."], "Ann met Bob in 1990.", [GoldSpan(0, 19, "", 0)]
@@ -91,8 +91,8 @@ def test_the_flag_rates_are_those_of_the_results_cut_off_over_non_blank_tokens()
 
 
 @torch.no_grad()
-def test_token_rows_score_every_answer_token():
-    attributor = RCAttributor(tiny_model("llama"), char_tokenizer(), TopHeads(3))
+def test_token_rows_score_every_answer_token(llama):
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(3))
     row = token_rows(attributor, EDITED, random.Random(0))
     n = len(EDITED.answer)  # one token per character
     assert row["tokens"] == list(EDITED.answer)

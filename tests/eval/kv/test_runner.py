@@ -3,79 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
-import sys
-from dataclasses import dataclass
 
 import pytest
-import torch
-from transformers import AutoModelForCausalLM, LlamaConfig
 
-from rcattr.eval.kv import KVBenchmark, KVBenchmarkConfig, default_kv_methods, main
+from rcattr.eval.kv import main
 from rcattr.eval.kv.methods import (
     PRESSES,
-    KVMethod,
-    PressMethod,
-    RCMethod,
-    import_kvpress,
-    rc_options,
-    rc_policy,
 )
-from rcattr.eval.kv.protocol import greedy_answer, split_prompt
-from rcattr.eval.kv.registry import KVFamily
-from rcattr.eval.kv.results import summarise
-from rcattr.eval.kv.scorers import AblationScorer
-from rcattr.eval.kv.tables import markdown_table
-from rcattr.kvcache import RCKVCache
-from rcattr.models import load_model
-from tests.helpers import COMMON, char_tokenizer, data_folder, save_tiny, tiny_model, without_timings
-
-PARAGRAPHS = [
-    "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
-    "garden, where it watched birds in the old apple tree until dark.",
-    "Paris is the capital of France and sits on the Seine. The Eiffel Tower, finished in 1889, rises "
-    "330 metres over the Champ de Mars on the left bank of the river.",
-]
-SQUAD = {
-    "data": [
-        {
-            "title": "tiny",
-            "paragraphs": [
-                {
-                    "context": context,
-                    "qas": [
-                        {
-                            "id": f"p{i}-a",
-                            "question": "Where?",
-                            "is_impossible": False,
-                            "answers": [{"text": context.split()[3], "answer_start": 0}],
-                        },
-                        {"id": f"p{i}-b", "question": "Why?", "is_impossible": True, "answers": []},
-                    ],
-                }
-                for i, context in enumerate(PARAGRAPHS)
-            ],
-        }
-    ]
-}
-
-
-def wide_llama():
-    """A tiny Llama with 64-dimensional heads: kvpress's AdaKV masks a key by searching a direction every
-    query of the chunk is on one side of, which random queries in 16 dimensions seldom allow."""
-    config = LlamaConfig(**{**COMMON, "hidden_size": 128, "num_attention_heads": 2, "num_key_value_heads": 2})
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config).eval()
-
-
-@pytest.fixture(scope="module")
-def saved_model(tmp_path_factory):
-    return save_tiny(wide_llama(), tmp_path_factory.mktemp("tiny-llama"))
-
-
-@pytest.fixture
-def data(tmp_path, monkeypatch):
-    return data_folder(tmp_path, monkeypatch, "squad_v2/dev-v2.0.json", json.dumps(SQUAD))
+from tests.helpers import (
+    without_timings,
+)
 
 
 def _arguments(saved_model, out, *extra: str) -> list[str]:
@@ -155,117 +92,6 @@ def test_rc_variants_run_side_by_side_and_are_compared_at_matched_compression(sa
         main(_arguments(saved_model, data / "bad", "--methods", "rc", "--rc-variants", "sink"))
 
 
-def _row(method: str, setting: dict, record: str, ver: float, compression: float, match: float) -> dict:
-    name = "rc" if "c" in setting else method.split("/")[0]
-    return {
-        "method": method,
-        "name": name,
-        "setting": setting,
-        "id": record,
-        "ver": ver,
-        "rouge1": 0.0,
-        "rougeL": 0.0,
-        "match": match,
-        "compression_ratio": compression,
-        "bytes_ratio": 1 - compression,
-        "seconds": 1.0,
-    }
-
-
-def test_matched_differences_interpolate_each_record_and_pair_the_records() -> None:
-    rows = []
-    for i in range(30):
-        record, hard = f"q{i}", (i % 5) / 10  # records differ; the methods' gaps do not
-        rows += [
-            _row("press/r=0.4", {"ratio": 0.4}, record, 0.2 + hard, 0.4, 1.0),
-            _row("press/r=0.8", {"ratio": 0.8}, record, 0.6 + hard, 0.8, 0.0),
-            _row("rc/c=1/w=16", {"c": 1.0, "window": 16}, record, 0.3 + hard, 0.5, 1.0),
-            _row("rc/c=2/w=16", {"c": 2.0, "window": 16}, record, 0.5 + hard, 0.7, 1.0),
-            _row(
-                "rc/c=1/w=16/sinks=4",
-                {"c": 1.0, "window": 16, "variant": "sinks=4"},
-                record,
-                0.2 + hard,
-                0.4,
-                1.0,
-            ),
-            _row(
-                "rc/c=2/w=16/sinks=4",
-                {"c": 2.0, "window": 16, "variant": "sinks=4"},
-                record,
-                0.6 + hard,
-                0.8,
-                1.0,
-            ),
-        ]
-    header = {"config": {"dataset": "needle"}, "model": "m", "protocol": "p", "question_format": "q"}
-    results = summarise(
-        rows, [row["method"] for row in rows[:6]], {**header, "max_new_tokens": 4, "quality": "match"}
-    )
-    matched = results["matched"]["rc/c=1/w=16"]
-    assert matched["press_ver"]["press"] == pytest.approx(0.3 + 0.2)  # 0.2 + hard at 40%, 0.6 + hard at 80%
-    ver, low, high = matched["difference"]["press"]["ver"]
-    assert ver == pytest.approx(-0.0) and low == pytest.approx(0.0) and high == pytest.approx(0.0)
-    assert matched["difference"]["press"]["match"][0] == pytest.approx(1 - 0.75)  # press match 0.75 at 50%
-    lever = results["levers"]["sinks=4, w = 16"]["at"]
-    assert lever["0.5"]["ver"] == pytest.approx(0.3 + 0.2) and lever["0.7"]["ver"] == pytest.approx(0.5 + 0.2)
-    assert lever["0.5"]["ver_difference"] == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
-    assert results["levers"]["paper, w = 16"]["at"]["0.5"]["ver_difference"] is None  # the baseline itself
-    table = markdown_table(results)
-    assert "+0.000 [+0.000, +0.000] · +0.250 [+0.250, +0.250]" in table
-
-
-def test_the_default_variant_is_rckvcaches_defaults() -> None:
-    default = RCKVCache(tiny_model("llama"))
-    assert rc_policy(KVBenchmarkConfig("squad").rc_variants[0], c=1.0) == default.policy
-    assert rc_options("paper") == {
-        "statistic": "expected",
-        "value_norm": False,
-        "sinks": 0,
-        "scope": "head",
-    }
-    assert rc_policy("paper", c=0.7) == RCKVCache.paper(tiny_model("llama"), c=0.7).policy
-    assert isinstance(rc_policy("upper_bound").scorer, AblationScorer)
-
-
-@dataclass(frozen=True)
-class NarrowWindow(KVFamily):
-    """RCKVCache with the paper's recipe and a window of 4 tokens, at every c of the config."""
-
-    name: str = "rc_w4"
-
-    def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
-        return [RCMethod(c, 4) for c in config.c]
-
-
-def test_a_registered_method_runs_through_the_same_protocol(saved_model, data) -> None:
-    methods = default_kv_methods()
-    methods.add(NarrowWindow())
-    with pytest.raises(ValueError, match="built-in or reserved"):
-        methods.add(NarrowWindow("full"))
-    assert "rc_w4" not in default_kv_methods()  # each registry is its own: no module state changed
-    model, tokenizer = load_model(str(saved_model))
-    config = KVBenchmarkConfig("squad", methods=("rc_w4",), c=(0.5, 1.0), max_new_tokens=4)
-    results = KVBenchmark(config, model, tokenizer, data / "own", methods=methods).run()
-    assert list(results["methods"]) == ["full", "rc/c=0.5/w=4", "rc/c=1/w=4"]
-    assert results["methods"]["rc/c=1/w=4"]["n_records"] == 2 and "| rc | c = 1, w = 4 |" in markdown_table(
-        results
-    )
-    with pytest.raises(ValueError, match="unknown method"):  # the default registry has no rc_w4
-        KVBenchmark(config, model, tokenizer, data / "x")
-    assert not (data / "x").exists()
-
-
-def test_unknown_methods_and_a_missing_kvpress_are_clear_errors(data, monkeypatch) -> None:
-    with pytest.raises(SystemExit, match="unknown method.*choose from rc, snapkv"):
-        main(["--dataset", "squad", "--out", str(data / "x"), "--methods", "rc,h2o"])
-    monkeypatch.setitem(sys.modules, "kvpress", None)  # import kvpress now fails
-    with pytest.raises(ImportError, match="make setup-kvpress"):
-        import_kvpress()
-    with pytest.raises(SystemExit, match="kvpress is not installed"):
-        main(["--dataset", "squad", "--out", str(data / "x"), "--methods", "snapkv"])
-
-
 @pytest.mark.kvpress
 def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
     out = data / "presses"
@@ -294,35 +120,6 @@ def test_every_press_runs_and_reaches_its_ratio(saved_model, data) -> None:
     assert results["seconds_per_example"].keys() == {"full", "rc", *PRESSES}
 
 
-@pytest.mark.kvpress
-def test_observed_attention_runs_eager_and_gives_the_model_its_attention_back() -> None:
-    model, tokenizer = wide_llama(), char_tokenizer()
-    implementation = model.config._attn_implementation
-    prompt = split_prompt(tokenizer, PARAGRAPHS[1], "Where is Paris?")
-    cache = PressMethod("observed_attention", 0.5).prefill(model, prompt.context_ids)
-    assert cache.layers[0].keys.shape[2] == prompt.n_context // 2
-    assert model.config._attn_implementation == implementation
-
-
-@pytest.mark.kvpress
-@pytest.mark.parametrize("name", ["snapkv", "knorm", "adakv_snapkv"])
-def test_press_answers_equal_kvpress_pipeline(name) -> None:
-    from kvpress.pipeline import KVPressTextGenerationPipeline
-
-    model, tokenizer = wide_llama(), char_tokenizer()
-    prompt = split_prompt(tokenizer, PARAGRAPHS[1], "Where is Paris?")
-    method = PressMethod(name, 0.5)
-    ours = greedy_answer(model, method.prefill(model, prompt.context_ids), prompt, max_new_tokens=8)
-    pipeline = KVPressTextGenerationPipeline(model=model, tokenizer=tokenizer)
-    with torch.no_grad():
-        theirs = pipeline._forward(
-            {"context_ids": prompt.context_ids, "questions_ids": [prompt.question_ids]},
-            max_new_tokens=8,
-            press=PRESSES[name](import_kvpress(), 0.5),
-        )
-    assert [tokenizer.decode(ours, skip_special_tokens=True)] == theirs
-
-
 def test_the_needle_task_runs_and_reports_answer_match(saved_model, data) -> None:
     out = data / "needle"
     arguments = ["--dataset", "needle", "--model", str(saved_model), "--out", str(out), "--limit", "3"]
@@ -336,27 +133,3 @@ def test_the_needle_task_runs_and_reports_answer_match(saved_model, data) -> Non
     assert 0.0 <= results["methods"]["rc/c=1/w=8"]["match"] <= 1.0
     summary = (out / "results.md").read_text().split("### Every method")[0]
     assert "VER ↓ · answer match at each c" in summary
-
-
-def test_runs_from_before_answer_match_still_report() -> None:
-    row = {
-        "method": "full",
-        "name": "full",
-        "setting": {},
-        "id": "q",
-        "ver": 0.0,
-        "rouge1": 0.5,
-        "rougeL": 0.5,
-    }
-    row |= {"compression_ratio": 0.0, "bytes_ratio": 1.0, "seconds": 1.0}  # no "match": an older record line
-    header = {
-        "config": {"dataset": "squad"},
-        "model": "m",
-        "protocol": "p",
-        "question_format": "q",
-        "max_new_tokens": 4,
-    }
-    results = summarise([row], ["full"], header)
-    assert math.isnan(results["methods"]["full"]["match"])
-    table = markdown_table(results)
-    assert "answer match —" in table

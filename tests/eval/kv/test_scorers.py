@@ -10,13 +10,9 @@ from hypothesis import strategies as st
 
 from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.kvcache import EvictionPolicy, RCKVCache, WindowScorer
-from tests.kvcache.test_cache import (
-    assert_equals_masking_the_evicted_positions,
-    brute_scores,
-    kv_model,
-    prompt,
-    random_window,
-)
+from tests.helpers import kv_model, prompt
+from tests.helpers.blocks import random_window
+from tests.reference.kv import assert_equals_masking_the_evicted_positions, brute_scores
 
 
 @settings(max_examples=40, deadline=None)

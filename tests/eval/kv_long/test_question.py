@@ -7,7 +7,8 @@ import pytest
 
 from rcattr.eval.kv_long.question import QuestionWindow
 from rcattr.kvcache import EvictionPolicy, RCKVCache, TokenBudget
-from tests.kvcache.test_cache import assert_decode_time_eviction_is_exact, kv_model
+from tests.helpers import kv_model
+from tests.reference.kv import assert_decode_time_eviction_is_exact
 
 
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])

@@ -1,4 +1,4 @@
-"""HTML, terminal and heat-map views of a synthetic attribution result."""
+"""The HTML page (rcattr.viz.html) of a synthetic attribution result: chunks, spans, shading, citations."""
 
 from __future__ import annotations
 
@@ -8,74 +8,17 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
-import matplotlib
 import pytest
 import torch
 
-from rcattr.attributed import AttributedAnswer, AttributedContext
-from rcattr.head_selection import HeadSelection
-from rcattr.result import SUPPORT_THRESHOLD, RCAttributionResult
+from rcattr.result import SUPPORT_THRESHOLD
 from rcattr.segmentation import TextSpan, whole_span
 from rcattr.viz import (
-    plot_head_scores,
-    plot_token_support,
-    save_head_heatmap,
     save_html,
     to_html,
     to_terminal,
 )
-from tests.helpers import rc_signals
-
-matplotlib.use("Agg")
-
-CHUNKS = [
-    "The Eiffel Tower is 330 metres tall. It was completed in 1889.",
-    'Beware <script>alert("x")</script> & friends. Mount Fuji is 3,776 metres high.',
-]
-ANSWER = "It is 330 metres tall. It opened in 1889."
-
-
-def _span(text: str, piece: str, source: int = 0) -> TextSpan:
-    start = text.index(piece)
-    return TextSpan(start, start + len(piece), piece, source)
-
-
-def _result(
-    context_spans: list[TextSpan] | None = None, chunks: list[str] | None = None
-) -> RCAttributionResult:
-    chunks = CHUNKS if chunks is None else chunks
-    if context_spans is None:  # listed out of text order on purpose; the gap " " is no span
-        context_spans = [
-            _span(chunks[0], "It was completed in 1889."),
-            _span(chunks[0], "The Eiffel Tower is 330 metres tall."),
-            _span(chunks[1], 'Beware <script>alert("x")</script> & friends.', 1),
-            _span(chunks[1], "Mount Fuji is 3,776 metres high.", 1),
-        ]
-    n = len(context_spans)
-    token_attr = torch.softmax(torch.arange(2 * n, dtype=torch.float).view(2, n).flip(1) * 0.7, dim=1)
-    token_attr[1] = token_attr[1].roll(1)
-    answer_tokens = [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", ANSWER)]
-    generator = torch.Generator().manual_seed(0)
-    scores = torch.rand(4, 3, generator=generator)
-    n = len(answer_tokens)
-    return RCAttributionResult(
-        token_attr.mean(0),
-        token_attr,
-        context=AttributedContext.of_texts(chunks, context_spans),
-        output=AttributedAnswer(
-            ANSWER,
-            [_span(ANSWER, "It is 330 metres tall."), _span(ANSWER, "It opened in 1889.")],
-            answer_tokens,
-        ),
-        span_scorer="rc_expectation",
-        rc=rc_signals(
-            n,
-            2,
-            support=torch.linspace(0.0, 1.0, n).tolist(),
-            groundedness=torch.linspace(0.1, 0.9, n).tolist(),
-            selection=HeadSelection(scores, torch.tensor([[0, 1], [3, 2]]), "superiority"),
-        ),
-    )
+from tests.helpers.results import CHUNKS, documents_result, hand_made_result, units_result
 
 
 class _Collector(HTMLParser):
@@ -122,7 +65,7 @@ def _parse(page: str) -> _Collector:
 
 
 def test_html_shows_each_chunk_once_and_escaped() -> None:
-    result = _result()
+    result = hand_made_result()
     page = to_html(result)
     parsed = _parse(page)
     assert parsed.chunks == dict(enumerate(CHUNKS))
@@ -133,12 +76,12 @@ def test_html_shows_each_chunk_once_and_escaped() -> None:
 
 
 def test_html_spans_are_in_text_order() -> None:
-    parsed = _parse(to_html(_result()))
+    parsed = _parse(to_html(hand_made_result()))
     assert parsed.span_order == {0: [1, 0], 1: [2, 3]}
 
 
 def test_html_payload_has_the_score_shapes() -> None:
-    result = _result()
+    result = hand_made_result()
     payload = json.loads(_parse(to_html(result)).payload)
     assert set(payload) == {"seq", "units", "alpha", "documents", "cited", "fold"}
     assert len(payload["seq"]) == len(payload["alpha"]["seq"]) == 4
@@ -151,7 +94,7 @@ def test_html_payload_has_the_score_shapes() -> None:
 
 
 def test_html_lists_top_sources_heads_and_groundedness() -> None:
-    result = _result()
+    result = hand_made_result()
     page = to_html(result, title="My <title>")
     (best, _), *_ = result.top(1)
     table = page[page.index("Top sources") : page.index("Heads")]
@@ -165,7 +108,7 @@ def test_html_lists_top_sources_heads_and_groundedness() -> None:
 def test_html_and_report_flag_the_unsupported_tokens() -> None:
     from rcattr.cli import report
 
-    result = _result()
+    result = hand_made_result()
     low, high = SUPPORT_THRESHOLD / 2, (1 + SUPPORT_THRESHOLD) / 2
     result.rc = replace(
         result.rc, token_support=torch.tensor([high, high, low, high, high, high, high, high, low])
@@ -192,90 +135,10 @@ def test_html_and_report_flag_the_unsupported_tokens() -> None:
     ids=["full-chunks", "gaps", "touching"],
 )
 def test_any_spans_render_the_full_chunks(spans: list[TextSpan]) -> None:
-    result = _result(spans)
+    result = hand_made_result(spans)
     assert _parse(to_html(result)).chunks == dict(enumerate(CHUNKS))
     plain = to_terminal(result, color=False, width=10_000)
     assert all(chunk in re.sub(r"\[/?\d(:[\d.]+)?\]", "", plain) for chunk in CHUNKS)
-
-
-def test_terminal_without_color_marks_the_top_spans() -> None:
-    result = _result()
-    text = to_terminal(result, color=False, width=200)
-    (best, score), *_ = result.top(1)
-    assert f"[1:{score:.2f}]{best.text}[/1]" in text
-    assert "[4:" not in text
-    assert "\x1b" not in text
-    assert "Output 2: It opened in 1889." in text
-
-
-def test_terminal_wraps_to_width() -> None:
-    text = to_terminal(_result(), color=False, width=30)
-    header, *context = text.split("\n\nOutput 1")[0].splitlines()
-    assert header.startswith("Context")
-    assert len(context) > 5
-    assert max(len(line) for line in context) <= 30
-
-
-def test_terminal_color_and_auto_color(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert "\x1b[" in to_terminal(_result(), color=True, output=1, width=80)
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert "\x1b" not in to_terminal(_result())
-
-
-def test_terminal_rejects_a_bad_output() -> None:
-    with pytest.raises(IndexError, match="output=5"):
-        to_terminal(_result(), output=5)
-
-
-def test_head_heatmap_outlines_the_selected_heads() -> None:
-    import matplotlib.pyplot as plt
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
-
-    result = _result()
-    ax = plot_head_scores(result, title="heads")
-    outlines = [patch for patch in ax.patches if isinstance(patch, Rectangle)]
-    assert ax.images[0].get_array().shape == (4, 3)
-    assert [outline.get_xy() for outline in outlines] == [(0.5, -0.5), (1.5, 2.5)]  # (head, layer) - 0.5
-    assert ax.figure.axes[-1].get_ylabel() == "superiority"
-    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("head", "layer", "heads")
-    plt.close(ax.figure)
-
-    given = Figure().subplots()
-    ax = plot_head_scores(result.head_selection.scores.numpy(), selected=[(1, 1)], ax=given)
-    assert ax is given
-    assert sum(isinstance(patch, Rectangle) for patch in ax.patches) == 1
-
-
-@pytest.mark.parametrize(
-    ("scores", "selected"),
-    [(torch.rand(4), None), (torch.rand(4, 3), [(4, 0)]), (torch.rand(4, 3), [1, 2, 3])],
-)
-def test_head_heatmap_rejects_bad_shapes(scores: torch.Tensor, selected: list | None) -> None:
-    with pytest.raises(ValueError):
-        plot_head_scores(scores, selected=selected)
-
-
-def test_save_functions_write_files(tmp_path: Path) -> None:
-    result = _result()
-    page = save_html(result, tmp_path / "result.html", title="saved")
-    image = save_head_heatmap(result, tmp_path / "heads.png")
-    assert "saved" in page.read_text(encoding="utf-8")
-    assert image.read_bytes().startswith(b"\x89PNG")
-
-
-def _documents_result(shares: list[float]) -> RCAttributionResult:
-    """One span per document, a one-sentence answer's scores ``shares``."""
-    chunks = [f"Document text number {i}." for i in range(len(shares))]
-    spans = [whole_span(chunk, index) for index, chunk in enumerate(chunks)]
-    seq, answer = torch.tensor(shares), "It is 330 metres tall."
-    return RCAttributionResult(
-        seq,
-        seq[None],
-        context=AttributedContext.of_texts(chunks, spans),
-        output=AttributedAnswer(answer, [whole_span(answer)], [whole_span(answer)]),
-        span_scorer="rc",
-    )
 
 
 def _alphas(page: str) -> list[float]:
@@ -293,59 +156,28 @@ def test_shading_separates_the_sources_from_the_noise() -> None:
     shares = torch.full((36,), 0.025)
     shares[[2, 10]], shares[6] = 0.113, 0.058
     shares[20:] = 0.022
-    alphas = _alphas(to_html(_documents_result(shares.tolist())))
+    alphas = _alphas(to_html(documents_result(shares.tolist())))
     assert alphas[2] == alphas[10] == 0.85  # the best spans: darkest
     assert 0.2 < alphas[6] < 0.4  # well above an even share: visible, paler than the best
     noise = [alpha for i, alpha in enumerate(alphas) if i not in (2, 6, 10)]
     assert max(noise) < 0.05 < alphas[6] / 4  # near an even share: (almost) unshaded
-    assert _alphas(to_html(_documents_result([0.9, 0.1]))) == [0.85, 0.0]  # below an even share: unshaded
+    assert _alphas(to_html(documents_result([0.9, 0.1]))) == [0.85, 0.0]  # below an even share: unshaded
 
 
 def test_a_flat_context_stays_unshaded() -> None:
-    page = to_html(_documents_result([0.01] * 100))  # nothing stands out: nothing is shaded
+    page = to_html(documents_result([0.01] * 100))  # nothing stands out: nothing is shaded
     assert set(_alphas(page)) == {0.0}
     assert _payload(page)["alpha"]["units"] == [[0.0] * 100]
 
 
 def test_each_unit_is_shaded_against_its_own_best_span() -> None:
-    result = _result()
+    result = hand_made_result()
     payload = _payload(to_html(result))
     for row, scores in zip(payload["alpha"]["units"], result.token_attr, strict=True):
         best = int(scores.argmax())
         assert row[best] == 0.85
         below = [i for i, score in enumerate(scores.tolist()) if score <= scores.mean()]
         assert below and all(row[i] == 0 for i in below)
-
-
-def _terminal_shades(result: RCAttributionResult) -> list[int]:
-    """The 256-colour background of each shaded run in the coloured terminal view."""
-    text = to_terminal(result, color=True, width=10_000)
-    return [int(code) for code in re.findall(r"\x1b\[38;5;16;48;5;(\d+)m", text)]
-
-
-def test_terminal_shading_is_absolute() -> None:
-    assert _terminal_shades(_documents_result([1 / 200] * 200)) == []  # shares below 1%: unshaded
-    assert set(_terminal_shades(_documents_result([0.012] * 80))) == {230}  # the palest shade
-    assert _terminal_shades(_documents_result([0.9, 0.1])) == [203, 228]  # sqrt: 0.95 -> red, 0.32 -> yellow
-
-
-def _units_result(unit_shares: list[list[float]]) -> RCAttributionResult:
-    """One span per document and one output unit per row of ``unit_shares`` (each row: the unit's scores)."""
-    n_docs = len(unit_shares[0])
-    chunks = [f"Document text number {i}." for i in range(n_docs)]
-    units = [f"Sentence {u}." for u in range(len(unit_shares))]
-    answer = " ".join(units)
-    token_attr = torch.tensor(unit_shares)
-    spans = [_span(answer, unit) for unit in units]
-    return RCAttributionResult(
-        token_attr.mean(0),
-        token_attr,
-        context=AttributedContext.of_texts(
-            chunks, [whole_span(chunk, index) for index, chunk in enumerate(chunks)]
-        ),
-        output=AttributedAnswer(answer, spans, spans),
-        span_scorer="rc",
-    )
 
 
 def _opened(page: str) -> list[int]:
@@ -358,14 +190,14 @@ def _opened(page: str) -> list[int]:
 def test_many_documents_open_only_the_cited_ones() -> None:
     shares = torch.full((500,), 0.5 / 498)
     shares[[7, 300]] = 0.25
-    page = to_html(_documents_result(shares.tolist()))
+    page = to_html(documents_result(shares.tolist()))
     assert _opened(page) == [8, 301]
     assert page.count('<details class="chunk uncited" data-d=') == 498 and "<details" not in page.replace(
         '<details class="chunk', ""
     )
     assert "500 documents: the 2 cited for the answer open, the other 498 folded" in page
     assert '<span class="cite">cited [8]</span> <span class="share">25.0% of the answer' in page
-    few = to_html(_documents_result([0.7, 0.2, 0.1]))  # ten or fewer: all open, the uncited ones grey
+    few = to_html(documents_result([0.7, 0.2, 0.1]))  # ten or fewer: all open, the uncited ones grey
     assert _opened(few) == [1] and few.count('<details class="chunk uncited" data-d="') == 2
     assert few.count('" open><summary>') == 3 and 'id="folding"' not in few and not _payload(few)["fold"]
 
@@ -375,7 +207,7 @@ def test_the_page_follows_the_citations_of_each_unit() -> None:
     # document 6 alone, both on document 2; the rest is noise
     first = [0.4, 0.34, 0.05] + [0.21 / 9] * 9
     second = [0.05, 0.3, 0.02, 0.03, 0.02, 0.5] + [0.08 / 6] * 6
-    result = _units_result([first, second])
+    result = units_result([first, second])
     page = to_html(result)
     payload = _payload(page)
     cited = [[source.document for source in citation.sources] for citation in result.citations()]
@@ -392,7 +224,7 @@ def test_the_page_follows_the_citations_of_each_unit() -> None:
 
 
 def test_the_script_pins_labels_and_folding_to_the_unit() -> None:
-    page = to_html(_units_result([[0.9, 0.1] + [0.0] * 10, [0.0] * 11 + [1.0]]))
+    page = to_html(units_result([[0.9, 0.1] + [0.0] * 10, [0.0] * 11 + [1.0]]))
     script = page.split("<script>")[-1]
     assert "% of ${viewName(u)}" in script  # the share labels follow the hovered or pinned unit
     assert "el.open = cited.includes(+el.dataset.d)" in script  # pinning opens the unit's cited documents
@@ -401,7 +233,7 @@ def test_the_script_pins_labels_and_folding_to_the_unit() -> None:
 
 def test_text_direction_follows_the_text() -> None:
     # Arabic or Hebrew reads right to left: every element holding answer or context text takes its own direction
-    page = to_html(_documents_result([0.5, 0.5]))
+    page = to_html(documents_result([0.5, 0.5]))
     assert '<div class="text" dir="auto" id="answer">' in page
     assert page.count('<div class="text" dir="auto" data-chunk=') == 2
     top_sources = page.split("<h2>Top sources</h2>")[1].split("</table>")[0]
@@ -409,48 +241,13 @@ def test_text_direction_follows_the_text() -> None:
     assert 'item.dir = "auto"' in page  # the hovered unit's sources, listed by the script
 
 
-@pytest.mark.parametrize(
-    ("suffix", "magic"),
-    [
-        (".png", b"\x89PNG"),
-        (".jpg", b"\xff\xd8"),
-        (".JPEG", b"\xff\xd8"),
-        (".pdf", b"%PDF"),
-        (".svg", b"<?xml"),
-    ],
-)
-def test_head_heatmap_writes_the_format_its_name_says(tmp_path: Path, suffix: str, magic: bytes) -> None:
-    path = save_head_heatmap(_result(), tmp_path / f"heads{suffix}")
-    assert path.read_bytes().startswith(magic)
-
-
-def test_head_heatmap_refuses_an_unknown_extension(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="cannot tell an image format from 'heads.xyz'"):
-        save_head_heatmap(_result(), tmp_path / "heads.xyz")
-
-
 @pytest.mark.parametrize("name", ["report.png", "report", "report.html.txt"])
 def test_save_html_refuses_a_name_that_is_not_html(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match=rf"end the name with .html or .htm, got '{name}'"):
-        save_html(_result(), tmp_path / name)
+        save_html(hand_made_result(), tmp_path / name)
     assert not (tmp_path / name).exists()
-    assert save_html(_result(), tmp_path / "report.HTM").read_text(encoding="utf-8").startswith("<!DOCTYPE")
-
-
-def test_token_support_plot_draws_a_bar_per_token_and_the_flagged_ones_red() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.colors import to_hex
-
-    result = _result()
-    ax = plot_token_support(result, threshold=0.5)
-    colours = [to_hex(bar.get_facecolor()) for bar in ax.patches]
-    assert len(colours) == len(result.answer_tokens)
     assert (
-        [i for i, c in enumerate(colours) if c == "#dc2626"] == result.unsupported_tokens(0.5) == [0, 1, 2, 3]
+        save_html(hand_made_result(), tmp_path / "report.HTM")
+        .read_text(encoding="utf-8")
+        .startswith("<!DOCTYPE")
     )
-    assert [label.get_text() for label in ax.get_xticklabels()][:3] == ["It", "is", "330"]
-    result.rc = None
-    with pytest.raises(ValueError, match="token_support"):
-        plot_token_support(result)

@@ -109,3 +109,11 @@ def next_logits(
     finally:
         model.set_attn_implementation(implementation)
     return out
+
+
+def forward_log_probs(model, prompt_ids: list[int], answer_ids: list[int]) -> torch.Tensor:
+    """log p of each answer token after ``prompt_ids``, by a plain forward: [A]."""
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt_ids + answer_ids])).logits[0].double()
+    rows = logits[len(prompt_ids) - 1 : -1].log_softmax(-1)
+    return rows[torch.arange(len(answer_ids)), torch.tensor(answer_ids)]

@@ -1,0 +1,25 @@
+"""The AUROC table (rcattr.eval.common.auroc) against sklearn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import roc_auc_score
+
+from rcattr.eval.common.auroc import auroc_table
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=4, max_size=30))
+def test_auroc_table_equals_sklearn_and_its_reference_difference_is_zero(items) -> None:
+    labels = [label for _, label in items]
+    if len(set(labels)) < 2:
+        return
+    rows = [{"a": x, "b": -x} for x, _ in items]
+    table = auroc_table(rows, labels, "a", groups=[str(i // 2) for i in range(len(items))], n_boot=50)
+    assert table["a"]["auroc"] == pytest.approx(roc_auc_score(labels, [x for x, _ in items]))
+    assert table["b"]["auroc"] == pytest.approx(1 - table["a"]["auroc"])
+    assert table["a"]["minus_a"] == 0 and table["a"]["positives"] == sum(labels)
+    assert table["a"]["low"] <= table["a"]["auroc"] + 1e-9 or np.isnan(table["a"]["low"])

@@ -1,0 +1,84 @@
+"""The KV benchmark's methods (rcattr.eval.kv.methods): RCKVCache's variants and kvpress's presses as kvpress runs them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from rcattr.eval.kv import KVBenchmarkConfig
+from rcattr.eval.kv.methods import (
+    PRESSES,
+    FullCache,
+    PressMethod,
+    RCMethod,
+    import_kvpress,
+    rc_options,
+    rc_policy,
+)
+from rcattr.eval.kv.protocol import greedy_answer, split_prompt
+from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.kvcache import RCKVCache
+from tests.helpers import (
+    KV_CONTEXT,
+    KV_QUESTION,
+    PARAGRAPHS,
+    char_tokenizer,
+    tiny_model,
+    wide_llama,
+)
+
+
+def test_the_default_variant_is_rckvcaches_defaults() -> None:
+    default = RCKVCache(tiny_model("llama"))
+    assert rc_policy(KVBenchmarkConfig("squad").rc_variants[0], c=1.0) == default.policy
+    assert rc_options("paper") == {
+        "statistic": "expected",
+        "value_norm": False,
+        "sinks": 0,
+        "scope": "head",
+    }
+    assert rc_policy("paper", c=0.7) == RCKVCache.paper(tiny_model("llama"), c=0.7).policy
+    assert isinstance(rc_policy("upper_bound").scorer, AblationScorer)
+
+
+@pytest.mark.kvpress
+def test_observed_attention_runs_eager_and_gives_the_model_its_attention_back() -> None:
+    model, tokenizer = wide_llama(), char_tokenizer()
+    implementation = model.config._attn_implementation
+    prompt = split_prompt(tokenizer, PARAGRAPHS[1], "Where is Paris?")
+    cache = PressMethod("observed_attention", 0.5).prefill(model, prompt.context_ids)
+    assert cache.layers[0].keys.shape[2] == prompt.n_context // 2
+    assert model.config._attn_implementation == implementation
+
+
+@pytest.mark.kvpress
+@pytest.mark.parametrize("name", ["snapkv", "knorm", "adakv_snapkv"])
+def test_press_answers_equal_kvpress_pipeline(name) -> None:
+    from kvpress.pipeline import KVPressTextGenerationPipeline
+
+    model, tokenizer = wide_llama(), char_tokenizer()
+    prompt = split_prompt(tokenizer, PARAGRAPHS[1], "Where is Paris?")
+    method = PressMethod(name, 0.5)
+    ours = greedy_answer(model, method.prefill(model, prompt.context_ids), prompt, max_new_tokens=8)
+    pipeline = KVPressTextGenerationPipeline(model=model, tokenizer=tokenizer)
+    with torch.no_grad():
+        theirs = pipeline._forward(
+            {"context_ids": prompt.context_ids, "questions_ids": [prompt.question_ids]},
+            max_new_tokens=8,
+            press=PRESSES[name](import_kvpress(), 0.5),
+        )
+    assert [tokenizer.decode(ours, skip_special_tokens=True)] == theirs
+
+
+def test_rc_method_measures_the_compression_of_its_cache() -> None:
+    model, tokenizer = tiny_model("llama"), char_tokenizer()
+    prompt = split_prompt(tokenizer, KV_CONTEXT, KV_QUESTION)
+    method = RCMethod(c=1.0, window=8)
+    cache = method.prefill(model, prompt.context_ids)
+    compression = method.compression(model, cache, prompt.n_context)
+    assert 0.0 < compression.ratio == cache.compression_ratio < 1.0
+    assert compression.bytes_ratio == pytest.approx(cache.nbytes() / cache.full_nbytes())
+    full = FullCache()
+    assert full.compression(model, full.prefill(model, prompt.context_ids), prompt.n_context).ratio == 0.0
+    assert isinstance(full.prefill(model, prompt.context_ids), DynamicCache)

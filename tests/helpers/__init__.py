@@ -1,0 +1,60 @@
+"""Helpers the tests share (fixtures are in the conftest.py files): tiny models and a character tokenizer
+(:mod:`.models`) and the benchmarks' tiny data (:mod:`.data`), re-exported here; in their own modules, the
+attribution tests' example (:mod:`.attribution`), synthetic logits blocks (:mod:`.blocks`), hypothesis strategies
+(:mod:`.samples`), hand-made results (:mod:`.results`, with documents
+:mod:`.cited`), citation row lines (:mod:`.citation_lines`), command lines run in a fresh interpreter (:mod:`.commands`) and the leak
+tests' entry points (:mod:`.entry_points`). Brute-force references are in :mod:`tests.reference`."""
+
+from tests.helpers.data import (
+    KV_CONTEXT,
+    KV_QUESTION,
+    PAIRED_ARTICLES,
+    PARAGRAPHS,
+    QUOTESUM_RECORDS,
+    SQUAD,
+    TIMINGS,
+    context_files,
+    data_folder,
+    kv_row,
+    kv_summary,
+    run_attribution,
+    without_timings,
+)
+from tests.helpers.models import (
+    ARCHITECTURES,
+    CHAT_TEMPLATE,
+    COMMON,
+    char_tokenizer,
+    kv_model,
+    prompt,
+    save_tiny,
+    tiny_configs,
+    tiny_model,
+    wide_llama,
+)
+
+__all__ = [
+    "KV_CONTEXT",
+    "KV_QUESTION",
+    "PAIRED_ARTICLES",
+    "ARCHITECTURES",
+    "CHAT_TEMPLATE",
+    "COMMON",
+    "PARAGRAPHS",
+    "QUOTESUM_RECORDS",
+    "SQUAD",
+    "TIMINGS",
+    "char_tokenizer",
+    "context_files",
+    "data_folder",
+    "kv_model",
+    "kv_row",
+    "kv_summary",
+    "prompt",
+    "run_attribution",
+    "save_tiny",
+    "tiny_configs",
+    "tiny_model",
+    "wide_llama",
+    "without_timings",
+]

@@ -1,0 +1,154 @@
+"""The benchmark runners' tiny data: QuoteSum- and SQuAD-format records and a data folder."""
+
+from __future__ import annotations
+
+import json
+
+# the benchmark runners' tests: a tiny saved model and a tiny QuoteSum-format file
+QUOTESUM_RECORDS = [
+    {
+        "qid": f"q{i}",
+        "unique_id": f"q{i}_0",
+        "question": "Who sat?",
+        "summary": f"[ 1 The cat sat ] and [ 2 dogs {verb} ].",
+        "title1": "Cats",
+        "source1": "The cat sat on a mat.",
+        "title2": "Dogs",
+        "source2": f"Loud dogs {verb} at night.",
+        **{f"{field}{slot}": "" for slot in range(3, 9) for field in ("title", "source")},
+    }
+    for i, verb in enumerate(["bark", "run", "howl"])
+]
+
+
+def data_folder(tmp_path, monkeypatch, relative: str, text: str):
+    """A benchmark data folder holding one file (``RCATTR_DATA`` points there); returns ``tmp_path``."""
+    path = tmp_path / "data" / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    monkeypatch.setenv("RCATTR_DATA", str(tmp_path / "data"))
+    return tmp_path
+
+
+TIMINGS = ("seconds", "seconds_per_example", "peak_memory_mib")
+
+
+def without_timings(value):
+    """A benchmark's results or rows without the fields that differ from run to run (times, memory)."""
+    if isinstance(value, dict):
+        return {key: without_timings(item) for key, item in value.items() if key not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
+
+
+# the KV benchmark's protocol and methods: a context and the question asked after it
+KV_CONTEXT = "The cat sat on the mat near the door, and the dog slept by the fire all night long. " * 2
+KV_QUESTION = "Where did the cat sit?"
+
+# the KV benchmark runners' tests: a tiny SQuAD v2 file of two paragraphs, one answerable question each
+PARAGRAPHS = [
+    "The cat sat on the mat near the door while the dog slept by the fire. Later the cat moved to the "
+    "garden, where it watched birds in the old apple tree until dark.",
+    "Paris is the capital of France and sits on the Seine. The Eiffel Tower, finished in 1889, rises "
+    "330 metres over the Champ de Mars on the left bank of the river.",
+]
+SQUAD = {
+    "data": [
+        {
+            "title": "tiny",
+            "paragraphs": [
+                {
+                    "context": context,
+                    "qas": [
+                        {
+                            "id": f"p{i}-a",
+                            "question": "Where?",
+                            "is_impossible": False,
+                            "answers": [{"text": context.split()[3], "answer_start": 0}],
+                        },
+                        {"id": f"p{i}-b", "question": "Why?", "is_impossible": True, "answers": []},
+                    ],
+                }
+                for i, context in enumerate(PARAGRAPHS)
+            ],
+        }
+    ]
+}
+
+
+def context_files(directory):
+    """Context files the CLI must refuse (latin-1, binary, blank) beside a good one, in ``directory``."""
+    (directory / "latin1.txt").write_bytes("café au lait".encode("latin-1"))
+    (directory / "binary.dat").write_bytes(b"\x7fELF\x00\x01\x02")
+    (directory / "empty.txt").write_text("  \n\n", encoding="utf-8")
+    (directory / "good.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    return directory
+
+
+def kv_row(method: str, setting: dict, record: str, ver: float, compression: float, match: float) -> dict:
+    """One KV benchmark record line of ``method`` at ``setting`` (an ``rc`` one when it has a ``c``)."""
+    name = "rc" if "c" in setting else method.split("/")[0]
+    return {
+        "method": method,
+        "name": name,
+        "setting": setting,
+        "id": record,
+        "ver": ver,
+        "rouge1": 0.0,
+        "rougeL": 0.0,
+        "match": match,
+        "compression_ratio": compression,
+        "bytes_ratio": 1 - compression,
+        "seconds": 1.0,
+    }
+
+
+def kv_summary(quality: str | None = "match") -> dict:
+    """The KV benchmark's summary of three records through the full cache, SnapKV at 0.5 and RCKVCache at
+    c = 1, w = 8 (``quality`` None: a run from before the needle task, which has no quality field)."""
+    from rcattr.eval.kv.results import summarise
+
+    settings = (
+        ("full", {}, 0.0),
+        ("snapkv/r=0.5", {"ratio": 0.5}, 0.5),
+        ("rc/c=1/w=8", {"c": 1.0, "window": 8}, 0.4),
+    )
+    rows = [
+        kv_row(method, setting, f"q{i}", 0.1 * (i + 1), compression, 1.0)
+        for i in range(3)
+        for method, setting, compression in settings
+    ]
+    header = {"config": {"dataset": "squad"}, "model": "m", "protocol": "p", "question_format": "q"}
+    header |= {"max_new_tokens": 4} | ({"quality": quality} if quality else {})
+    return summarise(rows, [method for method, _, _ in settings], header)
+
+
+def squad_question(a: int, p: int, q: int) -> dict:
+    """Question q of paragraph p of article a: answerable ("paragraph p", in its first sentence) for q < 2."""
+    answers = [] if q == 2 else [{"text": f"paragraph {p}", "answer_start": len(f"Article {a} ")}]
+    return {"id": f"{a}-{p}-{q}", "question": f"Q{q}?", "is_impossible": q == 2, "answers": answers}
+
+
+# the groundedness benchmark's pairs: three articles of two paragraphs, two answerable questions and one not each
+PAIRED_ARTICLES = [
+    {
+        "paragraphs": [
+            {
+                "context": f"Article {a} paragraph {p}. Its second sentence.",
+                "qas": [squad_question(a, p, q) for q in range(3)],
+            }
+            for p in range(2)
+        ]
+    }
+    for a in range(3)
+]
+
+
+def run_attribution(saved_model, out, *extra: str) -> dict:
+    """Run the attribution benchmark on the QuoteSum data folder with ``saved_model``; its results.json."""
+    from rcattr.eval.attribution import main
+
+    arguments = ["--dataset", "quotesum", "--model", str(saved_model), "--out", str(out), "--ig-steps", "2"]
+    assert main([*arguments, *extra]) == 0
+    return json.loads((out / "results.json").read_text())

@@ -1,0 +1,41 @@
+"""The model's own answers (rcattr.generation): the window, the options, greedy answers of a batch."""
+
+from __future__ import annotations
+
+import pytest
+
+from rcattr.attributor import RCAttributor
+from rcattr.generation import DEFAULT_GEN_ARGS, generation_options, greedy_answers, model_window
+from rcattr.prompting import ContextInput
+from rcattr.selectors import TopHeads
+from tests.helpers import char_tokenizer
+
+
+def test_the_window_is_the_models_max_positions(llama) -> None:
+    assert model_window(llama) == llama.config.max_position_embeddings == 256
+
+
+def test_options_update_the_defaults_and_refuse_several_answers(llama) -> None:
+    assert generation_options(llama, None) == DEFAULT_GEN_ARGS
+    assert generation_options(llama, {"max_new_tokens": 3})["max_new_tokens"] == 3
+    with pytest.raises(ValueError, match="num_return_sequences=2"):
+        generation_options(llama, {"num_return_sequences": 2})
+
+
+def test_greedy_answers_of_a_left_padded_batch_are_each_prompts_own(llama, tokenizer) -> None:
+    prompts = [tokenizer("Paris is in").input_ids, tokenizer("A cat").input_ids]
+    options = {"max_new_tokens": 4, "min_new_tokens": 4}
+    together, cache = greedy_answers(llama, tokenizer, prompts, options, keep_cache=False)
+    alone = [
+        greedy_answers(llama, tokenizer, [prompt], options, keep_cache=False)[0][0] for prompt in prompts
+    ]
+    assert cache is None and together == alone
+    _, kept = greedy_answers(llama, tokenizer, prompts[:1], options, keep_cache=True)
+    assert kept is not None and kept.get_seq_length() > len(prompts[0])
+
+
+def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
+    with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
+        result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
+    assert result.answer
