@@ -47,7 +47,6 @@ from transformers import Cache, DynamicCache
 from rcattr import load_model
 from rcattr.eval.kv.data import load_squad
 from rcattr.eval.kv.methods import (
-    DEFAULT_RECIPE,
     KVPRESS_HINT,
     FullCache,
     KVMethod,
@@ -56,6 +55,7 @@ from rcattr.eval.kv.methods import (
 )
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs, value_error_rate
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.variants import DEFAULT_RECIPE
 from rcattr.kvcache import RCKVCache, cache_argument
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "03_kv_cache_in_generate"

@@ -8,16 +8,16 @@ from transformers import DynamicCache
 
 from rcattr.eval.kv import KVBenchmarkConfig
 from rcattr.eval.kv.methods import (
-    PRESSES,
     FullCache,
     PressMethod,
     RCMethod,
     import_kvpress,
-    rc_options,
     rc_policy,
 )
+from rcattr.eval.kv.presses import PRESSES
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt
 from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.eval.kv.variants import rc_options
 from rcattr.kvcache import RCKVCache
 from tests.helpers import (
     KV_CONTEXT,

@@ -7,9 +7,7 @@ import json
 import pytest
 
 from rcattr.eval.kv import main
-from rcattr.eval.kv.methods import (
-    PRESSES,
-)
+from rcattr.eval.kv.presses import PRESSES
 from tests.helpers import (
     without_timings,
 )
