@@ -79,8 +79,9 @@ from tqdm import tqdm
 DEFAULT_ATTRIBUTORS = ("default", "paper", "default+calibration-n-a", "rc", "rc_bound")
 """``default``: ``RCAttributor(model, tokenizer)``; ``paper``: ``RCAttributor.paper``;
 ``default+calibration-n-a``: the default scorer less the attention of a content-free answer (each a
-recipe of the ablation); ``rc`` / ``rc_bound``: the default with those span scorers."""
-SPAN_SCORERS = ("rc", "rc_bound")
+recipe of the ablation); ``rc`` / ``rc_bound``: the default with the paper's RC span scorers
+(:mod:`rcattr.eval.attribution.rc_span_scorers`)."""
+SPAN_SCORERS = ("rc", "rc_bound")  # by their scorers' names
 MIN_ABLATION_CONTEXT = 100
 
 
@@ -179,9 +180,11 @@ def recipe_names() -> list[str]:
 def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
     """A recipe's attributor by its name, or the default one with an RC span scorer."""
     from rcattr.attributor import RCAttributor
+    from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
 
     if name in SPAN_SCORERS:
-        return RCAttributor(model, tokenizer, span_scorer=name)
+        scorer = next(kind for kind in (RCScorer, RCBoundScorer) if kind.name == name)
+        return RCAttributor(model, tokenizer, span_scorer=scorer())
     return next(recipe for recipe in recipes() if recipe.name == name).attributor(model, tokenizer)
 
 

@@ -27,7 +27,7 @@ from rcattr.heads import HeadScore
 from rcattr.protocols import TokenizerLike
 from rcattr.reduction import Layout, Reducer, Reduction, forward, forward_batch
 from rcattr.result import RCAttributionResult
-from rcattr.scorers import AttentionScorer, SpanScorer, make_span_scorer, scorer_name
+from rcattr.scorers import AttentionScorer, SpanScorer, scorer_name
 from rcattr.selectors import HeadSelector, OutlierHeads, TopHeads
 from rcattr.signals import RCSignals
 from rcattr.support import support_heads, support_log_odds
@@ -77,10 +77,10 @@ class RCAttributor(SpanAttributor):
         ``BottomHeads(k)``, the paper's ablation; ``FixedHeads([(layer, head), ...])``. Each takes
         ``score=`` ``"superiority"`` (``P(X > Y)``, default), ``"rc_std"`` (``E[Z] / std(Y)``) or
         ``"rc"`` (the paper's raw ``E[Z]``).
-    span_scorer : {"attention", "rc", "rc_bound"} or SpanScorer, default "attention"
-        How a selected head scores a span: post-softmax attention mass (``AttentionScorer``, whose
-        default carries each unit's evidence on over the answer rows that follow it), expected RC,
-        or its upper bound.
+    span_scorer : SpanScorer, default AttentionScorer()
+        How a selected head scores a span: post-softmax attention mass (:class:`~rcattr.scorers.AttentionScorer`,
+        whose default carries each unit's evidence on over the answer rows that follow it), or a scorer of
+        your own (docs/extending.md).
     votes : {"mass", "share"}, default "share"
         How the selected heads' span scores add up: their mass (paper Eq. 7), or each head's share
         over the spans, so that a head that attends more does not outvote the others.
@@ -110,7 +110,7 @@ class RCAttributor(SpanAttributor):
         model: PreTrainedModel,
         tokenizer: TokenizerLike,
         heads: HeadSelector | None = None,
-        span_scorer: str | SpanScorer = "attention",
+        span_scorer: SpanScorer | None = None,
         *,
         votes: HeadVotes = "share",
         lexical: bool = False,
@@ -124,7 +124,12 @@ class RCAttributor(SpanAttributor):
                 f"heads={heads!r}: give a HeadSelector, e.g. OutlierHeads(), TopHeads(20) or "
                 "FixedHeads([(layer, head), ...])"
             )
-        self.scorer = make_span_scorer(span_scorer)
+        if span_scorer is not None and not isinstance(span_scorer, SpanScorer):
+            raise ValueError(
+                f"span_scorer={span_scorer!r}: give a SpanScorer, e.g. AttentionScorer() (the default); the paper's "
+                "RC-expectation scorers are rcattr.eval.attribution.rc_span_scorers'"
+            )
+        self.scorer = AttentionScorer() if span_scorer is None else span_scorer
         self.votes: HeadVotes = votes
         self.lexical = lexical
         config = model.config.get_text_config()

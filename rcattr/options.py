@@ -10,7 +10,6 @@ __all__ = [
     "HEAD_SCORES",
     "HTML_SUFFIXES",
     "OUTPUT_GRANULARITIES",
-    "SPAN_SCORER_NAMES",
     "parse_head_count",
     "positive_int",
 ]
@@ -18,7 +17,6 @@ __all__ = [
 GRANULARITIES: tuple[str, ...] = ("token", "sentence", "chunk")
 OUTPUT_GRANULARITIES: tuple[str, ...] = ("answer", "sentence", "token")
 HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
-SPAN_SCORER_NAMES: tuple[str, ...] = ("attention", "rc", "rc_bound")
 HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")  # the names an HTML report may have
 
 

@@ -10,18 +10,25 @@ from typing import Any
 from rcattr.attributor import RCAttributor
 from rcattr.base import SpanAttributor
 from rcattr.baselines import BASELINES, AttentionAttributor
+from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
 from rcattr.kvcache import EvictionPolicy, Ratio, Threshold, TokenBudget, WindowScorer
+from rcattr.scorers import AttentionScorer, SpanScorer
 from rcattr.selectors import TopHeads
 
 Builder = Callable[[Any, Any], SpanAttributor]
 
-SPAN_SCORERS = ("attention", "rc", "rc_bound")
+# the span scorers by name: the default's and the paper's RC-expectation pair (the benchmark's)
+SPAN_SCORERS: dict[str, SpanScorer] = {
+    "attention": AttentionScorer(),
+    "rc": RCScorer(),
+    "rc_bound": RCBoundScorer(),
+}
 
 # attributors with their own pass, each built from (model, tokenizer)
 ATTRIBUTORS: dict[str, Builder] = {
     "default": lambda model, tokenizer: RCAttributor(model, tokenizer),
     "rc-std-heads-rc-scorer": lambda model, tokenizer: RCAttributor(
-        model, tokenizer, TopHeads(3, score="rc_std"), span_scorer="rc", votes="mass"
+        model, tokenizer, TopHeads(3, score="rc_std"), span_scorer=RCScorer(), votes="mass"
     ),
     "attention-baseline": lambda model, tokenizer: AttentionAttributor(model, tokenizer),
     "lexical": lambda model, tokenizer: RCAttributor(model, tokenizer, TopHeads(4), lexical=True),

@@ -27,7 +27,7 @@ FACTS = [
 @pytest.mark.parametrize("scorer", SPAN_SCORERS)
 @pytest.mark.parametrize("copied", [0, 2, 4])
 def test_a_verbatim_copy_ranks_its_chunk_first(smollm2, scorer: str, copied: int) -> None:
-    attributor = RCAttributor(*smollm2, span_scorer=scorer)
+    attributor = RCAttributor(*smollm2, span_scorer=SPAN_SCORERS[scorer])
     result = attributor.attribute(
         ContextInput(FACTS, "Tell me one fact."), FACTS[copied], granularity="chunk"
     )

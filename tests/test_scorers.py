@@ -1,4 +1,4 @@
-"""Span scorers against brute force, and the attention scorer against the model's own attention."""
+"""The attention span scorer against brute force and against the model's own attention; a scorer of one's own."""
 
 from __future__ import annotations
 
@@ -10,60 +10,12 @@ import torch
 from rcattr.attributor import RCAttributor
 from rcattr.capture import CaptureStep, LogitCapture
 from rcattr.prompting import ContextInput
-from rcattr.scorers import SPAN_SCORERS, AttentionScorer, RCBoundScorer, RCScorer, make_span_scorer
+from rcattr.scorers import AttentionScorer
 from rcattr.selectors import TopHeads
 from rcattr.spans import SpanBlock, SpanIndex
-from rcattr.stats import overlap_bounds
 from tests.helpers import char_tokenizer, tiny_model
-from tests.helpers.blocks import ANSWER_KEYS, CONTEXT_KEYS, SPAN_TOKENS, answer_block, span_block
+from tests.helpers.blocks import CONTEXT_KEYS, SPAN_TOKENS, answer_block, span_block
 from tests.reference.spans import brute_mass
-
-
-def _samples(
-    block: SpanBlock, unit: int, head: int, span: int, spans: list[list[int]] = SPAN_TOKENS
-) -> tuple[list[float], list[float]]:
-    x, y = [], []
-    for row in range(block.logits.shape[2]):
-        for key in range(block.logits.shape[3]):
-            if not block.visible[unit, row, key]:
-                continue
-            value = float(block.logits[unit, head, row, key])
-            if key in [int(CONTEXT_KEYS[t]) for t in spans[span]]:
-                x.append(value)
-            if key in ANSWER_KEYS.tolist():
-                y.append(value)
-    return x, y
-
-
-@pytest.mark.parametrize("window", [None, 4])
-def test_rc_scorer_is_the_block_expectation(window: int | None) -> None:
-    block = span_block(window)
-    scores = RCScorer().score(block)
-    for unit in range(2):
-        for head in range(3):
-            for span in range(2):
-                x, y = _samples(block, unit, head, span)
-                expected = sum(max(a - b, 0) for a in x for b in y) / (len(x) * len(y)) if x else 0.0
-                assert scores[unit, head, span].item() == pytest.approx(expected, rel=1e-12, abs=1e-12)
-
-
-@pytest.mark.parametrize("window", [None, 4])
-@pytest.mark.parametrize("spans", [SPAN_TOKENS, [[2], [0, 1, 2], [1], [0, 1], [0, 2]]])
-def test_rc_bound_scorer_is_the_upper_bound_of_each_block(window: int | None, spans: list[list[int]]) -> None:
-    block = span_block(window, spans)
-    scores = RCBoundScorer().score(block)
-    for unit in range(2):
-        for head in range(3):
-            for span in range(len(spans)):
-                x, y = _samples(block, unit, head, span, spans)
-                if not x:
-                    assert scores[unit, head, span] == 0
-                    continue
-                _, upper = overlap_bounds(
-                    torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-                )
-                assert scores[unit, head, span].item() == pytest.approx(upper.item(), rel=1e-12)
-    assert bool((scores >= RCScorer().score(block) - 1e-12).all())
 
 
 def test_attention_scorer_is_the_mean_softmax_mass() -> None:
@@ -112,15 +64,6 @@ def test_attention_scorer_matches_the_models_eager_attention(arch: str) -> None:
         torch.testing.assert_close(AttentionScorer().score(block)[0], expected, atol=1e-5, rtol=1e-4)
 
 
-def test_make_span_scorer() -> None:
-    assert isinstance(make_span_scorer("rc_bound"), RCBoundScorer)
-    scorer = RCScorer(dtype=torch.float32)
-    assert make_span_scorer(scorer) is scorer
-    assert sorted(SPAN_SCORERS) == ["attention", "rc", "rc_bound"]
-    with pytest.raises(ValueError, match="unknown span_scorer 'mean'"):
-        make_span_scorer("mean")
-
-
 def test_a_custom_scorer_plugs_in() -> None:
     class FirstToken(AttentionScorer):
         def score(self, block: SpanBlock) -> torch.Tensor:
@@ -142,9 +85,3 @@ def test_attention_scorer_weights_rows() -> None:
     torch.testing.assert_close(AttentionScorer(continuation=0.5).score(block), expected)
     with pytest.raises(ValueError, match="continuation=1.0"):
         AttentionScorer(continuation=1.0)
-
-
-def test_the_cli_names_every_span_scorer() -> None:
-    from rcattr.options import SPAN_SCORER_NAMES
-
-    assert sorted(SPAN_SCORER_NAMES) == sorted(SPAN_SCORERS)

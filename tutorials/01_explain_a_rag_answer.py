@@ -371,7 +371,7 @@ print(
 
 # %% [markdown]
 # Leave out `--answer` to explain the model's own answer. `rcattr explain --help` lists every
-# option (`--top-k`, `--scorer`, `--head-score`, `--output-granularity`, ...).
+# option (`--top-k`, `--paper`, `--lexical`, `--output-granularity`, ...).
 #
 # Next tutorials:
 #

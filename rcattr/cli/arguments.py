@@ -6,9 +6,7 @@ import argparse
 
 from rcattr.options import (
     GRANULARITIES,
-    HEAD_SCORES,
     OUTPUT_GRANULARITIES,
-    SPAN_SCORER_NAMES,
     parse_head_count,
     positive_int,
 )
@@ -66,12 +64,6 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
             action="store_true",
             help="the paper's recipe: top-20 heads (unless --top-k), each output unit's own rows, heads "
             "summed by attention mass (default: rcattr's measured-best recipe, see docs/benchmarks.md)",
-        )
-        parser.add_argument(
-            "--head-score",
-            choices=HEAD_SCORES,
-            default="superiority",
-            help="how heads are ranked: P(X>Y) (default), E[Z]/std(Y), or raw E[Z]",
         )
         parser.add_argument(
             "--lexical",
@@ -204,12 +196,6 @@ def _explain_options(parser: argparse.ArgumentParser, granularity: str = "senten
         choices=OUTPUT_GRANULARITIES,
         default="sentence",
         help="explain the whole answer, each sentence (default) or each token",
-    )
-    parser.add_argument(
-        "--scorer",
-        choices=SPAN_SCORER_NAMES,
-        default="attention",
-        help="span scorer on the selected heads (default attention)",
     )
     parser.add_argument(
         "--top", type=positive_int, default=3, help="sources printed per answer part (default 3)"

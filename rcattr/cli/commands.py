@@ -21,16 +21,10 @@ def _attributor(args: argparse.Namespace) -> RCAttributor:
     from rcattr.selectors import heads_for
 
     model, tokenizer = load_model(args.model, verbose=args.verbose)
-    scorer = getattr(args, "scorer", "attention")
-    if args.paper:  # the paper's attention scorer reads each unit's own rows; another scorer is as named
-        overrides = {} if scorer == "attention" else {"span_scorer": scorer}
+    if args.paper:  # the paper's attention scorer reads each unit's own rows
         top_k = 20 if args.top_k == "outliers" else args.top_k
-        return RCAttributor.paper(
-            model, tokenizer, heads=heads_for(top_k, args.head_score), lexical=args.lexical, **overrides
-        )
-    return RCAttributor(
-        model, tokenizer, heads_for(args.top_k, args.head_score), scorer, lexical=args.lexical
-    )
+        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=args.lexical)
+    return RCAttributor(model, tokenizer, heads_for(args.top_k), lexical=args.lexical)
 
 
 def report(result: RCAttributionResult, top: int) -> str:
@@ -127,7 +121,7 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
     best = ", ".join(f"L{layer}.H{head}" for layer, head in selection.as_pairs()[:10])
     print(
         f"Answer: {result.answer}\n{selection.describe()}.\n"
-        f"Top heads ({args.head_score}): {best}\nHeat map: {path}"
+        f"Top heads ({selection.kind}): {best}\nHeat map: {path}"
     )
     return 0
 

@@ -32,7 +32,7 @@ from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadScore, LayerRC, LayerSuperiority
 from rcattr.protocols import TokenizerLike
 from rcattr.reduction import Layout, Reducer, Reduction, forward
-from rcattr.scorers import SpanScorer, make_span_scorer, scorer_name
+from rcattr.scorers import SpanScorer, scorer_name
 from rcattr.spans import SpanBlock
 from rcattr.support import support_log_odds
 
@@ -285,7 +285,7 @@ def head_span_scores(
     granularity: SpanSpec = "sentence",
     output_granularity: SpanSpec = "answer",
     gen_args: Mapping[str, Any] | None = None,
-    span_scorers: Sequence[str | SpanScorer] | Mapping[str, SpanScorer] | None = None,
+    span_scorers: Sequence[SpanScorer] | Mapping[str, SpanScorer] | None = None,
     unit_scores: bool = False,
 ) -> HeadSpanScores:
     """Every head's scores and span scores from one forward of ``attributor``'s model, for any selection.
@@ -300,8 +300,7 @@ def head_span_scores(
     elif isinstance(span_scorers, Mapping):
         scorers = dict(span_scorers)
     else:
-        listed = [make_span_scorer(s) for s in span_scorers]
-        scorers = {scorer_name(scorer): scorer for scorer in listed}
+        scorers = {scorer_name(scorer): scorer for scorer in span_scorers}
     reducer = lever_pass(
         attributor.model,
         attributor.tokenizer,

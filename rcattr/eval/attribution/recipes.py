@@ -30,12 +30,13 @@ from rcattr.eval.attribution.levers import (
     per_unit_selection,
 )
 from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, lever_pass
+from rcattr.eval.attribution.rc_span_scorers import RCScorer
 from rcattr.fusion import fuse_where_heads_disagree
 from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadCount
 from rcattr.protocols import TokenizerLike
 from rcattr.reduction import Reducer, Reduction
-from rcattr.scorers import AttentionScorer, RCScorer, SpanScorer
+from rcattr.scorers import AttentionScorer, SpanScorer
 from rcattr.selectors import BottomHeads, HeadSelector, OutlierHeads, TopHeads, heads_for
 
 CALIBRATION = "N/A"  # the content-free answer of the calibration lever (ICR, QRHead)

@@ -12,11 +12,12 @@ import torch
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
 from rcattr.eval.attribution.per_head import head_span_scores
+from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
 from rcattr.eval.attribution.recipes import Recipe, ablation, span_scorers
 from rcattr.head_selection import HeadSelection
 from rcattr.heads import top_heads
 from rcattr.prompting import render_prompt
-from rcattr.scorers import AttentionScorer, RCBoundScorer, RCScorer
+from rcattr.scorers import AttentionScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
 from rcattr.support import support_heads
 from tests.helpers import char_tokenizer, tiny_model
@@ -37,7 +38,7 @@ def test_combine_weights_votes_and_mix_like_brute_force(llama, votes: str, rc_mi
         ANSWER,
         granularity="chunk",
         output_granularity="sentence",
-        span_scorers=["attention", "rc"],
+        span_scorers=[AttentionScorer(), RCScorer()],
     )
     heads = torch.tensor([[2, 1], [0, 3], [1, 0]])
     weights = torch.tensor([0.5, 2.0, 1.0])
