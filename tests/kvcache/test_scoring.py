@@ -20,9 +20,7 @@ from rcattr.kvcache import (
 )
 from tests.helpers import kv_model, prompt
 from tests.helpers.blocks import random_window
-from tests.reference.kv import (
-    brute_scores,
-)
+from tests.reference.kv import brute_scores
 
 
 @settings(max_examples=40, deadline=None)

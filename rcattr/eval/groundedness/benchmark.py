@@ -73,8 +73,9 @@ class GroundednessRun(StoredRun):
             else {}
         )
         self.questions = natural_errors.questions(args.limit, args.seed) if "errors" in args.task else []
+        self.keys = self._row_keys()
 
-    def _keys(self) -> dict[str, list[str]]:
+    def _row_keys(self) -> dict[str, list[str]]:
         """Every rows file of the run and the keys of its rows, in order."""
         keys = {
             rows_stem(task): [
@@ -90,10 +91,10 @@ class GroundednessRun(StoredRun):
         return keys
 
     def missing(self) -> int:
-        return sum(len(self.store.todo(stem, keys, key=record_id)) for stem, keys in self._keys().items())
+        return sum(len(self.store.todo(stem, keys, key=record_id)) for stem, keys in self.keys.items())
 
     def size(self) -> int:
-        return sum(map(len, self._keys().values()))
+        return sum(map(len, self.keys.values()))
 
     def compute(self) -> None:
         """Every task's rows not on disk yet."""
@@ -112,7 +113,7 @@ class GroundednessRun(StoredRun):
             self._compute_errors(attributor)
 
     def _todo(self, stem: str) -> set[str]:
-        return set(self.store.todo(stem, self._keys()[stem], key=record_id))
+        return set(self.store.todo(stem, self.keys[stem], key=record_id))
 
     def _compute_paired(self, task: PairedTask, attributor: RCAttributor) -> None:
         todo, rng = self._todo(rows_stem(task)), random.Random(self.args.seed)
@@ -157,7 +158,7 @@ class GroundednessRun(StoredRun):
                     write({"id": record.id, **natural_errors.answer_row(attributor, record, self.gen_args)})
 
     def _rows(self, stem: str) -> list[dict[str, Any]]:
-        return list(self.store.done(stem, self._keys()[stem], key=record_id).values())
+        return list(self.store.done(stem, self.keys[stem], key=record_id).values())
 
     def report(self) -> dict[str, Any]:
         """Each task's tables from the rows on disk, written as ``results.json`` and ``results.md``."""
