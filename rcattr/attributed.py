@@ -21,20 +21,22 @@ class AttributedContext:
         The context's documents with their ids and metadata, as the input gave them.
     spans : list of TextSpan
         The context spans scored, in order; ``span.source`` indexes ``documents`` and the offsets its text.
-    prompt_text : str or None
-        The whole prompt the model read (documents, question and template), when known.
+    evidence : list of str or None
+        The texts an answer's numbers, dates and names are checked against (:mod:`rcattr.claims`): the
+        documents and the question, never the template's labels (:attr:`rcattr.prompting.Prompt.evidence`);
+        None: the documents alone.
     """
 
     documents: Sequence[Document]
     spans: Sequence[TextSpan]
-    prompt_text: str | None = None
+    evidence: Sequence[str] | None = None
 
     @classmethod
     def of_texts(
-        cls, texts: Sequence[str], spans: Sequence[TextSpan], prompt_text: str | None = None
+        cls, texts: Sequence[str], spans: Sequence[TextSpan], evidence: Sequence[str] | None = None
     ) -> AttributedContext:
         """The context of plain texts, one document each."""
-        return cls([Document(text) for text in texts], spans, prompt_text)
+        return cls([Document(text) for text in texts], spans, evidence)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rcattr.claims import Claim, context_parts, find_claims
+from rcattr.claims import Claim, citation_markers, context_parts, find_claims
 from rcattr.documents import Document
 from rcattr.segmentation import TextSpan, sentence_spans, tokens_within
 from rcattr.support import SUPPORT_THRESHOLD
@@ -107,14 +107,22 @@ class Citation:
         How many answer sentences the citation covers: 1, unless an output unit of the result spans several
         and the result has no rows of its own for them (:class:`SentenceRows`): its scores cannot be split.
     support : float or None
-        How much the context vouches for the sentence, in [0, 1] (:func:`sentence_support`; None for
+        How much the context vouches for the whole sentence, in [0, 1] (:func:`sentence_support`; None for
         baselines, which have no token support).
     status : str or None
         ``"supported"``, ``"weak"`` (support below :data:`WEAK_BELOW`) or ``"unsupported"`` (below
-        :data:`UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); None for baselines.
+        :data:`UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); ``"partial"`` when the sentence
+        mixes held and unheld claims (:attr:`partly_held`) and its held part is supported; None for baselines.
+        A partly held sentence's status is its held part's (:attr:`held_support`), ``"partial"`` in place of
+        ``"supported"``.
     claims : list of Claim
-        The sentence's numbers, dates and names, each held by a sentence of the prompt as a whole or not
-        (:mod:`rcattr.claims`).
+        The sentence's numbers, dates and names, each held by a sentence of the documents or the question as a
+        whole or not (:mod:`rcattr.claims`).
+    held_support : float or None
+        The support of the sentence's held part: :attr:`support` without the tokens of its unheld claims, when
+        it has a held claim too (:attr:`partly_held`); :attr:`support` otherwise. It decides the citation: a
+        half-right sentence keeps the sources of its held part, and its unheld claims are marked where they
+        stand.
     """
 
     start: int
@@ -127,11 +135,18 @@ class Citation:
     support: float | None = None
     status: str | None = None
     claims: list[Claim] = field(default_factory=list)
+    held_support: float | None = None
 
     @property
     def unheld_claims(self) -> list[Claim]:
-        """The claims no sentence of the prompt holds whole (of the documents when the result has no prompt)."""
+        """The claims no sentence of the documents or the question holds whole."""
         return [claim for claim in self.claims if not claim.held]
+
+    @property
+    def partly_held(self) -> bool:
+        """Whether the sentence mixes held and unheld claims: its held part is cited, its unheld claims are
+        marked where they stand."""
+        return any(claim.held for claim in self.claims) and bool(self.unheld_claims)
 
 
 @dataclass(frozen=True)
@@ -239,8 +254,9 @@ def check_rule(
 
 def sentence_support(token_support: Sequence[float], claims: Sequence[Claim]) -> float:
     """How much the context vouches for one answer sentence: the mean token support of its (non-blank)
-    tokens (1 with none), however likely each token is, 0 when no sentence of the prompt holds one of its
-    numbers or dates whole, and at most :data:`UNHELD_NAME` when none holds one of its names."""
+    tokens (1 with none), however likely each token is, 0 when no sentence of the documents or the question
+    holds one of its numbers or dates whole, and at most :data:`UNHELD_NAME` when none holds one of its
+    names."""
     mean = sum(token_support) / len(token_support) if token_support else 1.0
     return min([mean, *(UNHELD_NAME if claim.kind == "name" else 0.0 for claim in claims if not claim.held)])
 
@@ -271,7 +287,7 @@ def sentence_citations(
     )
     answer_sentences = sentence_spans(result.answer)
     sources_of = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
-    context = context_parts([result.prompt_text] if result.prompt_text is not None else result.chunks)
+    context = context_parts(result.evidence if result.evidence is not None else result.chunks)
     citations = []
     for covered, units in sentence_groups(answer_sentences, rows.spans):
         scores = rows.scores[units].mean(0)  # [n_spans]
@@ -280,12 +296,14 @@ def sentence_citations(
             torch.zeros(len(result.chunks), dtype=scores.dtype).index_add_(0, sources_of, scores).tolist()
         )
         start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
-        claims, support = _claims_and_support(result, start, end, context)
-        status = None if support is None else support_status(support)
+        claims, support, held_support = _claims_and_support(result, start, end, context)
+        status = None if held_support is None else support_status(held_support)
+        if status == "supported" and any(claim.held for claim in claims) and any(not c.held for c in claims):
+            status = "partial"
         cited, uncited = cited_sources(
             shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
         )
-        if support is not None and support < min_support:
+        if held_support is not None and held_support < min_support:
             cited, uncited = [], "unsupported"
         found = [
             source(result.documents[d], d, shares[d], _best_spans(result, scores, d, sentences))
@@ -303,6 +321,7 @@ def sentence_citations(
                 support,
                 status,
                 claims,
+                held_support,
             )
         )
     merged = [citation.n_sentences for citation in citations if citation.n_sentences > 1]
@@ -318,27 +337,31 @@ def sentence_citations(
 
 def _claims_and_support(
     result: RCAttributionResult, start: int, end: int, context: Sequence[frozenset[str]]
-) -> tuple[list[Claim], float | None]:
+) -> tuple[list[Claim], float | None, float | None]:
     """The claims of ``result.answer[start:end]`` (offsets in the answer) with their least token support,
-    and the sentence's :func:`sentence_support` (None without token support)."""
-    found = find_claims(result.answer[start:end], context)
-    if result.token_support is None:
-        return [replace(claim, start=claim.start + start, end=claim.end + start) for claim in found], None
-    support = result.token_support.tolist()
-
-    def inside(a: int, b: int) -> list[float]:
-        return [support[i] for i in tokens_within(result.answer_tokens, a, b)]
-
+    the sentence's :func:`sentence_support` and its held part's (:attr:`Citation.held_support`); both None
+    without token support. Citation markers (``[1]``) are neither claims nor tokens of the sentence."""
+    text = result.answer[start:end]
     claims = [
-        replace(
-            claim,
-            start=claim.start + start,
-            end=claim.end + start,
-            support=min(inside(claim.start + start, claim.end + start), default=None),
-        )
-        for claim in found
+        replace(claim, start=claim.start + start, end=claim.end + start)
+        for claim in find_claims(text, context)
     ]
-    return claims, sentence_support(inside(start, end), claims)
+    if result.token_support is None:
+        return claims, None, None
+    support = result.token_support.tolist()
+    markers = [(a + start, b + start) for a, b in citation_markers(text)]
+
+    def inside(a: int, b: int, left_out: Sequence[tuple[int, int]] = ()) -> list[float]:
+        skipped = {i for x, y in [*markers, *left_out] for i in tokens_within(result.answer_tokens, x, y)}
+        return [support[i] for i in tokens_within(result.answer_tokens, a, b) if i not in skipped]
+
+    claims = [replace(claim, support=min(inside(claim.start, claim.end), default=None)) for claim in claims]
+    whole = sentence_support(inside(start, end), claims)
+    unheld = [(claim.start, claim.end) for claim in claims if not claim.held]
+    if not unheld or len(unheld) == len(claims):
+        return claims, whole, whole
+    held = [claim for claim in claims if claim.held]
+    return claims, whole, sentence_support(inside(start, end, unheld), held)
 
 
 def _best_spans(result: RCAttributionResult, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:

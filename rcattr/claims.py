@@ -10,10 +10,13 @@ construction. A claim is therefore taken as one unit:
   ``Mount Fuji``, ``Hartwell Dredging Ltd``; a lone capitalised word that opens its sentence is not taken
   for a name). No named-entity model is used: none can be downloaded here, and these three kinds are the
   claims a reader checks first;
-- a claim is **held** when one sentence of the prompt (documents, question, template) has every one of its parts
+- a claim is **held** when one sentence of the documents or the question has every one of its parts
   (:func:`claim_parts`: a number as the whole number, thousands separators dropped; a name's or a date's
   words, case folded), so ``2,781.25`` is not held by ``3,776`` and ``Hartwell Dredging`` not by a
-  sentence that says ``dredging``.
+  sentence that says ``dredging``. The template's words are not evidence: its ``Document [n]:`` labels
+  would hold every number up to the number of documents (:attr:`rcattr.prompting.Prompt.evidence`);
+- citation markers that answer engines write (``south[1] [2].``, ``[^3]``, ``[1, 2]``) are not claims
+  (:func:`citation_markers`).
 
 :func:`rcattr.citations.sentence_citations` gives each :class:`Claim` its least token support too, and
 scores each answer sentence from both (:func:`rcattr.citations.sentence_support`).
@@ -48,6 +51,9 @@ _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _POSSESSIVES = re.compile(r"(?<=\w)['’]s?\b")
 _CONNECTORS = frozenset(re.findall(r"\w+", _CONNECTOR))
+# a citation marker: [1], [^1], [1, 2], [1-3]; a run of them, [1][2] or [1] [2], is one
+_ONE_MARKER = r"\[\^?\d+(?:\s*[,;\u2013-]\s*\^?\d+)*\]"
+_MARKERS = re.compile(rf"{_ONE_MARKER}(?:\s*{_ONE_MARKER})*")
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class Claim:
     kind : str
         ``"number"``, ``"date"`` or ``"name"``.
     held : bool
-        Whether one sentence of the prompt has every part of it (:func:`claim_parts`).
+        Whether one sentence of the documents or the question has every part of it (:func:`claim_parts`).
     support : float or None
         The least token support of its tokens (:attr:`RCAttributionResult.token_support
         <rcattr.result.RCAttributionResult.token_support>`; None for baselines).
@@ -88,13 +94,16 @@ def claim_spans(text: str) -> list[tuple[int, int, str]]:
     """The ``(start, end, kind)`` of every claim of ``text``, in order: dates before the numbers in them,
     names stripped of leading stop words (``The Eiffel Tower`` is ``Eiffel Tower``) and possessives; a lone
     capitalised word at a sentence's start (capitalised for its place, not as a name) and a list's marker
-    (``(1)``) are left out."""
+    (``(1)``) and citation markers (``[1]``, :func:`citation_markers`) are left out."""
     starts = {sentence.start for sentence in sentence_spans(text)} | {0}
+    markers = citation_markers(text)
     claims = []
     for match in _CLAIM.finditer(text):
         kind = match.lastgroup
         assert kind is not None
         start, end = match.span()
+        if any(a <= start and end <= b for a, b in markers):
+            continue
         if kind == "number" and text[start - 1 : start] == "(" and text[end : end + 1] == ")":
             continue  # a list's marker, (1)
         if kind == "name":
@@ -109,6 +118,13 @@ def claim_spans(text: str) -> list[tuple[int, int, str]]:
                 continue
         claims.append((start, end, kind))
     return claims
+
+
+def citation_markers(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each run of citation markers in ``text`` after a word or a sentence, as answer
+    engines write them (``south[1] [2].``, ``water.[^3]``, ``[1, 2]``, ``[4-6]``): a bracketed number is a
+    pointer to a source, not a number the answer claims. One that opens the text is a list's label, kept."""
+    return [match.span() for match in _MARKERS.finditer(text) if text[: match.start()].strip()]
 
 
 def claim_parts(text: str) -> tuple[str, ...]:

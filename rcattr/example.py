@@ -114,7 +114,7 @@ class Example:
             context=AttributedContext(
                 self.prompt.documents or [Document(chunk) for chunk in self.prompt.chunks],
                 self.context_spans,
-                self.prompt.text,
+                self.prompt.evidence if self.prompt.evidence is not None else [self.prompt.text],
             ),
             output=AttributedAnswer(
                 self.answer, self.output_spans[:units], self.answer_tokens, sentence_rows

@@ -121,6 +121,11 @@ class Prompt:
         For a ``TextTokenInput``: the token index of each chunk (the tokens not skipped).
     documents : list of Document, optional
         For a :class:`ContextInput`: its documents, whose metadata results carry.
+    evidence : list of str, optional
+        For a :class:`ContextInput`: the documents' texts and the question, the user's own text, which an
+        answer's numbers, dates and names are checked against (:mod:`rcattr.claims`). The template's words are
+        left out: its ``Document [n]:`` labels would hold every number up to the number of documents, a chat
+        template's dates any date. None: the whole :attr:`text` (a captum input's template is the user's own).
     """
 
     text: str
@@ -132,6 +137,7 @@ class Prompt:
     token_offsets: list[tuple[int, int]] | None = field(default=None)
     feature_tokens: list[int] | None = field(default=None)
     documents: list[Document] | None = field(default=None)
+    evidence: list[str] | None = field(default=None)
 
 
 def render_prompt(
@@ -189,7 +195,12 @@ def _render_context(tokenizer: TokenizerLike, inp: ContextInput) -> Prompt:
         starts.append(len(head) + len(body) + len(prefix))
         body += f"{prefix}{chunk}\n" if number < len(chunks) else f"{prefix}{chunk}"
     return Prompt(
-        head + body + tail, chunks, starts, add_special_tokens=not use_template, documents=documents
+        head + body + tail,
+        chunks,
+        starts,
+        add_special_tokens=not use_template,
+        documents=documents,
+        evidence=[*chunks, inp.question],
     )
 
 

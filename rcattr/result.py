@@ -72,9 +72,9 @@ class RCAttributionResult(LLMAttributionResult):
         What only RC knows (:class:`~rcattr.signals.RCSignals`): per answer token its groundedness, lookback,
         log-probability, peak and support, each output unit's context reliance, and the heads; None for a
         baseline. Each is also an attribute of the result (``result.token_support``: None for a baseline).
-    prompt_text : str or None
-        The whole prompt the model read (documents, question and template): :meth:`citations` checks the
-        answer's numbers, dates and names against it (against ``chunks`` when None).
+    evidence : list of str or None
+        The texts :meth:`citations` checks the answer's numbers, dates and names against: the documents and
+        the question, never the template's labels (a captum input's whole prompt); ``chunks`` when None.
     sentence_rows : SentenceRows or None
         With a whole-answer unit (``output_granularity="answer"``) and several answer sentences: each
         sentence's ``[n_sentences, n_spans]`` rows and context reliance from the same pass, which
@@ -110,7 +110,7 @@ class RCAttributionResult(LLMAttributionResult):
         self.output_spans = list(output.units)
         self.documents = list(context.documents)
         self.chunks = [document.text for document in self.documents]
-        self.prompt_text = context.prompt_text
+        self.evidence = None if context.evidence is None else list(context.evidence)
         self.answer = output.text
         self.answer_tokens = list(output.tokens)
         self.sentence_rows = output.sentence_rows

@@ -13,9 +13,9 @@ from rcattr.segmentation import TextSpan
 
 def test_of_texts_makes_one_document_per_text() -> None:
     spans = [TextSpan(0, 3, "One"), TextSpan(0, 3, "Two", source=1)]
-    context = AttributedContext.of_texts(["One", "Two"], spans, prompt_text="One Two ?")
+    context = AttributedContext.of_texts(["One", "Two"], spans, evidence=["One", "Two", "?"])
     assert context.documents == [Document("One"), Document("Two")]
-    assert list(context.spans) == spans and context.prompt_text == "One Two ?"
+    assert list(context.spans) == spans and list(context.evidence or []) == ["One", "Two", "?"]
 
 
 def test_a_result_takes_its_texts_offsets_and_documents_from_them() -> None:
@@ -34,5 +34,5 @@ def test_a_result_takes_its_texts_offsets_and_documents_from_them() -> None:
     assert result.chunks == ["Alpha beta.", "Gamma."] and result.documents == documents
     assert result.input_tokens == ["Alpha beta.", "Gamma."] and result.output_tokens == ["Beta."]
     assert result.answer == "Beta." and [t.text for t in result.answer_tokens] == ["Beta", "."]
-    assert result.prompt_text is None and result.sentence_rows is None and result.rc is None
+    assert result.evidence is None and result.sentence_rows is None and result.rc is None
     assert result.document_scores().tolist() == pytest.approx([0.9, 0.1])

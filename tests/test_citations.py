@@ -122,6 +122,62 @@ def test_each_sentence_is_vouched_for_by_its_token_support_and_its_claims() -> N
     )  # no support
 
 
+def test_a_half_right_sentence_keeps_its_held_parts_citation_and_marks_the_claim_where_it_stands() -> None:
+    """Issue 59: one invented number no longer strips the citation from a sentence whose other claims are held;
+    the sentence as a whole is still not vouched for (support 0), its held part is (held_support)."""
+    answer = "It is 330 metres tall, 95 wide. It opened in 1889! Bread <3"
+    support = [0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]
+    first, second, third = supported_result(support, answer).citations(min_share=0.5)
+    assert first.partly_held and [c.text for c in first.unheld_claims] == ["95"]
+    assert (first.status, first.support, first.held_support) == ("partial", 0.0, pytest.approx(0.9))
+    assert [s.number for s in first.sources] == [1] and first.uncited is None
+    assert not second.partly_held and second.held_support == second.support
+    assert (third.status, third.sources) == ("unsupported", [])  # its only claim is unheld: nothing to keep
+    result = supported_result(support, answer)
+    assert result.cited_answer(min_share=0.5, references=False).startswith(
+        "It is 330 metres tall, 95 [unsupported] wide [1]. It opened in 1889 [2][1]!"
+    )
+    weak_part = supported_result([0.9, 0.9, 0.3, 0.1, 0.1, 0.1, 0.1, *[0.9] * 6], answer)
+    assert weak_part.citations(min_share=0.5)[0].status == "weak"  # its held part's support: 0.4
+    assert weak_part.cited_answer(min_share=0.5, references=False).startswith(
+        "It is 330 metres tall, 95 [unsupported] wide [1][weak]."
+    )
+
+
+def test_an_unheld_name_in_a_held_sentence_is_tagged_weak_where_it_stands() -> None:
+    answer = "It is 330 metres tall in Lyon. It opened in 1889! Bread <3"
+    result = supported_result([0.9] * 13, answer)
+    first = result.citations(min_share=0.5)[0]
+    assert first.status == "partial" and [c.text for c in first.unheld_claims] == ["Lyon"]
+    assert first.support == pytest.approx(0.25)  # an unheld name caps the whole sentence, as before
+    assert result.cited_answer(min_share=0.5, references=False).startswith(
+        "It is 330 metres tall in Lyon [weak] [1]."
+    )
+    page = result.cited_answer("html", min_share=0.5)
+    assert '<mark class="rc-unheld"' in page and 'Lyon</mark><sup class="rc-status rc-weak"' in page
+
+
+def test_an_answer_engines_markers_are_neither_claims_nor_tokens_of_its_sentence() -> None:
+    """Issue 59: ``[4]`` (three documents) made the sentence unsupported, whatever it said."""
+    answer = "It is 330 metres tall [4]. It opened in 1889! Bread <3"
+    support = [0.9, 0.9, 0.9, 0.9, 0.9, 0.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]
+    first = supported_result(support, answer).citations(min_share=0.5)[0]
+    assert [c.text for c in first.claims] == ["330"] and first.support == pytest.approx(0.9)
+    assert first.status == "supported" and [s.number for s in first.sources] == [1]
+
+
+def test_claims_of_a_model_run_are_checked_against_documents_and_question_not_labels(llama) -> None:
+    """Issue 59: each document is labelled ``Document [n]:`` in the prompt, which held every number up to the
+    number of documents."""
+    documents = ["It began in May 1973.", "Harvard has 79."]
+    inp = ContextInput(documents, "When?")
+    answer = "It was May 1973. Harvard has 2 or 79."
+    result = RCAttributor(llama, char_tokenizer()).attribute(inp, answer, output_granularity="sentence")
+    assert result.evidence == [*documents, inp.question]
+    claims = [(c.text, c.held) for citation in result.citations() for c in citation.claims]
+    assert claims == [("May 1973", True), ("2", False), ("79", True)]
+
+
 def test_metadata_reaches_to_dict_and_html() -> None:
     result = sentence_result(reliance=[0.7, 0.6, 0.1])
     data = json.loads(json.dumps(result.to_dict()))
@@ -156,7 +212,9 @@ def test_citations_from_a_model_run(llama) -> None:
     citations = result.citations(sentences=2, min_support=0)  # a random model: its support is arbitrary
     assert [c.text for c in citations] == ["Paris is.", "Berlin too."]
     for citation in citations:
-        assert citation.status in ("supported", "weak", "unsupported") and 0 <= citation.support <= 1
+        assert (
+            citation.status in ("supported", "partial", "weak", "unsupported") and 0 <= citation.support <= 1
+        )
         assert result.answer[citation.start : citation.end] == citation.text
         assert 1 <= len(citation.sources) <= 2 and citation.context_reliance is not None
         for cited in citation.sources:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rcattr.claims import claim_parts, claim_spans, context_parts, find_claims, is_held
+from rcattr.claims import citation_markers, claim_parts, claim_spans, context_parts, find_claims, is_held
 
 DOCUMENTS = [
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall.",
@@ -79,3 +79,19 @@ def test_a_number_is_held_exactly_when_a_sentence_has_it(number: int, other: int
     (claim,) = find_claims(f"It holds {number} tonnes.", context)
     assert claim.held == (number == other)
     assert is_held(claim_parts(f"{number:,}"), context) == (number == other)
+
+
+@pytest.mark.parametrize(
+    ("text", "markers", "claims"),
+    [
+        ("Cold water flows south[1] [2].", ["[1] [2]"], []),
+        ("It rose 5%[^3] in 2020 [4][12].", ["[^3]", "[4][12]"], ["5", "2020"]),
+        ("Rates fell [1, 2], then [3-5] rose.", ["[1, 2]", "[3-5]"], []),
+        ("[1] Open the lid.", [], ["1"]),  # a list's label, not a pointer to a source
+        ("The array [a] has 4 items.", [], ["4"]),
+    ],
+)
+def test_citation_markers_are_not_claims(text: str, markers: list[str], claims: list[str]) -> None:
+    """Answer engines' markers (issue 59): a marker above the number of documents is a pointer, not a number."""
+    assert [text[a:b] for a, b in citation_markers(text)] == markers
+    assert [text[a:b] for a, b, kind in claim_spans(text) if kind == "number"] == claims

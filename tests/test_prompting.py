@@ -22,6 +22,16 @@ def test_chunks_sit_at_their_offsets(chat: bool) -> None:
     assert prompt.add_special_tokens is not chat
 
 
+@pytest.mark.parametrize("chat", [False, True])
+def test_claims_are_checked_against_the_documents_and_the_question_never_the_labels(chat: bool) -> None:
+    """The evidence an answer's claims need is the user's text: ``Document [2]:`` would hold a claimed 2."""
+    prompt = render_prompt(
+        char_tokenizer(), ContextInput(["Alpha 1973.", "Beta."], "When?", chat_template=chat)
+    )
+    assert prompt.evidence == ["Alpha 1973.", "Beta.", "When?"] and "Document [2]:" in prompt.text
+    assert render_prompt(char_tokenizer(), TextTemplateInput("{} is {}", values=["a", "b"])).evidence is None
+
+
 def test_single_context_string_has_no_document_label() -> None:
     prompt = render_prompt(char_tokenizer(), "Just one context.")
     assert "Document [" not in prompt.text and "Question" not in prompt.text

@@ -68,22 +68,23 @@ def _vouching(citations: list[Citation]) -> list[str]:
     """The report's lines on the sentences the documents vouch for weakly or not at all."""
     from rcattr.citations import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
 
-    marked = [c for c in citations if c.status in ("weak", "unsupported")]
+    marked = [c for c in citations if c.status in ("partial", "weak", "unsupported")]
     if not marked:
         return []
     lines = [
         "",
         f"Sentences the documents do not vouch for (support below {WEAK_BELOW:g}: weak; below "
         f"{UNSUPPORTED_BELOW:g}: unsupported, nothing cited; support is the sentence's mean token support, 0 when "
-        f"no sentence of the prompt holds one of its numbers or dates, at most {UNHELD_NAME:g} when one of its "
-        "names):",
+        "no sentence of the documents or the question holds one of its numbers or dates, at most "
+        f"{UNHELD_NAME:g} when one of its names; partial: its held claims are, its held part is cited):",
     ]
     for citation in marked:
         unheld = ", ".join(repr(claim.text) for claim in citation.unheld_claims)
         text = citation.text if len(citation.text) <= 90 else citation.text[:87] + "..."
+        support = citation.held_support if citation.partly_held else citation.support
         lines.append(
-            f"  {citation.status} ({citation.support:.2f}): {text!r}"
-            + (f"; not in the prompt: {unheld}" if unheld else "")
+            f"  {citation.status} ({support:.2f}): {text!r}"
+            + (f"; not in the documents: {unheld}" if unheld else "")
         )
     return lines
 

@@ -8,9 +8,12 @@ mark (``[^1](...)`` would be a link, ``[^1]:`` a footnote definition). Only ``ht
 with spaces, parentheses, quotes and control characters percent-encoded.
 
 A sentence the documents vouch for weakly (``Citation.status == "weak"``) keeps its marks and is tagged
-``[weak]`` (``[weak: Dorestad]`` with the names the prompt does not hold); an unsupported one cites nothing
-and is tagged ``[unsupported]``, with the claims the prompt does not hold (``[unsupported: 2,781.25]``); in
-HTML those claims are also highlighted (``<mark class="rc-unheld">``).
+``[weak]`` (``[weak: Dorestad]`` with the names the documents do not hold); an unsupported one cites nothing
+and is tagged ``[unsupported]``, with the claims the documents do not hold (``[unsupported: 2,781.25]``). A
+sentence that mixes held and unheld claims (``Citation.partly_held``) keeps the marks of its held part, and
+each unheld claim is tagged where it stands: ``Mount Fuji is 2,781.25 [unsupported] meters tall [1].``
+(``[weak]`` after a name: capitals also find titles). In HTML the unheld claims are also highlighted
+(``<mark class="rc-unheld">``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from rcattr.citations import Citation
+from rcattr.claims import Claim
 
 if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
@@ -33,7 +37,8 @@ _BLOCK_MARKER = re.compile(r"^[ \t]*\d*([#+\-=.)])", re.M)  # a heading, list it
 # a footnote mark followed by "(" reads as a link, followed by ":" (at a line's start) as a definition
 _AFTER_MARK = "(:"
 _URL_UNSAFE = re.compile(r"[\s()<>\\`\"\x00-\x1f\x7f]")
-_UNHELD_OPEN = '<mark class="rc-unheld" title="no sentence of the prompt holds this">'
+_UNHELD_OPEN = '<mark class="rc-unheld" title="no sentence of the documents or the question holds this">'
+_MARKED = ("partial", "weak", "unsupported")  # the statuses whose unheld claims are shown
 _MEANING = {
     "weak": "the documents support this sentence weakly",
     "unsupported": "the documents do not support this sentence: nothing is cited",
@@ -50,10 +55,13 @@ def cited_answer(
     marks: dict[int, str] = {}
     for citation in citations:
         cut = citation.start + _CLOSING.search(citation.text).start()  # type: ignore[union-attr]  # always matches
-        if style == "html" and citation.status in ("weak", "unsupported"):
+        if citation.status in _MARKED:
             for claim in citation.unheld_claims:
-                marks[claim.start] = marks.get(claim.start, "") + _UNHELD_OPEN
-                marks[claim.end] = marks.get(claim.end, "") + "</mark>"
+                if style == "html":
+                    marks[claim.start] = marks.get(claim.start, "") + _UNHELD_OPEN
+                    marks[claim.end] = marks.get(claim.end, "") + "</mark>"
+                if citation.partly_held:
+                    marks[claim.end] = marks.get(claim.end, "") + _claim_mark(claim, style)
         marks[cut] = (
             marks.get(cut, "")
             + _marks([cited.number for cited in citation.sources], style)
@@ -96,17 +104,38 @@ def _markdown_chars(text: str, after_marks: Collection[int] = ()) -> list[str]:
 
 
 def _status_mark(citation: Citation, style: str) -> str:
-    """The tag of a weak or unsupported sentence (nothing for a supported one or a baseline's)."""
+    """The tag of a weak or unsupported sentence (nothing for a supported or partial one, whose unheld claims
+    are tagged where they stand, or a baseline's); a partly held one's names no claim: they are tagged."""
     if citation.status not in ("weak", "unsupported"):
         return ""
-    unheld = ", ".join(claim.text for claim in citation.unheld_claims)
+    unheld = "" if citation.partly_held else ", ".join(claim.text for claim in citation.unheld_claims)
     label = f"{citation.status}: {unheld}" if unheld else citation.status
+    support = citation.held_support if citation.partly_held else citation.support
+    return _tag(
+        label,
+        citation.status,
+        f"support {support:.2f}: {_MEANING[citation.status]}",
+        style,
+        not citation.sources,
+    )
+
+
+def _claim_mark(claim: Claim, style: str) -> str:
+    """The tag of an unheld claim of a partly held sentence, after it: ``[unsupported]`` for a number or a
+    date, ``[weak]`` for a name."""
+    status = "weak" if claim.kind == "name" else "unsupported"
+    return _tag(
+        status, status, f"no sentence of the documents or the question holds {claim.text!r}", style, True
+    )
+
+
+def _tag(label: str, status: str, title: str, style: str, spaced: bool) -> str:
+    """``label`` as a tag in ``style`` (``spaced``: with a space before it in ``[n]`` style)."""
     if style == "[n]":
-        return ("" if citation.sources else " ") + f"[{label}]"
+        return (" " if spaced else "") + f"[{label}]"
     if style == "markdown":
         return f" *({''.join(_markdown_chars(label))})*"
-    title = html.escape(f"support {citation.support:.2f}: {_MEANING[citation.status]}")
-    return f'<sup class="rc-status rc-{citation.status}" title="{title}">{html.escape(label)}</sup>'
+    return f'<sup class="rc-status rc-{status}" title="{html.escape(title)}">{html.escape(label)}</sup>'
 
 
 def _marks(numbers: Sequence[int], style: str) -> str:

@@ -286,9 +286,11 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         'are not shaded. <span class="cite">cited [n]</span>: a document the cited answer cites; the others '
         'are grey. <sup class="rc-status rc-weak">weak</sup> / <sup class="rc-status rc-unsupported">'
         "unsupported</sup>: a sentence whose support (its mean token support; 0 when a number or date of it is "
-        f"in no sentence of the prompt, at most {UNHELD_NAME:g} when a name is) is below {WEAK_BELOW:g} / "
-        f"{UNSUPPORTED_BELOW:g}; an unsupported one cites nothing, and "
-        '<mark class="rc-unheld">its claims the prompt does not hold</mark> are highlighted. '
+        f"in no sentence of the documents or the question, at most {UNHELD_NAME:g} when a name is) is below "
+        f"{WEAK_BELOW:g} / {UNSUPPORTED_BELOW:g}; an unsupported one cites nothing, and "
+        '<mark class="rc-unheld">its claims the documents do not hold</mark> are highlighted. A sentence that '
+        "mixes held and unheld claims keeps its held part's citation, and each unheld claim is tagged where it "
+        "stands. "
         '<span class="g" style="--u:1">Dotted red underline</span>: 1 - token support, '
         f"{SUPPORT_MEANING} (fainter = better supported). "
         '<span class="g low" style="--u:0">Red background</span>: unsupported, token support below '

@@ -23,18 +23,19 @@ def test_demo_finds_the_document_the_answer_quotes(capsys):
 
 
 @pytest.mark.real_model
-def test_demo_does_not_cite_a_number_its_documents_do_not_hold(capsys, tmp_path):
-    """The default model's own answer gives Mount Fuji a height no document holds (2,781.25 m, not 3,776 m):
-    its sentence is marked unsupported and cites nothing, in the report and on the HTML page."""
+def test_demo_marks_the_number_its_documents_do_not_hold_where_it_stands(capsys, tmp_path):
+    """The default model's own answer gives Mount Fuji a height no document holds (2,781.25 m, not 3,776 m) in a
+    sentence whose other claims the documents hold (the Eiffel Tower's 330 m): the held part keeps its
+    citation and the invented number is tagged where it stands, in the report and on the HTML page (issue 59)."""
     page = tmp_path / "demo.html"
     assert main(["demo", "--color", "never", "--html", str(page)]) == 0
     out = capsys.readouterr().out
     answer = out.splitlines()[0]
     assert "2,781.25" in answer and "3,776" not in answer  # the model's error, as the README shows it
-    assert answer.endswith("[unsupported: 2,781.25].") and "[1]" not in answer and "[2]" not in answer
-    assert "unsupported (0.00)" in out and "not in the prompt: '2,781.25'" in out
+    assert "2,781.25 [unsupported] meters" in answer and answer.endswith("[1][2].")
+    assert "partial (" in out and "not in the documents: '2,781.25'" in out
     html = page.read_text()
-    assert '<mark class="rc-unheld"' in html and ">2,781.25</mark>" in html and "rc-source-" not in html
+    assert '<mark class="rc-unheld"' in html and ">2,781.25</mark>" in html and "rc-source-1" in html
 
 
 def _on_the_demo_documents(command: str, directory) -> list[str]:

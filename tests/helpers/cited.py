@@ -78,8 +78,10 @@ def sentence_result(reliance: list[float] | None = None) -> RCAttributionResult:
 
 
 def supported_result(support: list[float], answer: str = CITED_ANSWER) -> RCAttributionResult:
-    """The hand-made result with one answer token per word, of the given token support."""
-    result = sentence_result(reliance=[0.7, 0.6, 0.6])
+    """The hand-made result with one answer token per word, of the given token support: ``answer``'s three
+    sentences, with :data:`SENTENCE_ROWS`."""
+    assert len(sentence_spans(answer)) == len(SENTENCE_ROWS)
+    result = made_result(sentence_spans(answer), SENTENCE_ROWS, [0.7, 0.6, 0.6], answer=answer)
     words = [TextSpan(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", answer)]
     assert len(words) == len(support)
     result.answer_tokens = words
