@@ -4,7 +4,7 @@ not hold?
 Per dataset, the labelled sentences of the gold answers (label 1) against the sentences of other questions'
 answers appended to them (0): the sentence-level AUROC of every signal of
 :mod:`rcattr.eval.groundedness.sentence_signals`, records resampled whole, each against the log-probability
-with a paired interval; and the shares that ``result.citations()`` marks weak or unsupported
+with a paired interval; and the shares that ``result.citations()`` marks partial, weak or unsupported
 (:data:`rcattr.citations.WEAK_BELOW`, :data:`rcattr.citations.UNSUPPORTED_BELOW`) on each side.
 """
 
@@ -17,14 +17,14 @@ from rcattr.eval.common.auroc import auroc_table, markdown
 from rcattr.eval.groundedness.sentence_signals import derived
 
 REFERENCE = "logprob"
+MARKED = ("partial", "weak", "unsupported")  # what result.citations() marks; "partial" since issue 59
 
 
 def _status_shares(sentences: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     n = max(len(sentences), 1)
-    return {
-        status: sum(sentence["status"] == status for sentence in sentences) / n
-        for status in ("weak", "unsupported")
-    } | {"sentences": len(sentences)}
+    return {status: sum(sentence["status"] == status for sentence in sentences) / n for status in MARKED} | {
+        "sentences": len(sentences)
+    }
 
 
 def foreign_tables(lines: Mapping[str, Sequence[Mapping[str, Any]]], seed: int = 0) -> dict[str, Any]:
@@ -57,8 +57,12 @@ def foreign_markdown(tables: Mapping[str, Any]) -> str:
     parts = []
     for dataset, table in tables.items():
         shares = "; ".join(
-            f"{name}: {100 * table[name]['weak']:.1f}% weak, {100 * table[name]['unsupported']:.1f}% unsupported, "
-            f"{100 * (table[name]['weak'] + table[name]['unsupported']):.1f}% marked of "
+            name
+            + ": "
+            + ", ".join(
+                f"{100 * table[name][status]:.1f}% {status}" for status in MARKED if status in table[name]
+            )
+            + f", {100 * sum(table[name].get(status, 0.0) for status in MARKED):.1f}% marked of "
             f"{table[name]['sentences']}"
             for name in ("answers", "appended")
         )

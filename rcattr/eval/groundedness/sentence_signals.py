@@ -2,7 +2,8 @@
 the pieces it is made of, and the baselines from the same tokens.
 
 - ``vouch``: :attr:`Citation.support <rcattr.citations.Citation.support>`, what ``result.citations()`` says
-  (its ``status`` too);
+  (its ``status`` too, and ``held_support``, :attr:`Citation.held_support
+  <rcattr.citations.Citation.held_support>`, which decides whether it cites);
 - ``support``: the sentence's mean token support alone; ``claims``: its claims as ``[kind, held, least token
   support]`` (:mod:`rcattr.claims`);
 - baselines: ``logprob`` (the mean log-probability of its tokens after its first, which says more about the
@@ -50,6 +51,7 @@ def citation_signals(
     return {
         "vouch": citation.support,
         "status": citation.status,
+        "held_support": citation.held_support,
         "support": _mean([float(support[i]) for i in tokens]),
         "claims": [[claim.kind, claim.held, claim.support] for claim in citation.claims],
         "coverage": content_coverage(citation.text, result.chunks),

@@ -48,3 +48,18 @@ def test_the_library_s_rule_withholds_unsupported_sentences_only_on_vouched_rows
     assert (vouched["signal"], vouched["threshold"]) == ("vouch", 0.25)
     table = results["tables"]["quotesum/dev"][VOUCHED]
     assert table["foreign_uncited"][0] == 1.0 and table["f1_minus_chosen"][0] == 0.0
+
+
+def test_the_library_s_rule_withholds_by_the_held_part_on_rows_that_have_it() -> None:
+    """Issue 59: a partly held sentence is cited by its held part's support, which rows since then keep."""
+    lines = [
+        {
+            **line,
+            "sentences": [{**s, "held_support": s["vouch"]} for s in line["sentences"]],
+            "foreign": [{**s, "held_support": 0.9, "status": "partial"} for s in line["foreign"]],
+        }
+        for line in vouched_lines()
+    ]
+    results = evaluate({"quotesum": lines}, n_boot=20)
+    assert results["families"][VOUCHED]["signal"] == "held_support"
+    assert results["tables"]["quotesum/dev"][VOUCHED]["foreign_uncited"][0] == 0.0  # cited: it is partly held
