@@ -25,7 +25,7 @@ from rcattr.generation import generation_options, greedy_answers, model_window
 from rcattr.many import OnError, check_on_error, is_count, per_input, sequence, settled, token_batches
 from rcattr.options import OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
-from rcattr.protocols import TokenizerLike
+from rcattr.protocols import TokenizerLike, check_model_and_tokenizer
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import (
     sentence_spans,
@@ -46,6 +46,7 @@ class SpanAttributor(ABC):
     name: ClassVar[str]
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
+        check_model_and_tokenizer(type(self).__name__, model, tokenizer)
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(
                 f"{type(self).__name__} needs a fast tokenizer (character offsets); load it with use_fast=True"
