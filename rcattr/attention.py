@@ -36,6 +36,7 @@ from rcattr.compat import (
     supports_attention_backend,
     unregister_attention,
 )
+from rcattr.protocols import check_model
 
 __all__ = [
     "SUPPORTED_ATTENTION",
@@ -262,7 +263,9 @@ _USES: Counter[str] = Counter()  # registered wrapper name -> routes using it
 
 
 def check_supported(model: PreTrainedModel) -> None:
-    """Raise ``NotImplementedError`` naming the reason if rcattr cannot read ``model``'s attention."""
+    """Raise ``NotImplementedError`` naming the reason if rcattr cannot read ``model``'s attention (``TypeError``
+    if ``model`` is no transformers model)."""
+    check_model(model)
     name = type(model).__name__
     if getattr(model.config, "is_encoder_decoder", False):
         raise NotImplementedError(

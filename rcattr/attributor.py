@@ -115,8 +115,8 @@ class RCAttributor(SpanAttributor):
         votes: HeadVotes = "share",
         lexical: bool = False,
     ) -> None:
-        check_supported(model)
         super().__init__(model, tokenizer)
+        check_supported(model)
         if votes not in HEAD_VOTES:
             raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)}")
         if heads is not None and not isinstance(heads, HeadSelector):

@@ -21,11 +21,11 @@ from transformers import DynamicCache, PreTrainedModel
 
 from rcattr import example as layout
 from rcattr.example import Draft, Example, SpanSpec
-from rcattr.generation import generation_options, greedy_answers, model_window
+from rcattr.generation import generation_options, greedy_answers, model_window, note_base_model
 from rcattr.many import OnError, check_on_error, is_count, per_input, sequence, settled, token_batches
 from rcattr.options import OUTPUT_GRANULARITIES
 from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
-from rcattr.protocols import TokenizerLike
+from rcattr.protocols import TokenizerLike, check_model_and_tokenizer
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import (
     sentence_spans,
@@ -46,6 +46,7 @@ class SpanAttributor(ABC):
     name: ClassVar[str]
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
+        check_model_and_tokenizer(type(self).__name__, model, tokenizer)
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(
                 f"{type(self).__name__} needs a fast tokenizer (character offsets); load it with use_fast=True"
@@ -86,6 +87,8 @@ class SpanAttributor(ABC):
         RCAttributionResult
             ``seq_attr [n_spans]`` for the whole answer, ``token_attr [n_outputs, n_spans]``.
         """
+        if target is None:
+            note_base_model(self.tokenizer)
         example = self.prepare(inp, target, granularity, output_granularity, gen_args)
         return self.explain(example, inp)
 
@@ -188,6 +191,8 @@ class SpanAttributor(ABC):
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         check_on_error(errors)
         generation_options(self.model, gen_args)  # refused here rather than for each input
+        if any(target is None for target in targets):
+            note_base_model(self.tokenizer)
         spans = per_input(granularity, len(inputs), "granularity")
         units = per_input(output_granularity, len(inputs), "output_granularity")
         from tqdm.auto import tqdm

@@ -14,6 +14,7 @@ import math
 import numbers
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ _TEXT_FIELDS = ("page_content", "text", "content")
 _METADATA_FIELDS = ("metadata", "meta")
 _ID_FIELDS = ("id", "id_", "doc_id")
 _LABEL_KEYS = ("title", "source", "file_name")
+_APART = " · "  # between a shared label and what tells its document apart
 # ids that frameworks generate: a UUID (LlamaIndex nodes, vector stores) or a hex digest (Haystack's sha256)
 _MACHINE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32,}", re.I)
 
@@ -54,16 +56,75 @@ class Document:
         the id, unless it is a UUID or a hex digest (as frameworks generate, whoever set it: the text says
         more to a reader, and the id stays in :attr:`id`); else the text's first words.
         """
+        return one_line(self._naming()[0], width)
+
+    def _naming(self) -> tuple[str, str]:
+        """The label's whole text and where it comes from: ``"metadata"``, ``"id"`` or ``"text"``."""
         for key in _LABEL_KEYS:
             name = _name(self.metadata.get(key))
             if name:
-                return one_line(name, width)
+                return name, "metadata"
         url = self.metadata.get("url")
         if isinstance(url, str) and url.strip():
-            return one_line(url, width)
+            return url, "metadata"
+        readable = self._readable_id()
+        return (readable, "id") if readable else (self.text, "text")
+
+    def _readable_id(self) -> str | None:
+        """The id when a person chose it: not blank, not a UUID or a hex digest; else None."""
         if self.id and self.id.strip() and not _MACHINE_ID.fullmatch(self.id.strip()):
-            return one_line(self.id, width)
-        return one_line(self.text, width)
+            return self.id
+        return None
+
+
+def source_labels(documents: Sequence[Document], width: int = 60) -> list[str]:
+    """Each document's :meth:`Document.label`, with what tells apart the documents that would share one.
+
+    Where two or more documents get the same label (chunks of one article under its title), each one's label
+    is followed by its id (``Steam engine · Steam_engine-11``) when the label does not come from the id and
+    the id is readable (not a UUID or a hex digest); else by its text's first words, when the label does not
+    come from them. The id (its end, when cut) or the words keep up to half of ``width``.
+
+    Parameters
+    ----------
+    documents : sequence of Document
+        The context's documents, in order.
+    width : int, default 60
+        Each label's length at most, in characters.
+
+    Returns
+    -------
+    list of str
+        ``[n_documents]`` labels, in the documents' order.
+    """
+    labels = [document.label(width) for document in documents]
+    counts = Counter(labels)
+    return [
+        label if counts[label] == 1 else _told_apart(document, label, width)
+        for document, label in zip(documents, labels, strict=True)
+    ]
+
+
+def _told_apart(document: Document, label: str, width: int) -> str:
+    """``label`` (``document``'s, shared with another document) followed by its readable id or first words."""
+    name, origin = document._naming()
+    readable = document._readable_id()
+    room = max(width // 2, 1)
+    if origin == "metadata" and readable:
+        tail = _line_end(readable, room)
+    elif origin != "text" and document.text.strip():
+        tail = one_line(document.text, room)
+    else:  # the same words, or no words: nothing but the number tells them apart
+        return label
+    head = one_line(name, max(width - len(tail) - len(_APART), 1))
+    return one_line(f"{head}{_APART}{tail}", width)
+
+
+def _line_end(text: str, width: int) -> str:
+    """``text`` on one line, cut at its start to ``width`` characters with an ellipsis: ids that share a
+    start (``Steam_engine-11``, ``Steam_engine-12``) differ at their end."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else "…" + line[len(line) - max(width - 1, 0) :]
 
 
 def _name(value: Any) -> str | None:

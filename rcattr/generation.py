@@ -14,6 +14,21 @@ from rcattr.protocols import TokenizerLike
 
 DEFAULT_GEN_ARGS: dict[str, Any] = {"max_new_tokens": 128, "do_sample": False}
 
+BASE_MODEL_NOTE = (
+    "the tokenizer has no chat template, so the model is likely a base (not instruction-tuned) model and its own "
+    "answer may be meaningless (e.g. a string of zeros); pass target= to explain a given answer, or use an "
+    "instruction model such as the default, SmolLM2-135M-Instruct"
+)
+
+
+def note_base_model(tokenizer: TokenizerLike) -> None:
+    """Warn, at the caller of ``attribute()`` or ``attribute_many()``, that the model asked for its own answer
+    has a tokenizer without a chat template (:data:`BASE_MODEL_NOTE`): a note, not a refusal, since a base
+    model's answers can still be explained."""
+    if not tokenizer.chat_template:
+        # 4: this function, attribute() or attribute_many(), torch.no_grad's wrapper, then their caller
+        warnings.warn(BASE_MODEL_NOTE, stacklevel=4)
+
 
 def model_window(model: PreTrainedModel) -> int | None:
     """The model's window (``max_position_embeddings``), if it states one."""

@@ -1,10 +1,13 @@
-"""Structural types shared across rcattr."""
+"""Structural types shared across rcattr, and the check that a model and a tokenizer are what they should be."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
+
+import torch
 
 
+@runtime_checkable
 class TokenizerLike(Protocol):
     """What rcattr needs from a tokenizer: a fast (offset-mapping) Hugging Face tokenizer."""
 
@@ -20,3 +23,30 @@ class TokenizerLike(Protocol):
     def decode(self, token_ids: Any, **kwargs: Any) -> Any: ...
 
     def convert_ids_to_tokens(self, ids: Any) -> Any: ...
+
+
+def check_model(model: object) -> None:
+    """Raise ``TypeError`` naming the type of ``model`` unless it is a transformers model (a torch module with a
+    ``config``)."""
+    if not _is_model(model):
+        raise TypeError(
+            f"model must be a transformers model (a torch.nn.Module with a config), got {type(model).__name__}"
+        )
+
+
+def check_model_and_tokenizer(caller: str, model: object, tokenizer: object) -> None:
+    """Raise ``TypeError`` unless ``model`` is a transformers model and ``tokenizer`` a tokenizer
+    (:class:`TokenizerLike`): saying so when the two look swapped (``caller(tokenizer, model)``), else naming the
+    argument and the type it got."""
+    if isinstance(model, TokenizerLike) and _is_model(tokenizer):
+        raise TypeError(f"model and tokenizer look swapped: call {caller}(model, tokenizer)")
+    check_model(model)
+    if not isinstance(tokenizer, TokenizerLike):
+        raise TypeError(
+            f"tokenizer must be a Hugging Face tokenizer (callable, with decode and apply_chat_template), got "
+            f"{type(tokenizer).__name__}"
+        )
+
+
+def _is_model(value: object) -> bool:
+    return isinstance(value, torch.nn.Module) and hasattr(value, "config")

@@ -235,8 +235,8 @@ class RCAttributionResult(LLMAttributionResult):
 
         ``style`` is ``"[n]"`` (plain text, ``... Paris [1].``), ``"markdown"`` (footnotes ``[^1]``, the text
         and labels escaped, only http(s) urls linked) or ``"html"`` (linked superscripts, escaped);
-        ``references`` appends the list of cited documents with their :meth:`Document.label
-        <rcattr.documents.Document.label>` (the metadata's title, source, ...).
+        ``references`` appends the list of cited documents with their labels (the metadata's title, source,
+        ..., with the id or first words where documents share one: :func:`~rcattr.documents.source_labels`).
         """
         from rcattr.viz.cited_answer import cited_answer
 

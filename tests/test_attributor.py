@@ -377,6 +377,13 @@ def test_unsupported_model_is_named() -> None:
         RCAttributor(bloom, char_tokenizer())
 
 
+def test_a_swapped_model_and_tokenizer_are_named_before_transformers_fails(llama) -> None:
+    with pytest.raises(TypeError, match=r"look swapped: call RCAttributor\(model, tokenizer\)"):
+        RCAttributor(char_tokenizer(), llama)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="model must be a transformers model .*, got str"):
+        RCAttributor("HuggingFaceTB/SmolLM2-135M-Instruct", char_tokenizer())  # type: ignore[arg-type]
+
+
 def test_paper_preset_and_the_default_recipe(llama) -> None:
     tokenizer = char_tokenizer()
     with pytest.warns(UserWarning, match="has 12 heads"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from rcattr.baselines import (
 )
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
-from tests.default_methods import baseline
+from tests.default_methods import ATTRIBUTORS, baseline
 from tests.helpers.attribution import ANSWER, BRACED_DOCUMENTS, BRACED_INPUT, QUESTION
 
 
@@ -31,6 +32,19 @@ def test_every_baseline_shares_the_interface(llama, tokenizer, name: str, granul
     assert [span.text for span in result.output_spans] == ["It sat.", "Then it purred."]
     assert result.input_tokens == [span.text for span in result.context_spans]
     assert result.top(1)[0][0] in result.context_spans
+
+
+BUILDERS = {**ATTRIBUTORS, **{name: partial(baseline, name) for name in BASELINES}}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_attributor_says_when_model_and_tokenizer_are_swapped(llama, tokenizer, name: str) -> None:
+    with pytest.raises(
+        TypeError, match=r"model and tokenizer look swapped: call \w+Attributor\(model, tokenizer\)"
+    ):
+        BUILDERS[name](tokenizer, llama)
+    with pytest.raises(TypeError, match="tokenizer must be a Hugging Face tokenizer .*, got str"):
+        BUILDERS[name](llama, "gpt2")
 
 
 @pytest.mark.parametrize("name", sorted(BASELINES))

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from rcattr import ContextInput
-from rcattr.documents import Document, as_document
+from rcattr.documents import Document, as_document, source_labels
 from tests.helpers.cited import (
     CITED_DOCUMENTS,
 )
@@ -105,3 +105,51 @@ def test_document_text_is_checked_like_a_string() -> None:
     with pytest.raises(ValueError, match="NUL character"):
         ContextInput([{"page_content": "a\x00b"}])
     assert as_document(CITED_DOCUMENTS[1], 0) is CITED_DOCUMENTS[1]
+
+
+def test_source_labels_tell_apart_chunks_of_one_article() -> None:
+    chunks = [
+        {
+            "page_content": f"Chunk {n} of the article.",
+            "metadata": {"title": "Steam engine"},
+            "id": f"Steam_engine-{n}",
+        }
+        for n in (11, 12)
+    ]
+    other = {"page_content": "A boiler heats water.", "metadata": {"title": "Boiler"}, "id": "Boiler-3"}
+    documents = ContextInput([*chunks, other], "Who built it?").documents
+    assert source_labels(documents) == [
+        "Steam engine · Steam_engine-11",
+        "Steam engine · Steam_engine-12",
+        "Boiler",  # a label of its own stays as it is
+    ]
+    assert [document.label() for document in documents[:2]] == ["Steam engine", "Steam engine"]
+
+
+def test_source_labels_fall_back_on_the_first_words_without_a_readable_id() -> None:
+    documents = [
+        Document("Watt improved the condenser.", {"title": "Steam engine"}, str(uuid.UUID(int=1))),
+        Document("Newcomen built the first one.", {"title": "Steam engine"}),
+        # labelled by their id, which they share: their words follow
+        Document("Newcomen built the first one.", {}, "same"),
+        Document("Newcomen built the first one.", {}, "same"),
+        Document("Bare text."),
+        Document("Bare text."),  # the same words: nothing else tells them apart
+    ]
+    assert source_labels(documents) == [
+        "Steam engine · Watt improved the condenser.",
+        "Steam engine · Newcomen built the first one.",
+        "same · Newcomen built the first one.",
+        "same · Newcomen built the first one.",
+        "Bare text.",
+        "Bare text.",
+    ]
+
+
+def test_source_labels_keep_to_their_width() -> None:
+    title = "A very long title that the width has to cut somewhere"
+    documents = [Document("x", {"title": title}, f"{title}-{n}") for n in (1, 2)]
+    labels = source_labels(documents, width=30)
+    # an id cut keeps its end, where chunks of one article differ
+    assert labels == ["A very long… · …ut somewhere-1", "A very long… · …ut somewhere-2"]
+    assert all(len(label) == 30 for label in labels)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from rcattr.attributor import RCAttributor
+from rcattr.baselines import RandomAttributor
 from rcattr.generation import DEFAULT_GEN_ARGS, generation_options, greedy_answers, model_window
 from rcattr.prompting import ContextInput
 from rcattr.selectors import TopHeads
@@ -39,3 +42,27 @@ def test_generation_is_capped_to_the_room_left_in_the_window(llama) -> None:
     with pytest.warns(UserWarning, match="max_new_tokens=128 lowered to"):
         result = attributor.attribute(ContextInput(["y" * 150]), gen_args={"min_new_tokens": 1})
     assert result.answer
+
+
+def test_asking_a_model_without_a_chat_template_for_its_answer_notes_it_may_be_a_base_model(llama) -> None:
+    attributor = RandomAttributor(llama, char_tokenizer(chat=False))
+    options = {"max_new_tokens": 2, "min_new_tokens": 1}
+    with pytest.warns(UserWarning, match="no chat template, so the model is likely a base") as noted:
+        attributor.attribute(ContextInput(["A cat sat."], "Who sat?"), gen_args=options)
+    assert [warning.filename for warning in noted] == [__file__]  # at the caller, once
+    with pytest.warns(UserWarning, match="pass target= to explain a given answer") as noted:
+        attributor.attribute_many(
+            ["A cat sat.", "A dog ran."], [None, "It ran."], gen_args=options, progress=False
+        )
+    assert [warning.filename for warning in noted] == [__file__]
+
+
+def test_no_note_for_a_given_answer_or_a_chat_model(llama) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RandomAttributor(llama, char_tokenizer(chat=False)).attribute("A cat sat.", "It sat.")
+        RandomAttributor(llama, char_tokenizer(chat=False)).attribute_many(
+            ["A cat sat."], ["It sat."], progress=False
+        )
+        chat = RandomAttributor(llama, char_tokenizer())
+        chat.attribute("A cat sat.", gen_args={"max_new_tokens": 2, "min_new_tokens": 1})

@@ -1,10 +1,14 @@
-"""The structural types rcattr shares (rcattr.protocols): what a tokenizer must offer."""
+"""The structural types rcattr shares (rcattr.protocols): what a tokenizer must offer, and the check that a model
+and a tokenizer are each what they should be (issue 59: swapped, they are named as such)."""
 
 from __future__ import annotations
 
 import typing
 
-from rcattr.protocols import TokenizerLike
+import pytest
+import torch
+
+from rcattr.protocols import TokenizerLike, check_model, check_model_and_tokenizer
 from tests.helpers import char_tokenizer
 
 
@@ -15,3 +19,38 @@ def test_the_test_tokenizer_offers_everything_tokenizer_like_names() -> None:
     }
     assert {"chat_template", "eos_token_id", "apply_chat_template", "decode", "__call__"} <= names
     assert all(hasattr(tokenizer, name) for name in names)
+
+
+def test_a_swapped_model_and_tokenizer_are_named_as_such(llama) -> None:
+    tokenizer = char_tokenizer()
+    check_model_and_tokenizer("Attributor", llama, tokenizer)
+    with pytest.raises(
+        TypeError, match=r"^model and tokenizer look swapped: call Attributor\(model, tokenizer\)$"
+    ):
+        check_model_and_tokenizer("Attributor", tokenizer, llama)
+
+
+@pytest.mark.parametrize(
+    ("model", "tokenizer", "message"),
+    [
+        (
+            "gpt2",
+            "tokenizer",
+            r"^model must be a transformers model \(a torch.nn.Module with a config\), got str$",
+        ),
+        (torch.nn.Linear(2, 2), "tokenizer", "model must be a transformers model .*, got Linear$"),
+        (None, "tokenizer", "got NoneType$"),
+        ("llama", "gpt2", r"^tokenizer must be a Hugging Face tokenizer .*, got str$"),
+        ("llama", "llama", "tokenizer must be a Hugging Face tokenizer .*, got LlamaForCausalLM$"),
+    ],
+)
+def test_what_is_no_model_or_no_tokenizer_is_named_with_its_type(
+    llama, model, tokenizer, message: str
+) -> None:
+    model = llama if model == "llama" else model
+    tokenizer = llama if tokenizer == "llama" else tokenizer
+    with pytest.raises(TypeError, match=message):
+        check_model_and_tokenizer("Attributor", model, tokenizer)
+    if model is not llama:
+        with pytest.raises(TypeError, match=message):
+            check_model(model)

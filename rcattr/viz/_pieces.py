@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from rcattr.documents import source_labels
 from rcattr.segmentation import TextSpan
 
 if TYPE_CHECKING:
@@ -42,11 +43,16 @@ def chunk_pieces(result: RCAttributionResult, source: int) -> list[Piece]:
     return text_pieces(spans, 0, len(result.chunks[source]))
 
 
-def document_name(result: RCAttributionResult, source: int) -> str:
-    """``Document [n]`` (``Context`` for a lone string), with the document's title, source or id when it has one."""
-    document = result.documents[source]
-    name = f"Document [{source + 1}]" if len(result.chunks) > 1 else "Context"
-    return f"{name}: {document.label()}" if document.metadata or document.id else name
+def document_names(result: RCAttributionResult) -> list[str]:
+    """``[n_documents]`` headings: ``Document [n]`` (``Context`` for a lone string), with the document's title,
+    source or id when it has one, told apart from the documents that share it (:func:`source_labels`)."""
+    several = len(result.chunks) > 1
+    labels = source_labels(result.documents)
+    return [
+        (f"Document [{source + 1}]" if several else "Context")
+        + (f": {label}" if document.metadata or document.id else "")
+        for source, (document, label) in enumerate(zip(result.documents, labels, strict=True))
+    ]
 
 
 def shade_intensity(scores: torch.Tensor) -> list[float]:

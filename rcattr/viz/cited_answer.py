@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from rcattr.citations import Citation
 from rcattr.claims import Claim
+from rcattr.documents import source_labels
 
 if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
@@ -161,7 +162,8 @@ def _markdown_url(url: str) -> str:
 
 
 def _references(result: RCAttributionResult, numbers: Sequence[int], style: str) -> str:
-    labels = {n: result.documents[n - 1].label() for n in numbers}
+    every = source_labels(result.documents)
+    labels = {n: every[n - 1] for n in numbers}
     if style == "[n]":
         return "\n\nSources:\n" + "\n".join(f"[{n}] {labels[n]}" for n in numbers)
     if style == "markdown":

@@ -19,7 +19,7 @@ from rcattr.options import HTML_SUFFIXES
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import one_line
 from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
-from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_name, text_pieces
+from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_names, text_pieces
 from rcattr.viz.cited_answer import cited_answer
 
 _FOLD_ABOVE = 10  # with more documents than this, the page opens only the ones cited for what it shows
@@ -171,8 +171,8 @@ def _folding_text(n: int, k: int, name: str) -> str:
     )
 
 
-def _chunk_html(result: RCAttributionResult, source: int, views: dict[str, Any]) -> str:
-    chunk, doc = result.chunks[source], html.escape(document_name(result, source))
+def _chunk_html(result: RCAttributionResult, source: int, name: str, views: dict[str, Any]) -> str:
+    chunk, doc = result.chunks[source], html.escape(name)
     alpha = views["alpha"]["seq"]
     parts = []
     for start, end, index in chunk_pieces(result, source):
@@ -221,9 +221,9 @@ def _shown(value: object) -> str:
     return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
 
 
-def _summary_html(result: RCAttributionResult) -> str:
+def _summary_html(result: RCAttributionResult, names: list[str]) -> str:
     rows = "".join(
-        f"<tr><td>{rank}</td><td>{score:.3f}</td><td>{html.escape(document_name(result, span.source))}</td>"
+        f"<tr><td>{rank}</td><td>{score:.3f}</td><td>{html.escape(names[span.source])}</td>"
         f'<td dir="auto">{html.escape(one_line(span.text, 200))}</td></tr>'
         for rank, (span, score) in enumerate(result.top(5), start=1)
     )
@@ -271,7 +271,8 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         **views,
     }
     blob = json.dumps(payload).replace("</", "<\\/")
-    chunks = "".join(_chunk_html(result, source, views) for source in range(len(result.chunks)))
+    names = document_names(result)
+    chunks = "".join(_chunk_html(result, source, name, views) for source, name in enumerate(names))
     if views["fold"]:
         folding = _folding_text(len(result.chunks), len(views["cited"]["seq"]), "the answer")
         chunks = f'<p class="legend" id="folding">{folding}</p>{chunks}'
@@ -297,7 +298,7 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         f"{support_text(SUPPORT_THRESHOLD)} (hover a token for its values; read a run of flags rather than a "
         "single one).</p>"
         '<ol id="unit-sources"></ol>'
-        f'<h2>Context <span id="showing">whole answer</span></h2>{chunks}{_summary_html(result)}'
+        f'<h2>Context <span id="showing">whole answer</span></h2>{chunks}{_summary_html(result, names)}'
         f'<script type="application/json" id="rc-data">{blob}</script><script>{_JS}</script>'
         "</body></html>\n"
     )

@@ -15,7 +15,7 @@ import torch
 
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import one_line
-from rcattr.viz._pieces import chunk_pieces, document_name, shade_intensity
+from rcattr.viz._pieces import chunk_pieces, document_names, shade_intensity
 
 _ANSI_RAMP = (230, 229, 228, 227, 221, 215, 209, 203)  # 256-colour backgrounds, pale yellow to red
 
@@ -58,9 +58,10 @@ def _context_pieces(
         int(i): rank for rank, i in enumerate(torch.argsort(scores, descending=True, stable=True)[:3], 1)
     }
     pieces: list[tuple[str, str | None]] = []
+    names = document_names(result)
     for source, chunk in enumerate(result.chunks):
         if len(result.chunks) > 1:
-            heading = ("\n\n" if source else "") + f"{document_name(result, source)}\n"
+            heading = ("\n\n" if source else "") + f"{names[source]}\n"
             pieces.append((heading, "1" if color else None))
         for start, end, index in chunk_pieces(result, source):
             text = chunk[start:end]
@@ -120,9 +121,10 @@ def to_terminal(
     """
     width = width or shutil.get_terminal_size().columns
     lines = [shade_context(result, output=output, color=color, width=width), ""]
+    names = document_names(result)
     for unit, span in enumerate(result.output_spans):
         lines.append(f"Output {unit + 1}: {one_line(span.text, width - 10)}")
         for rank, (source, score) in enumerate(result.top(3, unit), start=1):
-            lead = f"  {rank}. {score:.3f}  {document_name(result, source.source)}: "
+            lead = f"  {rank}. {score:.3f}  {names[source.source]}: "
             lines.append(lead + one_line(source.text, width - len(lead)))
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import torch
 
 from rcattr.attributed import AttributedAnswer, AttributedContext
-from rcattr.documents import Document
+from rcattr.documents import Document, as_document
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan, sentence_spans, whole_span
 from tests.helpers.results import rc_signals
@@ -21,6 +21,21 @@ CITED_DOCUMENTS = [
     Document("It opened in 1889 <b>on time</b>.", {"source": "history.txt"}, id="doc-2"),
     Document("Bread is baked daily."),
 ]
+
+
+def steam_engine_chunks() -> list[Document]:
+    """:data:`CITED_DOCUMENTS`' texts as LangChain-like chunks: the first two of one article ("Steam engine",
+    ids ``Steam_engine-11`` and ``-12``), the third of another ("Boiler")."""
+    chunks = [
+        {"page_content": document.text, "metadata": {"title": title}, "id": identifier}
+        for document, title, identifier in zip(
+            CITED_DOCUMENTS,
+            ["Steam engine", "Steam engine", "Boiler"],
+            ["Steam_engine-11", "Steam_engine-12", "Boiler-3"],
+            strict=True,
+        )
+    ]
+    return [as_document(chunk, index) for index, chunk in enumerate(chunks)]
 
 
 CITED_ANSWER = "It is 330 metres tall. It opened in 1889! Bread <3"

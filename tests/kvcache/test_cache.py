@@ -21,7 +21,7 @@ from rcattr.kvcache import (
     Threshold,
     WindowScorer,
 )
-from tests.helpers import kv_model, prompt, tiny_configs, tiny_model
+from tests.helpers import char_tokenizer, kv_model, prompt, tiny_configs, tiny_model
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
@@ -157,6 +157,8 @@ def test_unsupported_models_are_refused() -> None:
     model.config._attn_implementation = "flash_attention_2"
     with pytest.raises(NotImplementedError, match="attn_implementation"):
         RCKVCache(model)
+    with pytest.raises(TypeError, match="model must be a transformers model .*, got TokenizersBackend"):
+        RCKVCache(char_tokenizer())  # type: ignore[arg-type]
 
 
 def test_bfloat16_models_are_compressed() -> None:

@@ -9,7 +9,11 @@ from rcattr.viz import to_html
 from rcattr.viz.cited_answer import cited_answer
 from tests.helpers.cited import (
     CITED_ANSWER,
+    SENTENCE_ROWS,
+    SENTENCES,
+    made_result,
     sentence_result,
+    steam_engine_chunks,
     supported_result,
     titled_result,
 )
@@ -33,6 +37,15 @@ def test_the_references_list_each_cited_document_once() -> None:
     text = cited_answer(result, result.citations())
     assert text.split("\n\nSources:\n")[1].count("[1] ") == 1
     assert cited_answer(result, []) == result.answer  # nothing cited: the answer alone
+
+
+def test_the_source_list_tells_apart_chunks_of_one_article() -> None:
+    result = made_result(SENTENCES, SENTENCE_ROWS, [0.7, 0.6, 0.1], documents=steam_engine_chunks())
+    rule = {"min_share": 0.5, "max_sources": 2, "min_reliance": 0.3, "min_support": 0}
+    assert result.cited_answer(**rule).endswith(
+        "Sources:\n[1] Steam engine · Steam_engine-11\n[2] Steam engine · Steam_engine-12"
+    )
+    assert "[^2]: Steam engine · Steam\\_engine-12" in result.cited_answer("markdown", **rule)
 
 
 def test_an_unknown_style_is_refused() -> None:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from rcattr.segmentation import TextSpan
-from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_name, shade_intensity, text_pieces
+from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_names, shade_intensity, text_pieces
+from tests.helpers.cited import SENTENCE_ROWS, SENTENCES, made_result, steam_engine_chunks
 from tests.helpers.results import CHUNKS, hand_made_result
 
 
@@ -31,9 +32,18 @@ def test_chunk_pieces_cover_each_chunk_with_its_own_spans() -> None:
         ]
 
 
-def test_document_name_numbers_documents_from_one() -> None:
+def test_document_names_number_documents_from_one() -> None:
     result = hand_made_result()
-    assert [document_name(result, source) for source in (0, 1)] == ["Document [1]", "Document [2]"]
+    assert document_names(result) == ["Document [1]", "Document [2]"]
+
+
+def test_document_names_tell_apart_documents_that_share_a_title() -> None:
+    result = made_result(SENTENCES, SENTENCE_ROWS, documents=steam_engine_chunks())
+    assert document_names(result) == [
+        "Document [1]: Steam engine · Steam_engine-11",
+        "Document [2]: Steam engine · Steam_engine-12",
+        "Document [3]: Boiler",
+    ]
 
 
 def test_shade_intensity_is_the_square_root_of_the_share() -> None:

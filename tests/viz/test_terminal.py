@@ -10,6 +10,7 @@ from rcattr.result import RCAttributionResult
 from rcattr.viz import (
     to_terminal,
 )
+from tests.helpers.cited import SENTENCE_ROWS, SENTENCES, made_result, steam_engine_chunks
 from tests.helpers.results import documents_result, hand_made_result
 
 
@@ -52,3 +53,10 @@ def test_terminal_shading_is_absolute() -> None:
     assert _terminal_shades(documents_result([1 / 200] * 200)) == []  # shares below 1%: unshaded
     assert set(_terminal_shades(documents_result([0.012] * 80))) == {230}  # the palest shade
     assert _terminal_shades(documents_result([0.9, 0.1])) == [203, 228]  # sqrt: 0.95 -> red, 0.32 -> yellow
+
+
+def test_terminal_headings_tell_apart_chunks_of_one_article() -> None:
+    result = made_result(SENTENCES, SENTENCE_ROWS, documents=steam_engine_chunks())
+    text = to_terminal(result, color=False, width=100)
+    assert "Document [1]: Steam engine · Steam_engine-11\n" in text
+    assert "Document [2]: Steam engine · Steam_engine-12\n" in text
