@@ -19,8 +19,9 @@ from rcattr.citations import (
     Citation,
     sentence_citations,
 )
+from rcattr.claims import context_parts, find_claims
 from rcattr.documents import plain_json
-from rcattr.segmentation import TextSpan, one_line
+from rcattr.segmentation import TextSpan, one_line, tokens_within
 from rcattr.signals import RCSignals
 from rcattr.support import SUPPORT_THRESHOLD
 
@@ -136,7 +137,9 @@ class RCAttributionResult(LLMAttributionResult):
     def unsupported_tokens(self, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
         """Indices of the answer tokens (not blank) whose :attr:`token_support` is below ``threshold``
         (none for baselines). The default, 0.25 (support log-odds below log(1/3)), was measured on the
-        unsupported-tokens benchmark on two models (docs/benchmarks.md).
+        unsupported-tokens benchmark on two models (docs/benchmarks.md). A token of a claim that a sentence
+        of the documents or the question holds whole (:mod:`rcattr.claims`) is not flagged: the first piece of
+        a copied word (``" O"`` of ``"OAPEC"``) is often unlikely on its own, and the claim is in the context.
 
         ``threshold`` is a real number in [0, 1], the range of token support; anything else raises ValueError.
         """
@@ -146,12 +149,19 @@ class RCAttributionResult(LLMAttributionResult):
             )
         if self.token_support is None:
             return []
+        context = context_parts(self.evidence if self.evidence is not None else self.chunks)
+        held = {
+            index
+            for claim in find_claims(self.answer, context)
+            if claim.held
+            for index in tokens_within(self.answer_tokens, claim.start, claim.end)
+        }
         return [
             index
             for index, (token, support) in enumerate(
                 zip(self.answer_tokens, self.token_support.tolist(), strict=True)
             )
-            if support < threshold and token.text.strip()
+            if support < threshold and token.text.strip() and index not in held
         ]
 
     def scores(self, output: int | None = None) -> torch.Tensor:

@@ -19,6 +19,7 @@ from rcattr.head_selection import HeadSelection
 from rcattr.result import RCAttributionResult
 from rcattr.segmentation import TextSpan
 from rcattr.signals import RCSignals
+from tests.helpers.cited import supported_result
 
 matplotlib.use("Agg")
 
@@ -82,6 +83,13 @@ def test_top_checks_k() -> None:
             ValueError, match=r"k must be a whole number >= 1 \(or None for every span\), got"
         ):
             result.top(k)  # type: ignore[arg-type]
+
+
+def test_a_token_of_a_claim_the_documents_hold_whole_is_not_flagged() -> None:
+    """Issue 59: the first piece of a copied acronym (" O" of "OAPEC") was flagged and shown red; a claim the
+    documents hold whole is in the context, whatever its pieces' support. Unheld claims are still flagged."""
+    support = [0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.1]  # "330" (held), "Bread", "<3" (unheld)
+    assert supported_result(support).unsupported_tokens() == [9, 10]
 
 
 def test_unsupported_tokens_checks_the_threshold() -> None:

@@ -96,10 +96,11 @@ print(result.cited_answer("[n]"))
 # the cited documents with their share of the sentence's attribution, the id and metadata from the input,
 # and (with `sentences=1`) the best sentence of each cited document with its offsets in that document, to
 # highlight the quote. Each citation also says how much the documents vouch for its sentence: `support`
-# (its mean token support, 0 when no sentence of the prompt holds one of its numbers or dates) and `status`,
-# `"supported"`, `"weak"` (below 0.5) or `"unsupported"` (below 0.25: no citation, and `cited_answer()`
-# writes `[unsupported: ...]` with the claims the prompt does not hold). A sentence without a citation says
-# why (`uncited`).
+# (its mean token support, 0 when no sentence of the documents or the question holds one of its numbers or
+# dates) and `status`, `"supported"`, `"weak"` (below 0.5) or `"unsupported"` (below 0.25: no citation, and
+# `cited_answer()` writes `[unsupported: ...]` with the claims the documents do not hold); `"partial"` when
+# the sentence mixes held and unheld claims: its held part keeps its citation and `cited_answer()` tags each
+# unheld claim where it stands. A sentence without a citation says why (`uncited`).
 
 # %%
 rows = []

@@ -111,15 +111,15 @@ def test_html_and_report_flag_the_unsupported_tokens() -> None:
     result = hand_made_result()
     low, high = SUPPORT_THRESHOLD / 2, (1 + SUPPORT_THRESHOLD) / 2
     result.rc = replace(
-        result.rc, token_support=torch.tensor([high, high, low, high, high, high, high, high, low])
-    )  # "330", "1889."
+        result.rc, token_support=torch.tensor([high, high, low, low, high, high, low, high, low])
+    )  # "330", " metres", " opened", "1889.": the documents hold "330" and "1889" whole, which are not flagged
     page = to_html(result)
     assert page.count('class="g low"') == 2 + 1  # one more in the legend
-    assert f'title="groundedness 0.300, support {low:.3f}">330<' in page
+    assert f'title="groundedness 0.300, support {low:.3f}">330<' in page  # its support shown, not flagged
     assert f"below {SUPPORT_THRESHOLD:.2f}" in page
     text = report(result, top=1)
     assert f"token support < {SUPPORT_THRESHOLD:.2f}" in text
-    assert f"'330' ({low:.2f}), '1889.' ({low:.2f})" in text and "'opened' (" not in text
+    assert f"'metres' ({low:.2f}), 'opened' ({low:.2f})" in text and "'330' (" not in text
     result.rc = None
     assert page.count('class="g low"') > to_html(result).count('class="g low"') == 1
     assert "token support" not in report(result, top=1)
