@@ -137,8 +137,9 @@ def claim_parts(text: str) -> tuple[str, ...]:
 def _parts(text: str) -> tuple[str, ...]:
     parts = []
     for word in _WORD.findall(_POSSESSIVES.sub("", text.casefold())):
-        if word[0].isdigit():  # the number alone: 3rd is 3, 330m is 330, 3,776 is 3776
-            word = _DIGITS.match(word).group().replace(",", "")  # type: ignore[union-attr]  # starts with a digit
+        number = _DIGITS.match(word)  # the number alone: 3rd is 3, 330m is 330, 3,776 is 3776
+        if number is not None:  # (not word[0].isdigit(): "²" is a digit, and no decimal number)
+            word = number.group().replace(",", "")
         parts.append(word.rstrip("."))
     return tuple(parts)
 

@@ -95,3 +95,9 @@ def test_citation_markers_are_not_claims(text: str, markers: list[str], claims: 
     """Answer engines' markers (issue 59): a marker above the number of documents is a pointer, not a number."""
     assert [text[a:b] for a, b in citation_markers(text)] == markers
     assert [text[a:b] for a, b, kind in claim_spans(text) if kind == "number"] == claims
+
+
+def test_a_digit_that_is_no_decimal_number_is_a_word() -> None:
+    """"²" and "①" are digits to str.isdigit() but no decimal number: they crashed claim_parts (issue 59)."""
+    assert claim_parts("10 km² ①") == ("10", "km²", "①")
+    assert is_held(claim_parts("10"), context_parts(["It covers 10 km² ①."]))
