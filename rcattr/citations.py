@@ -70,7 +70,8 @@ class CitedSource:
     number : int
         The mark's number: ``document + 1``, as the prompt numbers it (``Document [n]``).
     score : float
-        The document's share of the unit's attribution (its spans' scores summed).
+        The document's share of the unit's attribution: its best span's score, normalised over the documents
+        (:func:`document_shares`).
     id, metadata
         The document's own, as the input gave them.
     spans : list of CitedSpan
@@ -213,6 +214,32 @@ def sentence_groups(
     ]
 
 
+def document_shares(scores: torch.Tensor, sources: torch.Tensor, n_documents: int) -> torch.Tensor:
+    """Each document's share of a unit's attribution: the score of its best span, normalised to sum to 1 over
+    the documents (a document without spans: 0).
+
+    Not its spans' scores summed: a sum grows with the document's length, so a long document of middling
+    sentences outranks a short one that holds the answer (docs/benchmarks.md, "Sources of different lengths").
+    With one span per document (``granularity="chunk"``) both are the span's share.
+
+    Parameters
+    ----------
+    scores : Tensor, shape [n_spans]
+        The unit's context span scores.
+    sources : Tensor of int64, shape [n_spans]
+        Each span's document.
+    n_documents : int
+        How many documents the context has.
+
+    Returns
+    -------
+    Tensor, shape [n_documents]
+    """
+    best = scores.new_zeros(n_documents).scatter_reduce_(0, sources, scores, "amax", include_self=False)
+    total = best.sum()
+    return best / total if total > 0 else best
+
+
 def cited_sources(
     shares: Sequence[float],
     reliance: float | None,
@@ -292,9 +319,7 @@ def sentence_citations(
     for covered, units in sentence_groups(answer_sentences, rows.spans):
         scores = rows.scores[units].mean(0)  # [n_spans]
         reliance = None if rows.context_reliance is None else float(rows.context_reliance[units].mean())
-        shares = (
-            torch.zeros(len(result.chunks), dtype=scores.dtype).index_add_(0, sources_of, scores).tolist()
-        )
+        shares = document_shares(scores.cpu(), sources_of, len(result.chunks)).tolist()
         start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
         claims, support, held_support = _claims_and_support(result, start, end, context)
         status = None if held_support is None else support_status(held_support)

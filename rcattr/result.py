@@ -17,6 +17,7 @@ from rcattr.citations import (
     MIN_SHARE,
     UNSUPPORTED_BELOW,
     Citation,
+    document_shares,
     sentence_citations,
 )
 from rcattr.claims import context_parts, find_claims
@@ -190,11 +191,10 @@ class RCAttributionResult(LLMAttributionResult):
         return [(self.context_spans[i], float(scores[i])) for i in order.tolist()]
 
     def document_scores(self, output: int | None = None) -> torch.Tensor:
-        """``[n_documents]``: each document's share of the answer's (or output unit ``output``'s) attribution,
-        its spans' scores summed."""
-        scores = self.scores(output)
+        """``[n_documents]``: each document's share of the answer's (or output unit ``output``'s) attribution, as
+        citations rank them: its best span's score, normalised over the documents (:func:`document_shares`)."""
         sources = torch.tensor([span.source for span in self.context_spans], dtype=torch.long)
-        return torch.zeros(len(self.chunks), dtype=scores.dtype).index_add_(0, sources, scores.cpu())
+        return document_shares(self.scores(output).cpu(), sources, len(self.chunks))
 
     def citations(
         self,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rcattr import ContextInput, RCAttributor
 from rcattr.baselines import BM25Attributor
-from rcattr.citations import SentenceRows, cited_sources, sentence_groups
+from rcattr.citations import SentenceRows, cited_sources, document_shares, sentence_groups
 from rcattr.documents import Document
 from rcattr.segmentation import TextSpan, sentence_spans, whole_span
 from rcattr.viz import to_html
@@ -31,15 +31,33 @@ from tests.helpers.cited import (
 )
 
 
-def test_document_scores_sum_each_documents_spans() -> None:
+def test_document_scores_are_each_documents_best_span_normalised() -> None:
     result = sentence_result()
     for output in (None, 0, 1, 2):
         scores = result.scores(output)
-        expected = [
-            sum(float(scores[i]) for i, s in enumerate(result.context_spans) if s.source == d)
+        best = [
+            max(float(scores[i]) for i, s in enumerate(result.context_spans) if s.source == d)
             for d in range(3)
         ]
+        expected = [b / sum(best) for b in best] if sum(best) > 0 else best  # the third sentence scores 0
         assert result.document_scores(output).tolist() == pytest.approx(expected)
+
+
+def test_a_long_document_of_middling_spans_does_not_outrank_the_best_span() -> None:
+    # document 1 has four sentences of 0.15 (0.6 summed); document 0's one sentence holds the answer (0.3)
+    scores = torch.tensor([0.3, 0.15, 0.15, 0.15, 0.15, 0.1])
+    shares = document_shares(scores, torch.tensor([0, 1, 1, 1, 1, 2]), 4)
+    assert shares.tolist() == pytest.approx([0.3 / 0.55, 0.15 / 0.55, 0.1 / 0.55, 0.0])
+    assert cited_sources(shares.tolist(), None) == ([0], None)
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=8))
+def test_one_span_per_document_keeps_its_share(scores: list[float]) -> None:
+    # granularity="chunk": the shares are the spans' own (the citation benchmark's figures do not move)
+    tensor = torch.tensor(scores, dtype=torch.float64)
+    expected = tensor / tensor.sum() if tensor.sum() > 0 else tensor
+    shares = document_shares(tensor, torch.arange(len(scores)), len(scores))
+    assert shares.tolist() == pytest.approx(expected.tolist())
 
 
 @given(
@@ -256,7 +274,7 @@ def test_token_units_are_cited_per_sentence_at_its_end() -> None:
     sentence_of = [next(i for i, s in enumerate(SENTENCES) if s.start <= t.end - 1 < s.end) for t in tokens]
     assert sentence_of.count(1) == 5  # " It", " opened", " in", " 1889", "!"
     # the tokens of sentence 2 differ, but average to its row: (2 * first + 2 * second + row) / 5
-    second = iter([[0.5, 0.4, 0.1, 0.0], [0.0, 0.0, 1.0, 0.0]] * 2 + [SENTENCE_ROWS[1]])
+    second = iter([[0.9, 0.0, 0.1, 0.0], [0.0, 0.0, 1.0, 0.0]] * 2 + [SENTENCE_ROWS[1]])
     rows = [next(second) if sentence == 1 else SENTENCE_ROWS[sentence] for sentence in sentence_of]
     reliance = [[0.7, 0.6, 0.1][sentence] for sentence in sentence_of]
     result, by_sentence = made_result(tokens, rows, reliance), sentence_result([0.7, 0.6, 0.1])
@@ -295,9 +313,9 @@ def test_a_whole_answer_unit_is_cited_per_sentence_from_its_sentence_rows() -> N
 
 
 def test_a_unit_over_sentences_without_their_rows_is_cited_once_at_its_end_and_says_why() -> None:
-    # the whole answer draws 0.57 on document 1 and 0.43 on document 2: the rule cites document 1 only; the
-    # result has no rows of the sentences (as with given character spans), so they are cited together
-    result = made_result([whole_span(CITED_ANSWER)], [[0.3, 0.27, 0.43, 0.0]])
+    # the whole answer's best sentence of document 1 draws 0.5, document 2 0.33: the rule cites document 1 only;
+    # the result has no rows of the sentences (as with given character spans), so they are cited together
+    result = made_result([whole_span(CITED_ANSWER)], [[0.5, 0.17, 0.33, 0.0]])
     with pytest.warns(
         UserWarning, match=r"3 sentences of the answer are cited together.*output_granularity='answer'"
     ):

@@ -8,6 +8,7 @@ tests' entry points (:mod:`.entry_points`). Brute-force references are in :mod:`
 from tests.helpers.data import (
     KV_CONTEXT,
     KV_QUESTION,
+    LENGTH_SQUAD,
     PAIRED_ARTICLES,
     PARAGRAPHS,
     QUOTESUM_RECORDS,
@@ -36,6 +37,7 @@ from tests.helpers.models import (
 __all__ = [
     "KV_CONTEXT",
     "KV_QUESTION",
+    "LENGTH_SQUAD",
     "PAIRED_ARTICLES",
     "ARCHITECTURES",
     "CHAT_TEMPLATE",

@@ -56,8 +56,9 @@ def document_spans() -> list[TextSpan]:
 
 
 # each answer sentence's scores over document_spans(): sentence 1 cites document 1 (0.8; document 2 has 0.15),
-# sentence 2 documents 2 (0.55) and 1 (0.45), sentence 3 nothing
-SENTENCE_ROWS = [[0.6, 0.2, 0.15, 0.05], [0.25, 0.2, 0.55, 0.0], [0.0, 0.0, 0.0, 0.0]]
+# sentence 2 documents 2 (0.55) and 1 (0.45), sentence 3 nothing; each document's score is on one of its spans,
+# so its share is the same summed or as its best span's
+SENTENCE_ROWS = [[0.8, 0.0, 0.15, 0.05], [0.45, 0.0, 0.55, 0.0], [0.0, 0.0, 0.0, 0.0]]
 
 
 SENTENCES = [

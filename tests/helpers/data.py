@@ -77,6 +77,40 @@ SQUAD = {
 }
 
 
+# the length benchmark's tests: two articles of three paragraphs, each of three sentences of six words or more,
+# one answerable question per paragraph (its answer in the second sentence) and an unanswerable one
+LENGTH_TOPICS = (("river", "boats", "bridges"), ("castle", "towers", "knights"))
+
+
+def _length_paragraph(article: int, index: int) -> dict:
+    place, thing, other = LENGTH_TOPICS[article]
+    answer = f"{thing}{article}{index}"
+    first = f"The {place} number {index} of article {article} is very old indeed."
+    second = f"Its keepers counted {answer} along the {place} every single spring."
+    third = " ".join([f"Many {other} stand near the {place} today"] + ["and more"] * index) + "."
+    context = f"{first} {second} {third}"
+    return {
+        "context": context,
+        "qas": [
+            {"id": f"a{article}-u{index}", "question": "Why?", "is_impossible": True, "answers": []},
+            {
+                "id": f"a{article}-q{index}",
+                "question": f"What did the keepers of {place} {index} count?",
+                "is_impossible": False,
+                "answers": [{"text": answer, "answer_start": context.index(answer)}],
+            },
+        ],
+    }
+
+
+LENGTH_SQUAD = {
+    "data": [
+        {"title": LENGTH_TOPICS[a][0], "paragraphs": [_length_paragraph(a, i) for i in range(3)]}
+        for a in range(2)
+    ]
+}
+
+
 def context_files(directory):
     """Context files the CLI must refuse (latin-1, binary, blank) beside a good one, in ``directory``."""
     (directory / "latin1.txt").write_bytes("café au lait".encode("latin-1"))

@@ -24,6 +24,7 @@ import argparse
 from collections.abc import Sequence
 
 from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, METHODS, OPTIONAL_METHODS, BenchmarkConfig
+from rcattr.eval.attribution.lengths import DATASETS as LENGTH_DATASETS
 from rcattr.eval.attribution.long_context import POSITIONS, LongContext
 from rcattr.eval.common.datasets import DATA_HELP
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
@@ -38,7 +39,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Attribution benchmark: every method on QuoteSum or Veri-Gran, gold answer teacher-forced.",
         epilog=DATA_HELP,
     )
-    parser.add_argument("--dataset", required=True, choices=("quotesum", "verigran"))
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        choices=("quotesum", "verigran", *LENGTH_DATASETS),
+        help="a benchmark file, or a direction of the length benchmark built from SQuAD v2 dev "
+        "(rcattr.eval.attribution.lengths: a short gold sentence among paragraphs, or the reverse)",
+    )
     parser.add_argument("--split", default="dev")
     add_run_arguments(parser, METHODS, optional=OPTIONAL_METHODS)
     parser.add_argument(

@@ -28,10 +28,11 @@ METHODS = (
     "kernel_shap",
     "context_cite",
     "at2",
+    "documents",
 )
 # run when named: the heads' default and paper rows repeat the sweep's; the peers cost 64 forwards a record
-# (AT2 one, with an estimator trained for the model)
-OPTIONAL_METHODS = ("heads", "shapley", "kernel_shap", "context_cite", "at2")
+# (AT2 one, with an estimator trained for the model); documents' sentence-score sums are for the length benchmark
+OPTIONAL_METHODS = ("heads", "shapley", "kernel_shap", "context_cite", "at2", "documents")
 RUN_BY_DEFAULT = tuple(name for name in METHODS if name not in OPTIONAL_METHODS)
 
 DEFAULT_METHOD_LIMITS = {"ig": 5, "ablation": 50}  # records; IG costs n_answer_tokens x n_steps passes

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, zip_longest
 
-from rcattr.eval.common.datasets import AttributionRecord, load_attribution
+from rcattr.eval.attribution.lengths import load_records
+from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.kv.data import squad_paragraphs
 from rcattr.protocols import TokenizerLike
 
@@ -57,7 +58,7 @@ def distractor_passages(dataset: str, split: str) -> tuple[list[Passage], list[P
     with the question it belongs to (a SQuAD paragraph: its own text)."""
     own = {
         (record.question, chunk): None
-        for record in load_attribution(dataset, split)
+        for record in load_records(dataset, split)
         for chunk in record.chunks
         if chunk.strip()
     }

@@ -8,7 +8,9 @@
   ``random`` and ``hybrid``;
 * the field's own tools, run when named: captum's ``shapley`` (Shapley value sampling) and ``kernel_shap``
   at 64 forwards, ``context_cite`` (the ``context-cite`` package) and ``at2`` (the ``at2`` package, with the
-  estimator trained for the model, ``--at2-estimator``).
+  estimator trained for the model, ``--at2-estimator``);
+* ``documents``, run when named: the default at sentence granularity, its sentences' scores added up per
+  document in several ways (:mod:`rcattr.eval.attribution.document_scores`).
 
 Add a method of your own to a registry with :meth:`~rcattr.eval.common.registry.MethodRegistry.add`, e.g. a
 :class:`~rcattr.eval.attribution.method.SpanAttributorMethod`, and give the registry to the runner.
@@ -34,6 +36,7 @@ from rcattr.baselines import (
     ShapleySamplingAttributor,
 )
 from rcattr.baselines.at2 import AT2Attributor
+from rcattr.eval.attribution.document_scores import DocumentScoresMethod
 from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMethod
 from rcattr.eval.attribution.recipes import selection_ablation
 from rcattr.eval.attribution.sweep import CURVE_SCORERS, SweepMethod
@@ -116,6 +119,7 @@ def default_methods() -> AttributionMethods:
                 "context_cite", lambda model, tokenizer, config: ContextCiteAttributor(model, tokenizer)
             ),
             SpanAttributorMethod("at2", at2_attributor),
+            DocumentScoresMethod(rc_attributor),
         ],
         reserved=RUN_FILES,
     )

@@ -14,12 +14,13 @@ from transformers import PreTrainedModel
 from rcattr.baselines import RandomAttributor
 from rcattr.eval.attribution.config import PROTOCOL, RESUMABLE_CHANGES, BenchmarkConfig
 from rcattr.eval.attribution.faithfulness import faithfulness
+from rcattr.eval.attribution.lengths import load_records
 from rcattr.eval.attribution.long_context import distractor_passages, long_records, passage_tokens
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input
 from rcattr.eval.attribution.methods import AttributionMethods, default_methods
 from rcattr.eval.attribution.report import markdown_table
 from rcattr.eval.attribution.results import chunk_scores, summarise
-from rcattr.eval.common.datasets import AttributionRecord, load_attribution
+from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.memory import PeakMemory
 from rcattr.eval.common.run_store import StoredRun, record_id
 from rcattr.eval.common.sharding import Shard
@@ -67,7 +68,7 @@ class AttributionBenchmark(StoredRun):
         """Records with gold spans that fit ``max_tokens`` and the model's window (stretched to the run's long
         context, when it has one), and how many did not."""
         records = [
-            r for r in load_attribution(self.config.dataset, self.config.split, self.config.limit) if r.gold
+            r for r in load_records(self.config.dataset, self.config.split, self.config.limit) if r.gold
         ]
         sizer = RandomAttributor(self.model, self.tokenizer)
 
