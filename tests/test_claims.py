@@ -98,6 +98,6 @@ def test_citation_markers_are_not_claims(text: str, markers: list[str], claims: 
 
 
 def test_a_digit_that_is_no_decimal_number_is_a_word() -> None:
-    """"²" and "①" are digits to str.isdigit() but no decimal number: they crashed claim_parts (issue 59)."""
+    """The digits "²" and "①" (to str.isdigit()) are no decimal number: they crashed claim_parts (issue 59)."""
     assert claim_parts("10 km² ①") == ("10", "km²", "①")
     assert is_held(claim_parts("10"), context_parts(["It covers 10 km² ①."]))
