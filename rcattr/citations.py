@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rcattr.claims import Claim, citation_markers, context_parts, find_claims
+from rcattr.claims import Claim, context_parts
 from rcattr.documents import Document
-from rcattr.segmentation import TextSpan, sentence_spans, tokens_within
-from rcattr.support import SUPPORT_THRESHOLD
+from rcattr.segmentation import TextSpan, sentence_spans
+from rcattr.vouching import UNSUPPORTED_BELOW, sentence_vouching, support_status
 
 if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
@@ -35,15 +35,6 @@ if TYPE_CHECKING:
 MIN_SHARE = 0.8
 MAX_SOURCES = 3
 MIN_RELIANCE = 0.0
-
-# A sentence's support (:func:`sentence_support`) is a probability that the context holds it, so the cut-offs
-# are the odds, the same on every model: below even odds it is weak, below 1 to 3 (token support's cut-off)
-# unsupported. Measured, not fitted, on the natural-error benchmark (docs/benchmarks.md).
-WEAK_BELOW = 0.5
-UNSUPPORTED_BELOW = SUPPORT_THRESHOLD
-# Names are found by their capitals, so some are not claims (a title's words, a heading): one no sentence of the
-# prompt holds makes its sentence weak, not unsupported, and keeps its citation.
-UNHELD_NAME = UNSUPPORTED_BELOW
 
 
 @dataclass(frozen=True)
@@ -108,11 +99,11 @@ class Citation:
         How many answer sentences the citation covers: 1, unless an output unit of the result spans several
         and the result has no rows of its own for them (:class:`SentenceRows`): its scores cannot be split.
     support : float or None
-        How much the context vouches for the whole sentence, in [0, 1] (:func:`sentence_support`; None for
+        How much the context vouches for the whole sentence, in [0, 1] (:func:`rcattr.vouching.sentence_support`; None for
         baselines, which have no token support).
     status : str or None
-        ``"supported"``, ``"weak"`` (support below :data:`WEAK_BELOW`) or ``"unsupported"`` (below
-        :data:`UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); ``"partial"`` when the sentence
+        ``"supported"``, ``"weak"`` (support below :data:`rcattr.vouching.WEAK_BELOW`) or ``"unsupported"`` (below
+        :data:`~rcattr.vouching.UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); ``"partial"`` when the sentence
         mixes held and unheld claims (:attr:`partly_held`) and its held part is supported; None for baselines.
         A partly held sentence's status is its held part's (:attr:`held_support`), ``"partial"`` in place of
         ``"supported"``.
@@ -279,21 +270,6 @@ def check_rule(
         )
 
 
-def sentence_support(token_support: Sequence[float], claims: Sequence[Claim]) -> float:
-    """How much the context vouches for one answer sentence: the mean token support of its (non-blank)
-    tokens (1 with none), however likely each token is, 0 when no sentence of the documents or the question
-    holds one of its numbers or dates whole, and at most :data:`UNHELD_NAME` when none holds one of its
-    names."""
-    mean = sum(token_support) / len(token_support) if token_support else 1.0
-    return min([mean, *(UNHELD_NAME if claim.kind == "name" else 0.0 for claim in claims if not claim.held)])
-
-
-def support_status(support: float) -> str:
-    """``"supported"``, ``"weak"`` or ``"unsupported"``: ``support`` against :data:`WEAK_BELOW` and
-    :data:`UNSUPPORTED_BELOW`."""
-    return "unsupported" if support < UNSUPPORTED_BELOW else "weak" if support < WEAK_BELOW else "supported"
-
-
 def sentence_citations(
     result: RCAttributionResult,
     min_share: float = MIN_SHARE,
@@ -321,7 +297,7 @@ def sentence_citations(
         reliance = None if rows.context_reliance is None else float(rows.context_reliance[units].mean())
         shares = document_shares(scores.cpu(), sources_of, len(result.chunks)).tolist()
         start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
-        claims, support, held_support = _claims_and_support(result, start, end, context)
+        claims, support, held_support = sentence_vouching(result, start, end, context)
         status = None if held_support is None else support_status(held_support)
         if status == "supported" and any(claim.held for claim in claims) and any(not c.held for c in claims):
             status = "partial"
@@ -358,35 +334,6 @@ def sentence_citations(
             stacklevel=3,  # the caller of citations() or cited_answer()
         )
     return citations
-
-
-def _claims_and_support(
-    result: RCAttributionResult, start: int, end: int, context: Sequence[frozenset[str]]
-) -> tuple[list[Claim], float | None, float | None]:
-    """The claims of ``result.answer[start:end]`` (offsets in the answer) with their least token support,
-    the sentence's :func:`sentence_support` and its held part's (:attr:`Citation.held_support`); both None
-    without token support. Citation markers (``[1]``) are neither claims nor tokens of the sentence."""
-    text = result.answer[start:end]
-    claims = [
-        replace(claim, start=claim.start + start, end=claim.end + start)
-        for claim in find_claims(text, context)
-    ]
-    if result.token_support is None:
-        return claims, None, None
-    support = result.token_support.tolist()
-    markers = [(a + start, b + start) for a, b in citation_markers(text)]
-
-    def inside(a: int, b: int, left_out: Sequence[tuple[int, int]] = ()) -> list[float]:
-        skipped = {i for x, y in [*markers, *left_out] for i in tokens_within(result.answer_tokens, x, y)}
-        return [support[i] for i in tokens_within(result.answer_tokens, a, b) if i not in skipped]
-
-    claims = [replace(claim, support=min(inside(claim.start, claim.end), default=None)) for claim in claims]
-    whole = sentence_support(inside(start, end), claims)
-    unheld = [(claim.start, claim.end) for claim in claims if not claim.held]
-    if not unheld or len(unheld) == len(claims):
-        return claims, whole, whole
-    held = [claim for claim in claims if claim.held]
-    return claims, whole, sentence_support(inside(start, end, unheld), held)
 
 
 def _best_spans(result: RCAttributionResult, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:

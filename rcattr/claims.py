@@ -19,7 +19,7 @@ construction. A claim is therefore taken as one unit:
   (:func:`citation_markers`).
 
 :func:`rcattr.citations.sentence_citations` gives each :class:`Claim` its least token support too, and
-scores each answer sentence from both (:func:`rcattr.citations.sentence_support`).
+scores each answer sentence from both (:func:`rcattr.vouching.sentence_support`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from rcattr.citations import (
     MAX_SOURCES,
     MIN_RELIANCE,
     MIN_SHARE,
-    UNSUPPORTED_BELOW,
     Citation,
     document_shares,
     sentence_citations,
@@ -25,6 +24,7 @@ from rcattr.documents import plain_json
 from rcattr.segmentation import TextSpan, one_line, tokens_within
 from rcattr.signals import RCSignals
 from rcattr.support import SUPPORT_THRESHOLD
+from rcattr.vouching import UNSUPPORTED_BELOW
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -66,7 +66,7 @@ def report(result: RCAttributionResult, top: int) -> str:
 
 def _vouching(citations: list[Citation]) -> list[str]:
     """The report's lines on the sentences the documents vouch for weakly or not at all."""
-    from rcattr.citations import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
+    from rcattr.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
 
     marked = [c for c in citations if c.status in ("partial", "weak", "unsupported")]
     if not marked:

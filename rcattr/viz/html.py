@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from rcattr.citations import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW, Citation, cited_sources
+from rcattr.citations import Citation, cited_sources
 from rcattr.documents import plain_json
 from rcattr.options import HTML_SUFFIXES
 from rcattr.result import RCAttributionResult
@@ -21,6 +21,7 @@ from rcattr.segmentation import one_line
 from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
 from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_names, text_pieces
 from rcattr.viz.cited_answer import cited_answer
+from rcattr.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
 
 _FOLD_ABOVE = 10  # with more documents than this, the page opens only the ones cited for what it shows
 _ALPHA = 0.85  # opacity of the darkest shade (the view's best span)

@@ -17,7 +17,7 @@ The ablation keeps the best rule of each family, on the dev part too: the one-do
 document, always), no withholding, each withholding signal (context reliance, the sentence's mean token
 support, its mean groundedness), and shares counted against 1 rather than against the best document; and,
 on rows that have it, the chosen rule with the sentences :meth:`~rcattr.result.RCAttributionResult.citations`
-finds unsupported left uncited (its fixed cut-off, :data:`rcattr.citations.UNSUPPORTED_BELOW`), as the
+finds unsupported left uncited (its fixed cut-off, :data:`rcattr.vouching.UNSUPPORTED_BELOW`), as the
 library cites.
 """
 
@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from rcattr.citations import UNSUPPORTED_BELOW, cited_sources
+from rcattr.citations import cited_sources
 from rcattr.eval.common.metrics import resample_records
+from rcattr.vouching import UNSUPPORTED_BELOW
 
 SIGNALS = ("reliance", "support", "groundedness")
 SHARES = tuple(round(0.1 * step, 1) for step in range(1, 11))
