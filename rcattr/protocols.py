@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-import torch
-
 
 @runtime_checkable
 class TokenizerLike(Protocol):
@@ -49,4 +47,6 @@ def check_model_and_tokenizer(caller: str, model: object, tokenizer: object) -> 
 
 
 def _is_model(value: object) -> bool:
+    import torch  # here, not at the top: the benchmarks' torch-free command lines read TokenizerLike
+
     return isinstance(value, torch.nn.Module) and hasattr(value, "config")
