@@ -24,7 +24,7 @@ import torch
 from rcattr.claims import Claim, context_parts
 from rcattr.documents import Document
 from rcattr.segmentation import TextSpan, sentence_spans
-from rcattr.vouching import UNSUPPORTED_BELOW, sentence_vouching, support_status
+from rcattr.vouching import UNSUPPORTED_BELOW, partly_held, sentence_status, sentence_vouching
 
 if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
@@ -138,7 +138,7 @@ class Citation:
     def partly_held(self) -> bool:
         """Whether the sentence mixes held and unheld claims: its held part is cited, its unheld claims are
         marked where they stand."""
-        return any(claim.held for claim in self.claims) and bool(self.unheld_claims)
+        return partly_held(self.claims)
 
 
 @dataclass(frozen=True)
@@ -298,9 +298,7 @@ def sentence_citations(
         shares = document_shares(scores.cpu(), sources_of, len(result.chunks)).tolist()
         start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
         claims, support, held_support = sentence_vouching(result, start, end, context)
-        status = None if held_support is None else support_status(held_support)
-        if status == "supported" and any(claim.held for claim in claims) and any(not c.held for c in claims):
-            status = "partial"
+        status = None if held_support is None else sentence_status(held_support, claims)
         cited, uncited = cited_sources(
             shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
         )

@@ -46,6 +46,19 @@ def support_status(support: float) -> str:
     return "unsupported" if support < UNSUPPORTED_BELOW else "weak" if support < WEAK_BELOW else "supported"
 
 
+def partly_held(claims: Sequence[Claim]) -> bool:
+    """Whether ``claims`` mix held and unheld ones: then the sentence's held part is judged on its own
+    (:func:`sentence_vouching`, :func:`sentence_status`)."""
+    return any(claim.held for claim in claims) and not all(claim.held for claim in claims)
+
+
+def sentence_status(held_support: float, claims: Sequence[Claim]) -> str:
+    """:func:`support_status` of a sentence's held part, ``"partial"`` in place of ``"supported"`` when it is
+    :func:`partly_held`."""
+    status = support_status(held_support)
+    return "partial" if status == "supported" and partly_held(claims) else status
+
+
 def sentence_vouching(
     result: RCAttributionResult, start: int, end: int, context: Sequence[frozenset[str]]
 ) -> tuple[list[Claim], float | None, float | None]:
@@ -68,8 +81,7 @@ def sentence_vouching(
 
     claims = [replace(claim, support=min(inside(claim.start, claim.end), default=None)) for claim in claims]
     whole = sentence_support(inside(start, end), claims)
-    unheld = [(claim.start, claim.end) for claim in claims if not claim.held]
-    if not unheld or len(unheld) == len(claims):
+    if not partly_held(claims):
         return claims, whole, whole
-    held = [claim for claim in claims if claim.held]
-    return claims, whole, sentence_support(inside(start, end, unheld), held)
+    unheld = [(claim.start, claim.end) for claim in claims if not claim.held]
+    return claims, whole, sentence_support(inside(start, end, unheld), [])

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from rcattr.claims import Claim
-from rcattr.vouching import UNHELD_NAME, sentence_support, sentence_vouching, support_status
+from rcattr.vouching import (
+    UNHELD_NAME,
+    partly_held,
+    sentence_status,
+    sentence_support,
+    sentence_vouching,
+    support_status,
+)
 from tests.helpers.cited import supported_result
 
 
@@ -34,3 +41,11 @@ def test_the_held_part_leaves_out_the_unheld_claims_and_the_markers() -> None:
     assert whole == 0.0 and held == pytest.approx((0.9 * 5 + 0.6) / 6)
     none_held, whole, held = sentence_vouching(result, 0, 35, [])
     assert not any(c.held for c in none_held) and whole == held == 0.0  # nothing held: judged whole
+
+
+def test_a_sentence_of_held_and_unheld_claims_is_partial_when_its_held_part_is_supported() -> None:
+    mixed = [_claim("number", True), _claim("number", False)]
+    assert partly_held(mixed) and not partly_held(mixed[:1]) and not partly_held(mixed[1:])
+    assert not partly_held([])
+    assert sentence_status(0.9, mixed) == "partial" and sentence_status(0.4, mixed) == "weak"
+    assert sentence_status(0.9, mixed[:1]) == "supported"
