@@ -76,7 +76,11 @@ class RCAttributor(SpanAttributor):
         ``result.head_selection.few_heads``); ``TopHeads(k)``, a number or a fraction of all heads;
         ``BottomHeads(k)``, the paper's ablation; ``FixedHeads([(layer, head), ...])``. Each takes
         ``score=`` ``"superiority"`` (``P(X > Y)``, default), ``"rc_std"`` (``E[Z] / std(Y)``) or
-        ``"rc"`` (the paper's raw ``E[Z]``).
+        ``"rc"`` (the paper's raw ``E[Z]``). Heads are chosen among those whose attention reaches the whole
+        context from the answer: on a model with sliding-window or chunked layers (Gemma 2 and 3, Mistral,
+        Qwen2 with ``use_sliding_window``), a head whose window stops short of the documents has no evidence
+        about them and does not vote (``result.head_selection.reach`` holds each layer's view of the context,
+        ``.seeing`` how many heads see all of it; none or few warn).
     span_scorer : SpanScorer, default AttentionScorer()
         How a selected head scores a span: post-softmax attention mass (:class:`~rcattr.scorers.AttentionScorer`,
         whose default carries each unit's evidence on over the answer rows that follow it), or a scorer of
@@ -184,6 +188,8 @@ class RCAttributor(SpanAttributor):
         seq_attr, token_attr = self.span_scores(example, reducer, selection)
         if self.lexical:
             seq_attr, token_attr, selection = self._fused(example, reducer, selection, seq_attr, token_attr)
+        if selection.few_seeing:
+            warnings.warn(str(selection.reach_note()), stacklevel=5)  # the caller of attribute()
         if not bool((seq_attr > 0).any()):
             warnings.warn(
                 "no selected head sees the context from the answer (sliding windows shorter than the "
@@ -243,8 +249,10 @@ class RCAttributor(SpanAttributor):
         return reducer
 
     def select_heads(self, reducer: Reducer) -> HeadSelection:
-        """The heads of this example, from every head's scores in the pass (the head selector's)."""
-        return self.heads.select(Reduction.stack(reducer.out.head_scores[self.head_score]))
+        """The heads of this example, from every head's scores in the pass (the head selector's), among the heads
+        whose attention reaches the whole context from the answer (:func:`rcattr.heads.seeing_heads`)."""
+        out = reducer.out
+        return self.heads.select(Reduction.stack(out.head_scores[self.head_score]), out.reach())
 
     def span_scores(
         self, example: Example, reducer: Reducer, selection: HeadSelection

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rcattr.heads import MIN_HEAD_SHARE, OUTLIER_SIGMAS
+from rcattr.heads import FULL_REACH, MIN_HEAD_SHARE, OUTLIER_SIGMAS, min_heads, seeing_heads
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,11 @@ class HeadSelection:
     lexical_share : float, optional
         With ``RCAttributor(lexical=True)``, how much of the unit votes BM25 filled where the selected heads
         disagreed (mean over units of 1 - the heads' agreement; :mod:`rcattr.fusion`).
+    reach : Tensor, shape [L], optional
+        Each layer's view of the context from the answer: the share of the (answer token, context token)
+        pairs its attention mask lets it see (1 for a full-attention layer; less for a sliding-window or
+        chunked layer whose window does not reach the context). A selection chooses among the heads that see
+        the whole context (:func:`rcattr.heads.seeing_heads`; :attr:`seeing` counts them).
     """
 
     scores: torch.Tensor
@@ -40,6 +45,7 @@ class HeadSelection:
     outliers: int | None = None
     minimum: int | None = None
     lexical_share: float | None = None
+    reach: torch.Tensor | None = None
 
     def as_pairs(self) -> list[tuple[int, int]]:
         return [(int(layer), int(head)) for layer, head in self.heads.tolist()]
@@ -48,6 +54,38 @@ class HeadSelection:
     def few_heads(self) -> bool:
         """Whether fewer heads were selected than the stated minimum: the attribution rests on few votes."""
         return self.minimum is not None and len(self.heads) < self.minimum
+
+    @property
+    def seeing(self) -> int | None:
+        """How many heads see the whole context from the answer (None: the reach is not known)."""
+        if self.reach is None:
+            return None
+        return int((self.reach >= FULL_REACH).sum()) * self.scores.shape[1]
+
+    @property
+    def few_seeing(self) -> bool:
+        """Whether none, or fewer heads than the stated minimum (:func:`rcattr.heads.min_heads`), see the whole
+        context from the answer: the attribution rests on few heads that can see the sources, or on none."""
+        return self.seeing is not None and self.seeing < min_heads(self.scores.numel())
+
+    def reach_note(self) -> str | None:
+        """One clause on the heads that see the whole context from the answer; None when all of them do."""
+        seeing, total = self.seeing, self.scores.numel()
+        if self.reach is None or seeing == total:
+            return None
+        if seeing == 0:
+            widest = int(seeing_heads(self.reach, self.scores.shape[1]).sum())
+            return (
+                "no head sees the whole context from the answer (their windows are shorter than the distance); "
+                f"the heads were chosen among the {widest} that see the most of it ({float(self.reach.max()):.0%})"
+            )
+        text = f"{seeing} of the model's {total} heads see the whole context from the answer"
+        text += " (the others' windows do not reach it)"
+        if self.kind != "fixed":
+            text += ", and the heads were chosen among them"
+        if self.few_seeing:
+            text += ": the attribution rests on few heads that can see the sources"
+        return text
 
     def describe(self) -> str:
         """One sentence: how many heads were selected, by which score and rule, and whether they are few."""
@@ -62,4 +100,7 @@ class HeadSelection:
             )
         if self.lexical_share is not None:
             text += f"; BM25 filled {self.lexical_share:.0%} of the votes, where the heads disagreed"
+        reach = self.reach_note()
+        if reach is not None:
+            text += f"; {reach}"
         return text

@@ -23,6 +23,7 @@ HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadCount = int | float | Literal["outliers"]
 OUTLIER_SIGMAS = 2.0  # "outliers": heads scoring more than this many standard deviations above the mean
 MIN_HEAD_SHARE = 0.05  # a selection of fewer than this share of the model's heads is flagged (rounded up)
+FULL_REACH = 1.0 - 1e-9  # a layer whose reach is at least this sees the whole context from the answer
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,23 @@ def min_heads(total: int) -> int:
     return max(1, math.ceil(MIN_HEAD_SHARE * total - 1e-9))
 
 
-def top_heads(scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False) -> torch.Tensor:
+def seeing_heads(reach: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """``[L, H]`` bool: the heads a selection chooses among, from each layer's ``[L]`` reach (the share of
+    the (answer token, context token) pairs its attention mask lets it see, :attr:`Reduction.context_reach`).
+
+    Those are the heads of the layers that see the whole context from the answer; where none does (every
+    layer's window is shorter than the distance), those of the layers that see the most of it. A head whose
+    sliding window or attention chunk does not reach a source has no evidence about it, yet it would still
+    score (on the part it sees) and vote (for what lies inside its window).
+    """
+    full = reach >= FULL_REACH
+    layers = full if bool(full.any()) else reach >= reach.max()
+    return layers[:, None].expand(-1, n_heads)
+
+
+def top_heads(
+    scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False, among: torch.Tensor | None = None
+) -> torch.Tensor:
     """The ``k`` best (or worst) heads of a ``[layers, heads]`` score table.
 
     Parameters
@@ -222,18 +239,28 @@ def top_heads(scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False) 
     scores : Tensor, shape [L, H]
     k : int, float or "outliers", default 20
         Number of heads, a fraction of all heads when a float in ``(0, 1]``, or the outlier heads
-        of this example (:func:`head_count`).
+        of this example (:func:`head_count`). Among fewer heads (``among``), the outliers are those of
+        these heads' scores, and a number is capped to how many they are.
     bottom : bool, default False
         Take the lowest-scoring heads instead (the paper's ablation).
+    among : Tensor of bool, shape [L, H], optional
+        The heads to choose from (:func:`seeing_heads`); None: all of them.
 
     Returns
     -------
     Tensor of long, shape [k, 2]
         ``(layer, head)`` pairs, best first (worst first with ``bottom=True``).
     """
-    flat = scores.flatten().topk(head_count(scores, k), largest=not bottom).indices
+    flat = scores.flatten()
+    if among is None:
+        chosen = flat.topk(head_count(scores, k), largest=not bottom).indices
+    else:
+        pool = among.flatten().to(flat.device).nonzero()[:, 0]
+        values = flat[pool]
+        count = min(head_count(values if k == "outliers" else scores, k), len(pool))
+        chosen = pool[values.topk(count, largest=not bottom).indices]
     n_heads = scores.shape[1]
-    return torch.stack([flat // n_heads, flat % n_heads], dim=1)
+    return torch.stack([chosen // n_heads, chosen % n_heads], dim=1)
 
 
 def fixed_heads(heads: Sequence[tuple[int, int]], n_layers: int, n_heads: int) -> torch.Tensor:

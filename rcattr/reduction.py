@@ -80,6 +80,9 @@ class Reduction:
     context_peak: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: P(max X > Y) per answer row
     lookback: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: lookback ratio per answer row
     self_size: dict[int, int] = field(default_factory=dict)  # |Y(g, g)| of the layer
+    context_reach: dict[int, torch.Tensor] = field(
+        default_factory=dict
+    )  # []: share of (answer, context) pairs seen
     token_logprob: torch.Tensor | None = None  # [A]: each answer token's log-probability, from the pass
     scored: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [h] head indices
 
@@ -87,6 +90,12 @@ class Reduction:
     def stack(table: Mapping[int, torch.Tensor]) -> torch.Tensor:
         """``[L, ...]`` from per-layer tables."""
         return torch.stack([table[layer] for layer in sorted(table)])
+
+    def reach(self) -> torch.Tensor:
+        """``[L]`` each layer's view of the context from the answer: the share of the (answer token, context
+        token) pairs its attention mask lets it see (sliding windows and attention chunks as the model
+        built them for this pass; :func:`rcattr.heads.seeing_heads`)."""
+        return torch.stack([self.context_reach[layer] for layer in sorted(self.context_reach)]).cpu()
 
     def gather(self, table: Mapping[int, torch.Tensor], heads: torch.Tensor) -> torch.Tensor:
         """``[k, ...]``: the rows of the ``[k, 2]`` (layer, head) pairs, in their order, from per-layer
@@ -159,12 +168,14 @@ class Reducer:
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
         logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
+        # the context's covering columns, the keys between its documents (e.g. newlines) masked
+        cover, answer = self.context_cover, self.answer_columns
+        cross_visible = visible[:, cover] & self.in_context
+        pairs = cross_visible.shape[0] * len(self.layout.context_keys)
+        self.out.context_reach[step.layer_idx] = cross_visible.sum(dtype=torch.float64) / max(pairs, 1)
         statistics: LayerRC | LayerSuperiority
         if self.defer and self.head_score == "superiority":
-            # per-row counts only: the context's covering columns as a view, the keys between its
-            # documents (e.g. newlines) masked, instead of a copy of the context's columns
-            cover, answer = self.context_cover, self.answer_columns
-            cross_visible = visible[:, cover] & self.in_context
+            # per-row counts only: the covering columns as a view, instead of a copy of the context's columns
             statistics = layer_superiority(
                 logits[..., cover], cross_visible, logits[..., answer], visible[:, answer]
             )

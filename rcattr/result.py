@@ -329,7 +329,8 @@ class RCAttributionResult(LLMAttributionResult):
         ``document``, 1-based); ``seq_attr`` is a list, ``token_attr`` a list of rows; the per-token signals
         (``groundedness``, ``lookback``, ``token_logprob``, ``token_peak``, ``token_support``),
         ``context_reliance``, ``unit_context_reliance`` and ``heads`` (``{"kind", "selected": [[layer, head],
-        ...], "weights", "outliers", "few_heads", "lexical_share"}``: see :class:`HeadSelection`) are None for baselines,
+        ...], "weights", "outliers", "few_heads", "lexical_share", "seeing", "reach"}``: see :class:`HeadSelection`) are None
+        for baselines,
         ``unsupported_tokens`` empty. ``documents`` lists each document's ``{"document", "id", "metadata"}``,
         the metadata made plain JSON by :func:`~rcattr.documents.plain_json` (dates as ISO strings, bytes
         decoded, other objects as their ``str()``).
@@ -377,6 +378,8 @@ class RCAttributionResult(LLMAttributionResult):
                 "outliers": selection.outliers,
                 "few_heads": selection.few_heads,
                 "lexical_share": selection.lexical_share,
+                "seeing": selection.seeing,
+                "reach": None if selection.reach is None else selection.reach.tolist(),
             },
         }
 

@@ -4,7 +4,8 @@ A selector is a small frozen dataclass (kvpress's press pattern): ``score`` name
 and :meth:`HeadSelector.select` turns this example's ``[L, H]`` head scores into a
 :class:`~rcattr.result.HeadSelection`. The attributor checks it once against the model
 (:meth:`HeadSelector.for_model`). To add a rule: subclass :class:`HeadSelector` and implement
-``select``.
+``select``, choosing among the heads that see the whole context (:func:`~rcattr.heads.seeing_heads` of the
+``reach`` it is given).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from rcattr.head_selection import HeadSelection
-from rcattr.heads import HeadCount, HeadScore, fixed_heads, min_heads, outlier_count, top_heads
+from rcattr.heads import HeadCount, HeadScore, fixed_heads, min_heads, outlier_count, seeing_heads, top_heads
 from rcattr.options import HEAD_SCORES
 
 __all__ = ["BottomHeads", "FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads", "heads_for"]
@@ -44,8 +45,18 @@ class HeadSelector(ABC):
         return self
 
     @abstractmethod
-    def select(self, scores: torch.Tensor) -> HeadSelection:
-        """The heads of a ``[L, H]`` score table (of kind :attr:`score`)."""
+    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
+        """The heads of a ``[L, H]`` score table (of kind :attr:`score`), chosen among those that see the whole
+        context from the answer when each layer's ``[L]`` ``reach`` is given (:func:`~rcattr.heads.seeing_heads`;
+        the pass's :meth:`~rcattr.reduction.Reduction.reach`)."""
+
+
+def _among(scores: torch.Tensor, reach: torch.Tensor | None) -> torch.Tensor | None:
+    """The ``[L, H]`` heads to choose among: those that see the context (None: all heads, or no reach known)."""
+    if reach is None:
+        return None
+    seeing = seeing_heads(reach, scores.shape[1])
+    return None if bool(seeing.all()) else seeing
 
 
 def _checked_count(k: HeadCount, n_layers: int, n_heads: int) -> int | None:
@@ -74,15 +85,17 @@ class OutlierHeads(HeadSelector):
     def __post_init__(self) -> None:
         self._check_score()
 
-    def select(self, scores: torch.Tensor) -> HeadSelection:
-        heads = top_heads(scores, "outliers")
+    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
+        among = _among(scores, reach)
+        heads = top_heads(scores, "outliers", among=among)
         return HeadSelection(
             scores.cpu(),
             heads.cpu(),
             self.score,
             torch.ones(len(heads), dtype=scores.dtype),
-            outliers=outlier_count(scores),
+            outliers=outlier_count(scores if among is None else scores[among.to(scores.device)]),
             minimum=min_heads(scores.numel()),
+            reach=reach,
         )
 
 
@@ -111,14 +124,15 @@ class TopHeads(HeadSelector):
         capped = _checked_count(self.k, n_layers, n_heads)
         return self if capped is None else replace(self, k=capped)
 
-    def select(self, scores: torch.Tensor) -> HeadSelection:
-        heads = top_heads(scores, self.k)
+    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
+        heads = top_heads(scores, self.k, among=_among(scores, reach))
         return HeadSelection(
             scores.cpu(),
             heads.cpu(),
             self.score,
             torch.ones(len(heads), dtype=scores.dtype),
             minimum=min_heads(scores.numel()),
+            reach=reach,
         )
 
 
@@ -143,8 +157,9 @@ class BottomHeads(HeadSelector):
         capped = _checked_count(self.k, n_layers, n_heads)
         return self if capped is None else replace(self, k=capped)
 
-    def select(self, scores: torch.Tensor) -> HeadSelection:
-        return HeadSelection(scores.cpu(), top_heads(scores, self.k, bottom=True).cpu(), self.score)
+    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
+        heads = top_heads(scores, self.k, bottom=True, among=_among(scores, reach))
+        return HeadSelection(scores.cpu(), heads.cpu(), self.score, reach=reach)
 
 
 @dataclass(frozen=True)
@@ -167,9 +182,11 @@ class FixedHeads(HeadSelector):
         fixed_heads(self.heads, n_layers, n_heads)  # raises on a head the model lacks
         return self
 
-    def select(self, scores: torch.Tensor) -> HeadSelection:
+    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
+        """The given heads, whether they see the context or not (the selection's reach says)."""
         n_layers, n_heads = scores.shape
-        return HeadSelection(scores.cpu(), fixed_heads(self.heads, n_layers, n_heads), "fixed")
+        heads = fixed_heads(self.heads, n_layers, n_heads)
+        return HeadSelection(scores.cpu(), heads, "fixed", reach=reach)
 
 
 def heads_for(top_k: HeadCount, score: HeadScore = "superiority") -> HeadSelector:

@@ -16,11 +16,12 @@ from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.heads import min_heads, outlier_count
 from rcattr.lexical import bm25_scores
 from rcattr.prompting import ContextInput, render_prompt
+from rcattr.reduction import Reduction
 from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads, heads_for
 from tests.default_methods import SPAN_SCORERS
-from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
+from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_configs, tiny_model
 from tests.helpers.attribution import ANSWER, DOCUMENTS, INPUT, QUESTION, answer_ids, captured_logits
 
 
@@ -530,3 +531,56 @@ def test_groundedness_equals_brute_force(llama):
             towards_answer[j] += (-gap).clamp_min(0).mean()
     expected = towards_context / (towards_context + towards_answer)
     torch.testing.assert_close(result.groundedness.double(), expected, atol=1e-5, rtol=1e-4)
+
+
+class BlindAttributor(RCAttributor):
+    """rcattr's selection before issue 60: every head ranked, those whose window misses the context too."""
+
+    def select_heads(self, reducer):
+        return self.heads.select(Reduction.stack(reducer.out.head_scores[self.head_score]))
+
+
+def _windowed(arch: str, window: int):
+    config = tiny_configs()[arch]
+    config.sliding_window = window
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+
+
+@pytest.mark.parametrize("arch", ["gemma3", "qwen2"])
+@pytest.mark.parametrize("selector", [OutlierHeads(), TopHeads(3)])
+def test_where_every_window_reaches_the_context_the_attribution_is_unchanged(arch, selector) -> None:
+    model = _windowed(arch, 4096)
+    new, old = (
+        kind(model, char_tokenizer(), selector).attribute(INPUT, ANSWER)
+        for kind in (RCAttributor, BlindAttributor)
+    )
+    assert new.head_selection.seeing == 12 and new.head_selection.reach_note() is None
+    assert torch.equal(new.head_selection.heads, old.head_selection.heads)
+    assert torch.equal(new.seq_attr, old.seq_attr) and torch.equal(new.token_attr, old.token_attr)
+
+
+@pytest.mark.parametrize("arch", ["gemma3", "qwen2"])
+@pytest.mark.parametrize("selector", [OutlierHeads(), TopHeads(3), BottomHeads(2)])
+def test_heads_are_chosen_among_those_whose_window_reaches_the_context(arch, selector) -> None:
+    """Windows of 5 tokens: only the full-attention layer sees the documents from the answer. The selection is
+    the selector's own rule over that layer's heads alone, and the spans get exactly those heads' votes."""
+    model, tokenizer = _windowed(arch, 5), char_tokenizer()
+    full = tiny_configs()[arch].layer_types.index("full_attention")
+    result = RCAttributor(model, tokenizer, selector).attribute(INPUT, ANSWER)
+    selection = result.head_selection
+    assert selection.reach.tolist()[full] == 1.0 and selection.seeing == 4
+    assert {layer for layer, _ in selection.as_pairs()} == {full}
+    scores = selection.scores[full : full + 1]  # the rule over the seeing layer alone
+    assert [[full, head] for _, head in selector.select(scores).heads.tolist()] == selection.heads.tolist()
+    fixed = RCAttributor(model, tokenizer, FixedHeads(selection.as_pairs())).attribute(INPUT, ANSWER)
+    assert torch.equal(result.seq_attr, fixed.seq_attr) and torch.equal(result.token_attr, fixed.token_attr)
+    assert "4 of the model's 12 heads see the whole context from the answer" in selection.describe()
+
+
+def test_when_no_window_reaches_the_context_the_attribution_says_so() -> None:
+    model = _windowed("mistral", 5)  # every layer slides
+    with pytest.warns(UserWarning, match="no head sees the whole context from the answer"):
+        result = RCAttributor(model, char_tokenizer()).attribute(INPUT, ANSWER)
+    assert result.head_selection.seeing == 0 and result.head_selection.few_seeing
+    assert result.to_dict()["heads"]["seeing"] == 0

@@ -10,11 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rcattr.heads import (
+    OUTLIER_SIGMAS,
     fixed_heads,
     head_count,
     layer_rc,
     min_heads,
     outlier_count,
+    seeing_heads,
     top_heads,
 )
 from tests.helpers.blocks import random_layer
@@ -145,3 +147,30 @@ def test_outlier_count_against_brute_force(layers: int, heads: int, seed: int) -
     brute = sum(x > mean + 2 * spread for x in flat)
     assert outlier_count(scores) == brute
     assert head_count(scores, "outliers") == max(brute, 1)
+
+
+def test_the_heads_that_see_are_those_of_the_layers_that_see_the_whole_context() -> None:
+    reach = torch.tensor([0.2, 1.0, 0.5, 1.0], dtype=torch.float64)
+    assert seeing_heads(reach, 3).tolist() == [[False] * 3, [True] * 3, [False] * 3, [True] * 3]
+    # where no layer sees the whole context, the layers that see the most of it
+    assert seeing_heads(torch.tensor([0.2, 0.5, 0.5]), 2).tolist() == [[False] * 2, [True] * 2, [True] * 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(2, 5), st.integers(0, 10_000), st.sampled_from([3, 0.25, "outliers"]))
+def test_top_heads_among_some_heads_match_brute_force(layers: int, heads: int, seed: int, k) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    scores = torch.rand(layers, heads, generator=generator, dtype=torch.float64)
+    among = (torch.rand(layers, 1, generator=generator) < 0.6).repeat(1, heads)  # whole layers, as windows
+    among[0] = True  # at least one layer
+    chosen = top_heads(scores, k, among=among)
+    cells = [(layer, head) for layer in range(layers) for head in range(heads) if among[layer, head]]
+    pool = sorted(((float(scores[cell]), *cell) for cell in cells), reverse=True)
+    values = torch.tensor([value for value, _, _ in pool], dtype=torch.float64)
+    if k == "outliers":
+        count = max(1, int((values > values.mean() + OUTLIER_SIGMAS * values.std(correction=0)).sum()))
+    else:
+        count = min(max(1, round(k * scores.numel())) if isinstance(k, float) else k, len(pool))
+    assert chosen.tolist() == [cell for _, *cell in pool[:count]]
+    # among every head is the plain ranking
+    assert torch.equal(top_heads(scores, k, among=torch.ones_like(among)), top_heads(scores, k))

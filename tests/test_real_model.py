@@ -80,3 +80,24 @@ def test_capture_equals_float64_eager(model_name, sentences, request):
         assert torch.equal(step.visible[0], sees), f"layer {layer}: visible keys"
     if model_name == "gemma3":  # the prompt is long enough for the window to hide the first tokens
         assert ids.shape[1] > window + ANSWER_TOKENS
+
+
+def test_gemma3_chooses_heads_among_its_full_attention_layers_when_the_documents_lie_beyond_the_window(
+    gemma3,
+):
+    """Three documents of ~1,000 tokens together: Gemma-3's sliding layers (512 tokens) do not reach the first
+    ones from the answer, so the heads are chosen among the 12 of its three full-attention layers; SmolLM2,
+    whose layers all see everything, chooses among all of its heads (issue 60)."""
+    from rcattr import ContextInput, RCAttributor
+
+    model, tokenizer = gemma3
+    documents = [_long_text(30), "The 3th river is the Rhine.", _long_text(30)]
+    result = RCAttributor(model, tokenizer).attribute(
+        ContextInput(documents, "Which river is the 3th?"), "The 3th river is the Rhine.", granularity="chunk"
+    )
+    selection = result.head_selection
+    full = [layer for layer, kind in enumerate(model.config.layer_types) if kind == "full_attention"]
+    assert [layer for layer, reach in enumerate(selection.reach.tolist()) if reach == 1.0] == full
+    assert float(selection.reach.min()) < 0.6 and selection.seeing == 4 * len(full)
+    assert {layer for layer, _ in selection.as_pairs()} <= set(full)
+    assert "12 of the model's 72 heads see the whole context from the answer" in selection.describe()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rcattr.attributor import RCAttributor
 from rcattr.baselines import RandomAttributor
-from rcattr.reduction import Layout, Reduction
+from rcattr.prompting import ContextInput
+from rcattr.reduction import Layout, Reduction, forward, forward_batch
+from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.attribution import ANSWER, INPUT
 
 
@@ -43,3 +46,29 @@ def test_spread_and_the_mask_put_the_scored_heads_in_place() -> None:
     assert reduction.spread(reduction.context_rc, 3)[..., 0].tolist() == [[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]
     assert reduction.scored_mask(3).tolist() == [[True, False, True], [False, True, False]]
     assert Reduction.stack({1: torch.ones(2), 0: torch.zeros(2)}).tolist() == [[0.0, 0.0], [1.0, 1.0]]
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral", "qwen2", "gemma3"])
+@pytest.mark.parametrize("batch", [False, True])
+def test_each_layers_reach_is_the_share_of_answer_context_pairs_its_window_lets_it_see(arch, batch) -> None:
+    """Brute force from the config: a sliding layer sees a key less than its window back, a full layer all."""
+    model, tokenizer = tiny_model(arch), char_tokenizer()
+    attributor = RCAttributor(model, tokenizer)
+    example = attributor.prepare(INPUT, ANSWER)
+    reducer = attributor._reducer(example, {})
+    if batch:  # left-padded beside a shorter example: the same reach
+        short = attributor.prepare(ContextInput(["A cat."], "Who?"), "A cat.")
+        forward_batch(model, [example, short], [reducer, attributor._reducer(short, {})])
+    else:
+        forward(model, example, reducer)
+    config = model.config
+    every = "sliding_attention" if getattr(config, "sliding_window", None) else "full_attention"
+    kinds = getattr(config, "layer_types", None) or [every] * config.num_hidden_layers
+    rows = torch.arange(example.answer_start, example.answer_start + example.n_answer)[:, None]
+    keys = torch.tensor(sorted({token for tokens in example.context_ranges for token in tokens}))[None]
+    for layer, kind in enumerate(kinds):
+        seen = (rows - keys < config.sliding_window) if kind == "sliding_attention" else rows >= keys
+        assert float(reducer.out.reach()[layer]) == pytest.approx(seen.double().mean().item()), (
+            f"layer {layer}"
+        )
+    assert reducer.out.reach().shape == (config.num_hidden_layers,)

@@ -44,3 +44,27 @@ def test_heads_for_reads_the_command_lines_top_k() -> None:
         heads_for("many")
     with pytest.raises(ValueError, match="unknown head_score 'max'"):
         TopHeads(3, "max")  # type: ignore[arg-type]
+
+
+REACH = torch.tensor([0.3, 1.0], dtype=torch.float64)  # layer 0's window does not reach the whole context
+
+
+def test_selectors_choose_among_the_heads_that_see_the_whole_context() -> None:
+    scores = torch.tensor([[0.90, 0.20, 0.15, 0.12], [0.11, 0.50, 0.14, 0.13]])
+    assert TopHeads(2).select(scores).as_pairs() == [(0, 0), (1, 1)]
+    assert TopHeads(2).select(scores, REACH).as_pairs() == [(1, 1), (1, 2)]
+    assert TopHeads(20).for_model(2, 4).select(scores, REACH).as_pairs() == [(1, 1), (1, 2), (1, 3), (1, 0)]
+    assert OutlierHeads().select(scores).as_pairs() == [(0, 0)]
+    outliers = OutlierHeads().select(scores, REACH)
+    # no head of four stands 2 sd out of its four: the best of layer 1's heads
+    assert outliers.as_pairs() == [(1, 1)] and outliers.outliers == 0
+    assert BottomHeads(1).select(scores, REACH).as_pairs() == [(1, 0)]
+    fixed = FixedHeads([(0, 0)]).select(scores, REACH)
+    assert fixed.as_pairs() == [(0, 0)] and fixed.seeing == 4  # given heads stay; the selection says who sees
+
+
+@pytest.mark.parametrize("selector", [TopHeads(3), OutlierHeads(), BottomHeads(2), FixedHeads([(1, 2)])])
+def test_where_every_head_sees_the_context_the_selection_is_unchanged(selector) -> None:
+    everyone = torch.ones(2, dtype=torch.float64)
+    assert torch.equal(selector.select(SCORES, everyone).heads, selector.select(SCORES).heads)
+    assert selector.select(SCORES, everyone).seeing == 8

@@ -48,6 +48,9 @@ def report(result: RCAttributionResult, top: int) -> str:
             f"Context reliance: {result.context_reliance:.2f} (lookback ratio on the selected heads: attention "
             "to the context against attention to the answer itself, 0 to 1)",
         ]
+    reach = None if result.head_selection is None else result.head_selection.reach_note()
+    if reach is not None:
+        lines += ["", f"Heads: {reach}."]
     lines += _vouching(citations)
     unsupported = result.unsupported_tokens()
     if unsupported and result.token_support is not None:

@@ -7,7 +7,7 @@ import pytest
 from rcattr.cli import main
 from rcattr.demo import ANSWER, DOCUMENTS
 from rcattr.kvcache import DecodeEviction, Ratio, Threshold, TokenBudget
-from tests.helpers import context_files
+from tests.helpers import context_files, save_tiny, tiny_model
 
 
 def _sources(out: str) -> list[str]:
@@ -157,3 +157,14 @@ def test_rcattr_traceback_shows_the_traceback(tmp_path, monkeypatch):
     monkeypatch.setenv("RCATTR_TRACEBACK", "1")
     with pytest.raises(Exception, match="does not exist"):
         main(["explain", "--context", str(tmp_path / "missing.txt")])
+
+
+def test_explain_says_which_heads_see_the_documents(tmp_path, capsys) -> None:
+    """A tiny Gemma-3 whose sliding layers (5 tokens) do not reach the documents: the report says so."""
+    folder = save_tiny(tiny_model("gemma3"), tmp_path / "gemma")
+    context = tmp_path / "context.txt"
+    context.write_text("Paris is the capital of France. Berlin is the capital of Germany.", encoding="utf-8")
+    argv = ["explain", "--context", str(context), "--question", "Where?", "--model", str(folder)]
+    assert main([*argv, "--answer", "Paris.", "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert "Heads: 4 of the model's 12 heads see the whole context from the answer" in out

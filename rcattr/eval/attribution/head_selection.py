@@ -170,6 +170,7 @@ class RuleHeads(HeadSelector):
     def __post_init__(self) -> None:
         self._check_score()
 
-    def select(self, scores: torch.Tensor) -> HeadSelection:
+    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
+        """The rule's heads over all of them (the rules of issue 35 do not know windows; ``reach`` is kept)."""
         heads, weights = self.rule(scores.cpu())
-        return HeadSelection(scores.cpu(), heads, self.score, weights)
+        return HeadSelection(scores.cpu(), heads, self.score, weights, reach=reach)

@@ -194,12 +194,17 @@ def margin_weights(selection: HeadSelection) -> HeadSelection:
 
 
 def per_unit_selection(
-    selection: HeadSelection, heads: HeadSelector, unit_scores: torch.Tensor, weighting: HeadWeighting
+    selection: HeadSelection,
+    heads: HeadSelector,
+    unit_scores: torch.Tensor,
+    weighting: HeadWeighting,
+    reach: torch.Tensor | None = None,
 ) -> UnitHeadSelection:
-    """``selection`` with each output unit's own heads, chosen by ``heads`` from its ``[L, H, U]`` scores."""
+    """``selection`` with each output unit's own heads, chosen by ``heads`` from its ``[L, H, U]`` scores (among
+    the heads that see the context by the ``[L]`` reach)."""
     per_unit = []
     for scores in unit_scores.unbind(-1):
-        chosen = heads.select(scores)
+        chosen = heads.select(scores, reach)
         chosen = margin_weights(chosen) if weighting == "margin" else chosen
         weights = torch.ones(len(chosen.heads)) if chosen.weights is None else chosen.weights
         per_unit.append((chosen.heads, weights))

@@ -70,6 +70,8 @@ class HeadSpanScores:
     scored : Tensor of bool, shape [L, H], or None
         The heads whose span scores and row statistics were computed (the others hold 0), when not all
         of them were.
+    reach : Tensor, shape [L], or None
+        Each layer's view of the context from the answer (:meth:`~rcattr.reduction.Reduction.reach`).
     """
 
     example: Example
@@ -85,6 +87,7 @@ class HeadSpanScores:
     token_logprob: torch.Tensor
     unit_head_scores: dict[str, torch.Tensor]
     scored: torch.Tensor | None = None
+    reach: torch.Tensor | None = None
 
     @classmethod
     def of(cls, reducer: PassReducer, example: Example, n_heads: int) -> HeadSpanScores:
@@ -108,6 +111,7 @@ class HeadSpanScores:
             token_logprob=out.token_logprob,
             unit_head_scores={kind: Reduction.stack(t) for kind, t in reducer.unit_head_scores.items()},
             scored=None if bool(scored.all()) else scored,
+            reach=out.reach(),
         )
 
     def _check_scored(self, *heads: torch.Tensor | None) -> None:

@@ -69,6 +69,9 @@ class Recipe:
         weighted ``1 - rc_mix`` and ``rc_mix`` (computed in the same pass).
     lexical_gate : bool
         Fuse the vote with BM25 shares where the selected heads disagree (:mod:`rcattr.fusion`).
+    blind_heads : bool
+        Choose heads among all of them, those whose sliding window does not reach the context too (rcattr's
+        rule before issue 60), rather than among those that see the whole context from the answer.
     """
 
     label: str
@@ -80,6 +83,7 @@ class Recipe:
     per_unit_heads: bool = False
     rc_mix: float = 0.0
     lexical_gate: bool = False
+    blind_heads: bool = False
 
     def __post_init__(self) -> None:
         if self.head_weighting not in HEAD_WEIGHTINGS:
@@ -111,6 +115,7 @@ class Recipe:
             or self.head_weighting != "equal"
             or self.per_unit_heads
             or bool(self.rc_mix)
+            or self.blind_heads
         )
 
     def attributor(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> RCAttributor:
@@ -136,15 +141,18 @@ class Recipe:
         expectation, the key the RC mix reads)."""
         return "rc" if self.scorer == RCScorer() else repr(self.scorer)
 
-    def select(self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None) -> HeadSelection:
+    def select(
+        self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None, reach: torch.Tensor | None = None
+    ) -> HeadSelection:
         """The recipe's heads from every head's ``[L, H]`` scores (and, for ``per_unit_heads``, each
-        unit's ``[L, H, U]``)."""
-        selection = self.heads.select(scores)
+        unit's ``[L, H, U]``), among those that see the context by each layer's ``[L]`` reach."""
+        reach = None if self.blind_heads else reach
+        selection = self.heads.select(scores, reach)
         if self.head_weighting == "margin":
             selection = margin_weights(selection)
         if not self.per_unit_heads or unit_scores is None:
             return selection
-        return per_unit_selection(selection, self.heads, unit_scores, self.head_weighting)
+        return per_unit_selection(selection, self.heads, unit_scores, self.head_weighting, reach)
 
     def combine(
         self, scores: HeadSpanScores, scorer: str | None = None
@@ -153,7 +161,7 @@ class Recipe:
         from a pass's per-head scores (``scorer``: the key of its span scorer there, default its own)."""
         kind = self.heads.score
         unit_scores = scores.unit_head_scores.get(kind) if self.per_unit_heads else None
-        selection = self.select(scores.every_head_score[kind], unit_scores)
+        selection = self.select(scores.every_head_score[kind], unit_scores, scores.reach)
         return (*self.vote(scores, selection, scorer or self.scorer_key), selection)
 
     def vote(
@@ -205,6 +213,7 @@ class RecipeAttributor(RCAttributor):
         return self.recipe.select(
             Reduction.stack(reducer.out.head_scores[self.head_score]),
             None if units is None else Reduction.stack(units),
+            reducer.out.reach(),
         )
 
     def span_scores(
@@ -264,6 +273,7 @@ def ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
         on(default, "− continuation", "continuation", scorer=AttentionScorer(continuation=0.0)),
         on(default, "− share votes", "votes", votes="mass"),
         on(default, "− outlier heads (top-20)", "head count", heads=TopHeads(20)),
+        on(default, "− seeing heads (all heads ranked)", "head reach", blind_heads=True),
         # levers added to the default
         on(default, "+ margin weights", "head weighting", head_weighting="margin"),
         on(default, "+ per-unit heads", "per-unit heads", per_unit_heads=True),
@@ -286,7 +296,8 @@ def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
     """The rows of the head-selection table (issues 35 and 49): the default, the paper's recipe, attention over
     all heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and
     share votes), the default with each rule of :data:`rcattr.eval.attribution.head_selection.RULES` in place
-    of its outlier heads, and the default fused with BM25 where its heads disagree (:mod:`rcattr.fusion`)."""
+    of its outlier heads, the default fused with BM25 where its heads disagree (:mod:`rcattr.fusion`), and the
+    default choosing among every head, those whose window does not reach the context too (issue 60)."""
     paper, default = ablation(top_k)[:2]
     return [
         paper,
@@ -304,6 +315,12 @@ def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
             label=f"{DEFAULT} + BM25 where the heads disagree",
             lever="lexical gate",
             lexical_gate=True,
+        ),
+        replace(
+            default,
+            label=f"{DEFAULT} − seeing heads (all heads ranked)",
+            lever="head reach",
+            blind_heads=True,
         ),
     ]
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM
 
 from rcattr.attributor import RCAttributor
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
@@ -20,7 +21,7 @@ from rcattr.prompting import render_prompt
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
 from rcattr.support import support_heads
-from tests.helpers import char_tokenizer, tiny_model
+from tests.helpers import char_tokenizer, tiny_configs, tiny_model
 from tests.helpers.attribution import ANSWER, INPUT, answer_ids, captured_logits
 
 
@@ -134,6 +135,7 @@ RECIPES = [
     Recipe("bottom heads", "x", heads=BottomHeads(2)),
     Recipe("fixed heads", "x", heads=FixedHeads([(1, 0), (0, 3)])),
     Recipe("BM25 where the heads disagree", "x", heads=TopHeads(4), lexical_gate=True),
+    Recipe("every head ranked", "x", heads=TopHeads(3), blind_heads=True),
 ]
 
 
@@ -170,3 +172,22 @@ def test_recipes_have_unique_command_line_names() -> None:
     assert len(set(names)) == len(names)
     assert all(re.fullmatch(r"[a-z0-9+.\-]+", name) for name in names)
     assert {"paper", "default", "default+calibration-n-a", "default-continuation"} <= set(names)
+
+
+def test_the_blind_lever_ranks_every_head_and_the_default_only_those_that_see() -> None:
+    """Tiny Gemma-3, windows of 80 tokens: the sliding layers 0 and 2 see the last documents from the answer, the
+    full-attention layer 1 all of them."""
+    config = tiny_configs()["gemma3"]
+    config.sliding_window = 80
+    torch.manual_seed(0)
+    model, tokenizer = AutoModelForCausalLM.from_config(config).eval(), char_tokenizer()
+    every = head_span_scores(
+        RCAttributor(model, tokenizer), INPUT, ANSWER, span_scorers=span_scorers(RECIPES)
+    )
+    reach = every.reach.tolist()
+    assert 0 < reach[0] == reach[2] < reach[1] == 1.0
+    scores = every.every_head_score["superiority"]
+    seeing = Recipe("default", "default", heads=TopHeads(3)).combine(every)[2]
+    blind = Recipe("blind", "x", heads=TopHeads(3), blind_heads=True).combine(every)[2]
+    assert {layer for layer, _ in seeing.as_pairs()} == {1}
+    assert blind.heads.tolist() == top_heads(scores, 3).tolist() != seeing.heads.tolist()
