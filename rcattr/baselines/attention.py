@@ -5,7 +5,9 @@ from __future__ import annotations
 from transformers import PreTrainedModel
 
 from rcattr.attributor import RCAttributor
+from rcattr.head_selection import HeadSelection
 from rcattr.protocols import TokenizerLike
+from rcattr.reduction import Reducer, Reduction
 from rcattr.scorers import AttentionScorer
 from rcattr.selectors import TopHeads
 
@@ -23,3 +25,7 @@ class AttentionAttributor(RCAttributor):
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
         super().__init__(model, tokenizer, TopHeads(1.0), AttentionScorer(continuation=0.0), votes="mass")
+
+    def select_heads(self, reducer: Reducer) -> HeadSelection:
+        """Every head, those whose sliding window does not reach the context too: the field's baseline."""
+        return self.heads.select(Reduction.stack(reducer.out.head_scores[self.head_score]))

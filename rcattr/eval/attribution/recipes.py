@@ -267,7 +267,7 @@ def ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
         on(paper, "· heads by E[Z]/std(Y)", "head score", heads=TopHeads(20, "rc_std")),
         on(paper, "· heads by raw E[Z]", "head score", heads=TopHeads(20, "rc")),
         on(paper, "· RC expectation scorer", "span scorer", scorer=RCScorer()),
-        on(paper, "· all heads", "head count", heads=TopHeads(1.0)),
+        on(paper, "· all heads", "head count", heads=TopHeads(1.0), blind_heads=True),
         on(paper, "· bottom-20 heads", "head count", heads=BottomHeads(20)),
         # the default's parts taken out one at a time
         on(default, "− continuation", "continuation", scorer=AttentionScorer(continuation=0.0)),
@@ -303,7 +303,12 @@ def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
         paper,
         default,
         Recipe(
-            "attention · all heads (AttentionAttributor)", "head count", PAPER_SCORER, TopHeads(1.0), "mass"
+            "attention · all heads (AttentionAttributor)",
+            "head count",
+            PAPER_SCORER,
+            TopHeads(1.0),
+            "mass",
+            blind_heads=True,
         ),
         replace(default, label=f"{DEFAULT} · all heads", lever="head count", heads=TopHeads(1.0)),
         *(
