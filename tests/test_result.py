@@ -122,7 +122,11 @@ def test_dataframe_puts_the_text_last() -> None:
 
 def test_to_dict_round_trips_through_json() -> None:
     selection = HeadSelection(
-        torch.rand(2, 3), torch.tensor([[1, 2], [0, 0]]), "rc_std", torch.tensor([0.5, 1.0])
+        torch.rand(2, 3),
+        torch.tensor([[1, 2], [0, 0]]),
+        "rc_std",
+        torch.tensor([0.5, 1.0]),
+        reach=torch.tensor([1.0, 0.5], dtype=torch.float64),  # layer 1's window reaches half the context
     )
     result = _result(selection, groundedness=True)
     data = json.loads(json.dumps(result.to_dict()))
@@ -146,6 +150,8 @@ def test_to_dict_round_trips_through_json() -> None:
         "outliers": None,
         "few_heads": False,
         "lexical_share": None,
+        "seeing": 3,
+        "reach": [1.0, 0.5],
     }
     baseline = json.loads(json.dumps(_result().to_dict()))
     assert baseline["groundedness"] is None and baseline["heads"] is None
