@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-long eval-peers eval-kv clean
+.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-kv clean
 
 setup: $(STAMP)
 
@@ -71,6 +71,18 @@ LONG_ARGS = --methods sweep,bm25,hidden_state,random --context-tokens 8192 $(if 
 eval-long: setup
 	$(PY) -m rcattr.eval.attribution --dataset quotesum --limit 60 $(LONG_ARGS) --out runs/long/quotesum_8k_middle
 	$(PY) -m rcattr.eval.attribution --dataset verigran --limit 44 $(LONG_ARGS) --out runs/long/verigran_8k_middle
+
+# heads that can see the sources (docs/benchmarks.md, "Heads that can see the sources"): Gemma-3-270m, whose 15
+# sliding layers (512 tokens) do not reach far sources, short and at 8,192 tokens; about 4 h on 2 CPU cores
+REACH_ARGS = --model gemma-3-270m --methods heads,bm25,hidden_state
+REACH_LONG = --context-tokens 8192 --gold-position middle
+eval-reach: setup
+	$(PY) -m rcattr.eval.attribution --dataset verigran $(REACH_ARGS) --out runs/reach/gemma_verigran_full
+	$(PY) -m rcattr.eval.attribution --dataset quotesum --limit 100 $(REACH_ARGS) --out runs/reach/gemma_quotesum
+	$(PY) -m rcattr.eval.attribution --dataset quotesum --limit 40 $(REACH_ARGS) $(REACH_LONG) \
+		--out runs/reach/gemma_quotesum_8k_middle
+	$(PY) -m rcattr.eval.attribution --dataset verigran --limit 12 $(REACH_ARGS) $(REACH_LONG) \
+		--out runs/reach/gemma_verigran_8k_middle
 
 # the field's tools beside RC (docs/benchmarks.md, "The field's tools"): AT2 trained for the model, then every
 # method with faithfulness on 100 QuoteSum and 60 Veri-Gran records; days on 2 CPU cores, minutes on a GPU
