@@ -74,11 +74,14 @@ class HeadSelection:
         if self.reach is None or seeing == total:
             return None
         if seeing == 0:
-            widest = int(seeing_heads(self.reach, self.scores.shape[1]).sum())
-            return (
-                "no head sees the whole context from the answer (their windows are shorter than the distance); "
-                f"the heads were chosen among the {widest} that see the most of it ({float(self.reach.max()):.0%})"
+            text = (
+                "no head sees the whole context from the answer (their windows are shorter than the distance)"
             )
+            if self.kind != "fixed":
+                widest = int(seeing_heads(self.reach, self.scores.shape[1]).sum())
+                text += f"; the heads were chosen among the {widest} that see the most of it"
+                text += f" ({float(self.reach.max()):.0%})"
+            return text
         text = f"{seeing} of the model's {total} heads see the whole context from the answer"
         text += " (the others' windows do not reach it)"
         if self.kind != "fixed":

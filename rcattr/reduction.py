@@ -80,9 +80,7 @@ class Reduction:
     context_peak: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: P(max X > Y) per answer row
     lookback: dict[int, torch.Tensor] = field(default_factory=dict)  # [h, A]: lookback ratio per answer row
     self_size: dict[int, int] = field(default_factory=dict)  # |Y(g, g)| of the layer
-    context_reach: dict[int, torch.Tensor] = field(
-        default_factory=dict
-    )  # []: share of (answer, context) pairs seen
+    context_reach: dict[int, torch.Tensor] = field(default_factory=dict)  # []: share of context pairs seen
     token_logprob: torch.Tensor | None = None  # [A]: each answer token's log-probability, from the pass
     scored: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [h] head indices
 

@@ -55,3 +55,7 @@ def test_none_or_few_heads_that_see_the_context_are_flagged() -> None:
     narrow = HeadSelection(torch.rand(50, 1), torch.tensor([[0, 0]]), "fixed", reach=reach)
     assert narrow.few_seeing and "rests on few heads that can see the sources" in narrow.describe()
     assert "chosen among" not in narrow.describe()  # given heads are not chosen
+    blind_fixed = HeadSelection(
+        torch.rand(4, 10), torch.tensor([[0, 0]]), "fixed", reach=torch.full((4,), 0.3)
+    )
+    assert "no head sees" in blind_fixed.describe() and "chosen among" not in blind_fixed.describe()

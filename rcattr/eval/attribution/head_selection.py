@@ -171,6 +171,6 @@ class RuleHeads(HeadSelector):
         self._check_score()
 
     def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
-        """The rule's heads over all of them (the rules of issue 35 do not know windows; ``reach`` is kept)."""
+        """The rule's heads over all of them: the rules of issue 35 do not know windows (``reach`` is ignored)."""
         heads, weights = self.rule(scores.cpu())
-        return HeadSelection(scores.cpu(), heads, self.score, weights, reach=reach)
+        return HeadSelection(scores.cpu(), heads, self.score, weights)
