@@ -186,3 +186,28 @@ def run_attribution(saved_model, out, *extra: str) -> dict:
     arguments = ["--dataset", "quotesum", "--model", str(saved_model), "--out", str(out), "--ig-steps", "2"]
     assert main([*arguments, *extra]) == 0
     return json.loads((out / "results.json").read_text())
+
+
+def attributionbench_lines(n: int = 24) -> str:
+    """A tiny AttributionBench-format file: ``n`` short claims, half attributable, over two sources, and one
+    whose reference fills a tiny model's window."""
+    facts = [("cat", "sat", "mat"), ("dog", "ran", "park"), ("bird", "sang", "tree")]
+    rows = []
+    for i in range(n):
+        animal, verb, place = facts[i % 3]
+        attributable = i % 2 == 0
+        claim = (
+            f"The {animal} {verb} in the {place}." if attributable else f"The {animal} {verb} in {1900 + i}."
+        )
+        rows.append(
+            {
+                "question": f"What did the {animal} do?",
+                "claim": claim + (" [1]" if i % 4 == 0 else ""),
+                "references": [f"The {animal} {verb} in the {place}."],
+                "attribution_label": "attributable" if attributable else "not attributable",
+                "src_dataset": "ExpertQA" if i < n // 2 else "LFQA",
+                "id": f"c{i}",
+            }
+        )
+    rows.append({**rows[0], "id": "long", "references": ["The cat sat. " * 40]})
+    return "".join(json.dumps(row) + "\n" for row in rows)

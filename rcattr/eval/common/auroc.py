@@ -3,12 +3,14 @@ paired differences to a reference signal: the natural-error benchmarks' tables (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from rcattr.eval.common.metrics import resampled_summary
+
+Score = Callable[[np.ndarray, np.ndarray], float]
 
 
 def auroc_table(
@@ -23,12 +25,26 @@ def auroc_table(
     bootstrap interval, and its difference to ``reference`` with the paired interval (the same draws).
     ``groups`` (e.g. the record of each item) are resampled whole, each item its own by default; a draw with
     one label only is dropped. Empty when the items do not have both labels."""
+    return paired_table(items, labels, reference, roc_auc_score, "auroc", groups, n_boot, seed)
+
+
+def paired_table(
+    items: Sequence[dict[str, float]],
+    labels: Sequence[int],
+    reference: str,
+    score: Score,
+    key: str,
+    groups: Sequence[str] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """:func:`auroc_table` for any ``score(labels, values)`` (macro-F1 of predictions, say), under ``key``."""
     y = np.asarray(labels, dtype=int)
     if not items or y.min() == y.max():
         return {}
     members: dict[str, list[int]] = {}
-    for index, key in enumerate(groups if groups is not None else map(str, range(len(items)))):
-        members.setdefault(key, []).append(index)
+    for index, group in enumerate(groups if groups is not None else map(str, range(len(items)))):
+        members.setdefault(group, []).append(index)
     blocks = list(members.values())
     rng = np.random.default_rng(seed)
     draws = [
@@ -36,16 +52,18 @@ def auroc_table(
     ]
     draws = [d for d in draws if 0 < y[d].sum() < len(d)]
 
-    def aurocs(signal: str) -> tuple[float, np.ndarray]:
+    def scores(signal: str) -> tuple[float, np.ndarray]:
         x = np.array([item[signal] for item in items], dtype=float)
-        return float(roc_auc_score(y, x)), np.array([roc_auc_score(y[d], x[d]) for d in draws])
+        return float(score(y, x)), np.array([score(y[d], x[d]) for d in draws])
 
-    base, base_draws = aurocs(reference)
+    base, base_draws = scores(reference)
     table = {}
     for signal in items[0]:
-        value, resampled = (base, base_draws) if signal == reference else aurocs(signal)
+        value, resampled = (base, base_draws) if signal == reference else scores(signal)
+        summary = resampled_summary(value, resampled, base, base_draws, reference)
         table[signal] = {
-            **resampled_summary(value, resampled, base, base_draws, reference),
+            key: summary.pop("auroc"),
+            **summary,
             "positives": int(y.sum()),
             "negatives": int(len(y) - y.sum()),
         }

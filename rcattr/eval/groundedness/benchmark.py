@@ -2,7 +2,7 @@
 
     python -m rcattr.eval.groundedness --out runs/groundedness
 
-Four tasks, ``--task`` any of them (default all):
+Tasks, ``--task`` any of them (default all but ``errors`` and ``attributionbench``):
 
 - answer level, paired (:mod:`rcattr.eval.groundedness.pairs`): ``relevance`` (own paragraph vs another
   article's), ``unanswerable`` (an answerable vs an unanswerable SQuAD v2 question over one paragraph) and
@@ -11,7 +11,11 @@ Four tasks, ``--task`` any of them (default all):
   gets the AUROC of telling the supported answer from the other, with a 95% bootstrap interval over pairs
   and the paired difference to the lookback ratio over all heads;
 - token level: ``unsupported`` (:mod:`rcattr.eval.groundedness.unsupported_tokens`): edited QuoteSum and
-  Veri-Gran gold answers, the token AUROC of every token signal and the flag rates of the result's cut-off.
+  Veri-Gran gold answers, the token AUROC of every token signal and the flag rates of the result's cut-off;
+- claim level: ``errors`` (:mod:`rcattr.eval.groundedness.natural_errors`), the model's own SQuAD answers, and
+  ``attributionbench`` (:mod:`rcattr.eval.groundedness.attributionbench`), sentences of real answer engines
+  labelled by people, the AUROC and macro-F1 of the library's support and marks, its levers and baselines
+  (:mod:`rcattr.eval.groundedness.claim_report`).
 
 Rows are appended to ``OUT/records/*.jsonl`` as they finish, so a run resumes where it stopped;
 ``OUT/results.json`` and ``results.md`` are rewritten at the end.
@@ -31,6 +35,8 @@ from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.run_store import StoredRun, record_id
 from rcattr.eval.groundedness import answer_level, natural_errors, unsupported_tokens
 from rcattr.eval.groundedness.answer_edits import edit_answers
+from rcattr.eval.groundedness.attributionbench import claim_row, load_claims
+from rcattr.eval.groundedness.claim_report import claim_report
 from rcattr.eval.groundedness.pairs import TASKS as PAIRED_TASKS
 from rcattr.eval.groundedness.pairs import PairedTask
 
@@ -48,7 +54,7 @@ class GroundednessRun(StoredRun):
     :class:`~rcattr.RCAttributor` (the model loads only then), and the report of every task asked for.
 
     ``args`` holds the command line's settings (:mod:`rcattr.eval.groundedness.cli`): ``task``, ``limit``,
-    ``records``, ``model``, ``max_new_tokens``, ``datasets``, ``max_edits`` and ``seed``.
+    ``records``, ``model``, ``max_new_tokens``, ``datasets``, ``max_edits``, ``claims_file`` and ``seed``.
     """
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -57,6 +63,8 @@ class GroundednessRun(StoredRun):
             "unsupported" in args.task
         ):  # a context-relevance run folder from before the edits resumes as it was
             settings["max_edits"] = args.max_edits
+        if "attributionbench" in args.task:
+            settings["claims_file"] = str(args.claims_file)
         super().__init__(args.out, settings, (), rows="records")
         self.args = args
         self.gen_args = {"max_new_tokens": args.max_new_tokens, "do_sample": False}
@@ -73,6 +81,9 @@ class GroundednessRun(StoredRun):
             else {}
         )
         self.questions = natural_errors.questions(args.limit, args.seed) if "errors" in args.task else []
+        self.claims = (
+            load_claims(args.claims_file, args.records, args.seed) if "attributionbench" in args.task else []
+        )
         self.keys = self._row_keys()
 
     def _row_keys(self) -> dict[str, list[str]]:
@@ -88,6 +99,8 @@ class GroundednessRun(StoredRun):
         )
         if self.questions:
             keys["errors"] = [record.id for record in self.questions]
+        if self.claims:
+            keys["claims"] = [record.id for record in self.claims]
         return keys
 
     def missing(self) -> int:
@@ -111,6 +124,8 @@ class GroundednessRun(StoredRun):
             self._compute_unsupported(dataset, attributor)
         if self.questions:
             self._compute_errors(attributor)
+        if self.claims:
+            self._compute_claims(attributor)
 
     def _todo(self, stem: str) -> set[str]:
         return set(self.store.todo(stem, self.keys[stem], key=record_id))
@@ -157,6 +172,15 @@ class GroundednessRun(StoredRun):
                 if record.id in todo:
                     write({"id": record.id, **natural_errors.answer_row(attributor, record, self.gen_args)})
 
+    def _compute_claims(self, attributor: RCAttributor) -> None:
+        todo = self._todo("claims")
+        with self.store.appending("claims") as write:
+            for index, record in enumerate(
+                tqdm(self.claims, desc="AttributionBench claims", disable=not todo)
+            ):
+                if record.id in todo:  # one claim in 8 times a plain forward too, the unit of cost
+                    write(claim_row(attributor, record, time_forward=index % 8 == 0))
+
     def _rows(self, stem: str) -> list[dict[str, Any]]:
         return list(self.store.done(stem, self.keys[stem], key=record_id).values())
 
@@ -179,6 +203,9 @@ class GroundednessRun(StoredRun):
             results["natural_errors"], text = natural_errors.report(
                 self._rows("errors"), self.questions, seed
             )
+            report.append(text)
+        if self.claims:
+            results["attributionbench"], text = claim_report(self._rows("claims"), seed)
             report.append(text)
         self.store.write_report(results, "\n".join(report))
         print("\n".join(report))

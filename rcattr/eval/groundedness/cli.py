@@ -2,9 +2,11 @@
 
     python -m rcattr.eval.groundedness --out runs/groundedness
 
-Four tasks, ``--task`` any of them (default all but ``errors``): the paired answer-level tasks of
-:mod:`rcattr.eval.groundedness.pairs` (``relevance``, ``unanswerable``, ``removed``), ``unsupported`` tokens in
-edited QuoteSum / Veri-Gran answers, and ``errors``, the model's own SQuAD answers. The run itself is
+Tasks, ``--task`` any of them (default all but ``errors`` and ``attributionbench``): the paired answer-level
+tasks of :mod:`rcattr.eval.groundedness.pairs` (``relevance``, ``unanswerable``, ``removed``), ``unsupported``
+tokens in edited QuoteSum / Veri-Gran answers, ``errors``, the model's own SQuAD answers, and
+``attributionbench``, claims of real answer engines against people's labels (read from ``--claims-file``). The
+run itself is
 :class:`rcattr.eval.groundedness.benchmark.GroundednessRun`.
 """
 
@@ -18,8 +20,9 @@ from rcattr.eval.common.run_store import ShardedRun
 from rcattr.options import positive_int
 
 PAIRED_TASKS = ("relevance", "unanswerable", "removed")  # rcattr.eval.groundedness.pairs.TASKS, without torch
-TASKS = (*PAIRED_TASKS, "unsupported", "errors")
-DEFAULT_TASKS = TASKS[:-1]
+TASKS = (*PAIRED_TASKS, "unsupported", "errors", "attributionbench")
+DEFAULT_TASKS = TASKS[:-2]
+CLAIMS_FILE = "../shared/data/attributionbench/dev.jsonl"  # attributionbench.DEFAULT_PATH, without torch
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,7 +33,10 @@ def _parser() -> argparse.ArgumentParser:
             "(relevance: own vs another article's paragraph; unanswerable: answerable vs unanswerable "
             "questions; removed: the paragraph with vs without the answer sentence), AUROC of answer-level "
             "signals; token level on edited QuoteSum / Veri-Gran answers (unsupported), token AUROC and the "
-            "result's flag rates. RC against log-probability, entropy, lookback ratio and random."
+            "result's flag rates; claim level on AttributionBench (attributionbench: sentences of real answer engines, "
+            "judged by people), AUROC and macro-F1 of the library's support and marks, its levers and baselines "
+            "(lexical coverage, the model asked as a judge). RC against log-probability, entropy, lookback ratio "
+            "and random."
         ),
     )
     add_folder_arguments(parser, default_out="runs/groundedness")
@@ -39,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         choices=TASKS,
         default=list(DEFAULT_TASKS),
-        help="benchmarks to run (default: all but errors, the natural errors of issue 50)",
+        help="benchmarks to run (default: all but errors, the natural errors of issue 50, and attributionbench, "
+        "which reads --claims-file)",
     )
     parser.add_argument(
         "--limit",
@@ -51,7 +58,13 @@ def _parser() -> argparse.ArgumentParser:
         "--records",
         type=positive_int,
         default=None,
-        help="unsupported tokens: records read per dataset, before keeping those with an edit (default all)",
+        help="unsupported tokens: records read per dataset, before keeping those with an edit; attributionbench: "
+        "claims drawn from the file with --seed (default all)",
+    )
+    parser.add_argument(
+        "--claims-file",
+        default=CLAIMS_FILE,
+        help=f"attributionbench: the AttributionBench JSONL file, read by path (default {CLAIMS_FILE})",
     )
     parser.add_argument(
         "--max-new-tokens",

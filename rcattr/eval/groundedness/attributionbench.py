@@ -1,0 +1,183 @@
+"""AttributionBench (issue 61): sentences of real generative-search answers, each labelled by people as
+attributable to its references or not, and what the library says of each.
+
+Each claim (one sentence of an ExpertQA, Stanford-GenSearch, LFQA or AttributedQA answer) is teacher-forced
+as the answer over its references (the documents) and its question. A row keeps what the library's
+citations say (:attr:`Citation.support <rcattr.citations.Citation.support>` and ``status`` of its weakest
+sentence) and, so that every lever of :mod:`rcattr.eval.groundedness.claim_levers` is computed from the rows
+without the model, the pieces: each token's support log-odds and log-probability, the claim's content words
+(stop words and citation markers left out) and whether the references hold each by its surface form, and
+the baselines from the same tokens (lexical coverage, log-probability, entropy, the lookback ratio over
+every head) and the model asked as a judge (:mod:`rcattr.eval.groundedness.judge`). The claims' own citation
+markers (``[5]``) are the library's to handle (:func:`rcattr.claims.citation_markers`); a claim whose prompt
+does not fit the model's window is skipped, and the row says why.
+
+The file is evaluation data, read by path and never shipped (``../shared/data/README.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import torch
+
+from rcattr.claims import citation_markers, claim_parts, stop_words
+from rcattr.eval.groundedness.context_signals import token_statistics
+from rcattr.eval.groundedness.judge import judge_log_odds
+from rcattr.eval.groundedness.sentence_signals import content_coverage
+from rcattr.prompting import ContextInput
+from rcattr.segmentation import tokens_within
+from rcattr.signals import RCSignals
+from rcattr.support import support_heads
+
+if TYPE_CHECKING:
+    from rcattr.attributor import RCAttributor
+
+DEFAULT_PATH = Path("../shared/data/attributionbench/dev.jsonl")
+# worst last: a claim of several sentences takes its weakest sentence's status
+STATUSES = ("supported", "partial", "weak", "unsupported")
+_WORD = re.compile(r"\w+(?:[.,]\d+)*")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    """One labelled claim: ``attributable`` is the people's label, ``source`` the dataset it came from."""
+
+    id: str
+    question: str
+    claim: str
+    references: tuple[str, ...]
+    attributable: bool
+    source: str
+
+
+def load_claims(
+    path: str | Path = DEFAULT_PATH, limit: int | None = None, seed: int = 0
+) -> list[ClaimRecord]:
+    """The claims of an AttributionBench file (one JSON object per line), in file order; with ``limit``, a
+    seeded draw of that many (the file is sorted by source and label, so its head is not a sample)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no AttributionBench file at {path}: give its path with --claims-file "
+            "(the dev split is ../shared/data/attributionbench/dev.jsonl, see ../shared/data/README.md)"
+        )
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            records.append(
+                ClaimRecord(
+                    str(row["id"]),
+                    row["question"],
+                    row["claim"],
+                    tuple(row["references"]),
+                    row["attribution_label"] == "attributable",
+                    row["src_dataset"],
+                )
+            )
+    if limit is not None and limit < len(records):
+        keep = sorted(random.Random(seed).sample(range(len(records)), limit))
+        records = [records[i] for i in keep]
+    return records
+
+
+def without_markers(text: str) -> str:
+    """``text`` with its citation markers (``[5]``) dropped, and the spaces before them."""
+    for start, end in reversed(citation_markers(text)):
+        text = text[:start].rstrip() + text[end:]
+    return text
+
+
+def content_words(text: str, references: tuple[str, ...]) -> list[tuple[int, int, bool]]:
+    """The ``(start, end, held)`` of each content word of ``text`` (a word with a part that is no stop word,
+    :func:`~rcattr.claims.claim_parts`) outside its citation markers; ``held``: every part of it occurs in the
+    ``references``."""
+    markers = citation_markers(text)
+    known = {part for reference in references for part in claim_parts(reference)}
+    words = []
+    for match in _WORD.finditer(text):
+        if any(a <= match.start() < b for a, b in markers):
+            continue
+        parts = [part for part in claim_parts(match.group()) if part not in stop_words()]
+        if parts:
+            words.append((match.start(), match.end(), all(part in known for part in parts)))
+    return words
+
+
+def _timed(seconds: dict[str, float], name: str, run: Callable[[], T]) -> T:
+    start = time.perf_counter()
+    value = run()
+    seconds[name] = round(time.perf_counter() - start, 4)
+    return value
+
+
+def _rounded(values: torch.Tensor) -> list[float]:
+    return [round(float(value), 4) for value in values]
+
+
+def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool = True) -> dict[str, Any]:
+    """What the library and the baselines say of ``record``'s claim, teacher-forced over its references (or
+    ``skipped`` with the reason when its prompt does not fit the model's window). Each part's seconds are
+    kept, and with ``time_forward`` those of one plain forward of the prompt and claim, the unit of cost."""
+    head = {"id": record.id, "source": record.source, "label": int(record.attributable)}
+    inp = ContextInput(list(record.references), record.question)
+    try:
+        example = attributor.prepare(inp, record.claim, "sentence")
+    except ValueError as error:
+        return {**head, "skipped": str(error)}
+    seconds: dict[str, float] = {}
+    if time_forward:
+        with torch.no_grad():
+            _timed(
+                seconds, "forward", lambda: attributor.model(example.ids, use_cache=False, logits_to_keep=1)
+            )
+    result = _timed(seconds, "attribute", lambda: attributor.attribute(inp, target=record.claim))
+    citations = result.citations()
+    statistics = _timed(seconds, "statistics", lambda: token_statistics(attributor.model, example))
+    coverage = _timed(
+        seconds, "coverage", lambda: content_coverage(without_markers(record.claim), record.references)
+    )
+    judge = _timed(
+        seconds,
+        "judge",
+        lambda: judge_log_odds(attributor, record.references, without_markers(record.claim)),
+    )
+    tokens = result.answer_tokens
+    kept = [
+        i
+        for i in range(len(tokens))
+        if i not in {t for a, b in citation_markers(record.claim) for t in tokens_within(tokens, a, b)}
+    ]
+    kept = [i for i in kept if tokens[i].text.strip()] or kept
+    log_odds = statistics.support_log_odds(support_heads(RCSignals.of(result).head_selection.scores))
+    lookback = statistics.lookback.mean((0, 1))
+    return {
+        **head,
+        "support": min(c.support for c in citations if c.support is not None),
+        "held_support": min(c.held_support for c in citations if c.held_support is not None),
+        "status": max((c.status for c in citations if c.status), key=STATUSES.index),
+        "sentences": len(citations),
+        "claims": [[claim.kind, claim.held, claim.support] for c in citations for claim in c.claims],
+        "coverage": coverage,
+        "logprob": float(statistics.logprob[kept[1:] or kept].mean()),
+        "neg_entropy": -float(statistics.entropy[kept].mean()),
+        "lookback": float(lookback[kept].mean()),
+        "judge": judge,
+        "log_odds": _rounded(log_odds),
+        "token_logprob": _rounded(statistics.logprob),
+        "peak_all_heads": _rounded(statistics.peak.mean((0, 1))),
+        "words": [
+            [int(held), tokens_within(tokens, start, end)]
+            for start, end, held in content_words(record.claim, record.references)
+        ],
+        "seconds": seconds,
+    }

@@ -1,0 +1,231 @@
+"""The AttributionBench tables (issue 61): how well each signal of
+:mod:`rcattr.eval.groundedness.claim_levers` tells the claims people judged attributable (1) from those they
+did not (0).
+
+- **AUROC** of every signal, its 95% bootstrap interval over claims, and its difference to the library's
+  support with the paired interval (the same draws);
+- **marks**: macro-F1 and accuracy of each signal's own cut-off (the library's ``status`` for support, even
+  odds for the probabilities), with the paired interval to the library's marks; the share of unattributable
+  claims marked (caught) and of attributable ones marked; and for every signal the macro-F1 of a cut-off
+  chosen by 10-fold cross-validation (on nine folds, applied to the tenth) beside the best single cut-off
+  chosen on all the rows (optimistic: an upper bound, not a figure to publish);
+- ``combined``: a logistic regression over every signal, its probabilities out of fold (10-fold
+  cross-validation), marked below 0.5; the coefficients of the fit on all rows come with it;
+- per source dataset, the AUROC of every signal;
+- the cost of each signal in forwards: the median of its seconds over one plain forward of the prompt and
+  claim, per claim.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from rcattr.eval.common.auroc import auroc_table, paired_table, table_lines
+from rcattr.eval.groundedness.claim_levers import REFERENCE, SIGNALS, claim_signals, marked, signal_matrix
+
+COMBINED = "combined"
+FOLDS = 10
+# seconds of each signal's work per claim, as the rows time them; log-probability is one plain forward
+COST = {
+    REFERENCE: ("attribute",),
+    "logprob": ("forward",),
+    "neg_entropy / lookback": ("statistics",),
+    "coverage": ("coverage",),
+    "judge": ("judge",),
+    "support_judge": ("attribute", "judge"),
+}
+
+
+def macro_f1(labels: np.ndarray, predictions: np.ndarray) -> float:
+    """sklearn's ``f1_score(labels, predictions, average="macro")`` for 0/1 labels, without its overhead (the
+    bootstrap calls it thousands of times): the mean F1 of the classes either array has."""
+    labels, predictions = np.asarray(labels, dtype=bool), np.asarray(predictions, dtype=bool)
+    scores = []
+    for positive in (False, True):
+        hits, said = labels == positive, predictions == positive
+        true, wrong = int((hits & said).sum()), int((hits ^ said).sum())
+        if true or wrong:
+            scores.append(2 * true / (2 * true + wrong))
+    return float(np.mean(scores))
+
+
+def best_cut(values: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """The cut-off (attributable at or above it) with the best macro-F1 over ``values``, and that F1."""
+    candidates = np.append(np.unique(values), np.inf)  # inf: nothing attributable
+    scores = [macro_f1(labels, (values >= cut).astype(int)) for cut in candidates]
+    best = int(np.argmax(scores))
+    return float(candidates[best]), float(scores[best])
+
+
+def folds(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    splitter = StratifiedKFold(
+        n_splits=min(FOLDS, int(np.bincount(labels).min())), shuffle=True, random_state=seed
+    )
+    return list(splitter.split(np.zeros(len(labels)), labels))
+
+
+def cross_validated_predictions(values: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
+    """Each claim's prediction (1: attributable) by the :func:`best_cut` of the other folds."""
+    predictions = np.zeros(len(values), dtype=int)
+    for train, test in folds(labels, seed):
+        cut, _ = best_cut(values[train], labels[train])
+        predictions[test] = values[test] >= cut
+    return predictions
+
+
+def combiner(features: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """Out-of-fold probabilities of a standardised logistic regression over the ``[n, k]`` features, and the
+    fit on all rows (per signal of :data:`SIGNALS`, its coefficient on the standardised signal)."""
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    splits = folds(labels, seed)
+    probabilities = cross_val_predict(model, features, labels, cv=splits, method="predict_proba")[:, 1]
+    model.fit(features, labels)
+    fitted = model[-1]
+    return probabilities, {
+        "coefficients": dict(zip(SIGNALS, np.round(fitted.coef_[0], 4).tolist(), strict=True)),
+        "intercept": round(float(fitted.intercept_[0]), 4),
+        "scaler_mean": np.round(model[0].mean_, 6).tolist(),
+        "scaler_scale": np.round(model[0].scale_, 6).tolist(),
+        "folds": len(splits),
+    }
+
+
+def marks_table(
+    kept: Sequence[dict[str, Any]],
+    signals: list[dict[str, float]],
+    labels: np.ndarray,
+    seed: int,
+    n_boot: int,
+) -> dict[str, dict[str, Any]]:
+    """Per signal, its own marks' macro-F1 (paired to the library's), accuracy and marking rates where it
+    has a cut-off, the cross-validated cut's macro-F1 and the best single cut's."""
+    own = [marked(row, values) for row, values in zip(kept, signals, strict=True)]
+    for mark, row_signals in zip(own, signals, strict=True):
+        mark[COMBINED] = row_signals[COMBINED] < 0.5
+    predictions = [{name: float(not value) for name, value in mark.items()} for mark in own]
+    own_f1 = paired_table(
+        predictions, labels.tolist(), REFERENCE, macro_f1, "macro_f1", n_boot=n_boot, seed=seed
+    )
+    table: dict[str, dict[str, Any]] = {}
+    for name in signals[0]:
+        values = np.array([row[name] for row in signals])
+        cross = cross_validated_predictions(values, labels, seed)
+        entry: dict[str, Any] = {
+            "cv_macro_f1": macro_f1(labels, cross),
+            "cv_accuracy": float((cross == labels).mean()),
+            "best_cut_macro_f1": best_cut(values, labels)[1],
+        }
+        if name in own_f1:
+            marks = np.array([mark[name] for mark in own])
+            entry.update(own_f1[name])
+            entry["accuracy"] = float((marks != labels.astype(bool)).mean())
+            entry["caught"] = float(marks[labels == 0].mean())
+            entry["false_marks"] = float(marks[labels == 1].mean())
+        table[name] = entry
+    return table
+
+
+def per_source(
+    kept: Sequence[dict[str, Any]], signals: list[dict[str, float]], labels: np.ndarray
+) -> dict[str, dict[str, float]]:
+    """Per source dataset (and its count of claims), the AUROC of every signal."""
+    out = {}
+    for source in sorted({row["source"] for row in kept}):
+        index = [i for i, row in enumerate(kept) if row["source"] == source]
+        y = labels[index]
+        if y.min() == y.max():
+            continue
+        out[source] = {
+            "claims": len(index),
+            **{name: float(roc_auc_score(y, [signals[i][name] for i in index])) for name in signals[0]},
+        }
+    return out
+
+
+def cost(kept: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Per signal, the median over the claims that timed a plain forward of its seconds over the forward's."""
+    timed = [row["seconds"] for row in kept if "forward" in row["seconds"]]
+    return {
+        name: statistics.median(
+            sum(seconds[part] for part in parts) / seconds["forward"] for seconds in timed
+        )
+        for name, parts in COST.items()
+        if timed
+    }
+
+
+def claim_report(
+    rows: Sequence[dict[str, Any]], seed: int = 0, n_boot: int = 2000
+) -> tuple[dict[str, Any], str]:
+    """The AttributionBench tables of the rows, and their markdown (``n_boot`` bootstrap draws)."""
+    kept = [row for row in rows if "skipped" not in row]
+    skipped = Counter(row["source"] for row in rows if "skipped" in row)
+    labels = np.array([row["label"] for row in kept], dtype=int)
+    results: dict[str, Any] = {"claims": len(kept), "skipped": dict(skipped)}
+    if len(kept) < 2 * FOLDS or labels.min() == labels.max():
+        return results, f"AttributionBench: {len(kept)} claims, too few with both labels for the tables\n"
+    signals = [claim_signals(row) for row in kept]
+    probabilities, fit = combiner(np.array(signal_matrix(kept)), labels, seed)
+    for values, probability in zip(signals, probabilities, strict=True):
+        values[COMBINED] = float(probability)
+    results.update(
+        auroc=auroc_table(signals, labels.tolist(), REFERENCE, n_boot=n_boot, seed=seed),
+        marks=marks_table(kept, signals, labels, seed, n_boot),
+        per_source=per_source(kept, signals, labels),
+        combiner=fit,
+        cost=cost(kept),
+    )
+    return results, markdown(results)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The report's tables."""
+    aurocs, marks = results["auroc"], results["marks"]
+    head = next(iter(aurocs.values()))
+    skipped = ", ".join(f"{n} {source}" for source, n in sorted(results["skipped"].items())) or "none"
+    lines = [
+        f"AttributionBench: {results['claims']} claims ({head['positives']} attributable, {head['negatives']} "
+        f"not), skipped beyond the model's window: {skipped}",
+        "",
+        *table_lines(aurocs, REFERENCE),
+        "",
+        "| signal | macro-F1, own cut | minus support (paired 95%) | accuracy | unattributable marked | "
+        "attributable marked | macro-F1, 10-fold cut | best single cut (optimistic) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, v in marks.items():
+        own = (
+            f"{v['macro_f1']:.3f} | {v['minus_support']:+.3f} [{v['difference_low']:+.3f}, "
+            f"{v['difference_high']:+.3f}] | {v['accuracy']:.3f} | {v['caught']:.1%} | {v['false_marks']:.1%}"
+            if "macro_f1" in v
+            else "— | — | — | — | —"
+        )
+        lines.append(f"| {name} | {own} | {v['cv_macro_f1']:.3f} | {v['best_cut_macro_f1']:.3f} |")
+    sources = results["per_source"]
+    names = list(aurocs)
+    lines += [
+        "",
+        "AUROC per source dataset:",
+        "",
+        "| source | claims | " + " | ".join(names) + " |",
+        "|---|---:|" + "---:|" * len(names),
+        *(
+            f"| {source} | {v['claims']} | " + " | ".join(f"{v[name]:.3f}" for name in names) + " |"
+            for source, v in sources.items()
+        ),
+        "",
+        "Cost per claim, × one plain forward of the prompt and claim (median): "
+        + ", ".join(f"{name} {value:.2f}" for name, value in results["cost"].items()),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""The AttributionBench tables (rcattr.eval.groundedness.claim_report): cut-offs, folds, the combiner."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import f1_score
+
+from rcattr.eval.groundedness.claim_report import (
+    best_cut,
+    claim_report,
+    cross_validated_predictions,
+    macro_f1,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=30))
+def test_macro_f1_equals_sklearns(items) -> None:
+    labels, predictions = np.array([y for y, _ in items]), np.array([p for _, p in items])
+    assert macro_f1(labels, predictions) == pytest.approx(f1_score(labels, predictions, average="macro"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=2, max_size=25))
+def test_best_cut_is_the_best_threshold_by_brute_force(items) -> None:
+    values = np.array([v for v, _ in items], dtype=float)
+    labels = np.array([int(y) for _, y in items])
+    cut, f1 = best_cut(values, labels)
+    brute = max(macro_f1(labels, (values >= t).astype(int)) for t in range(0, 8))
+    assert f1 == pytest.approx(brute) and macro_f1(labels, (values >= cut).astype(int)) == pytest.approx(f1)
+
+
+def test_a_cross_validated_cut_never_sees_the_fold_it_predicts() -> None:
+    rng = np.random.default_rng(0)
+    values, labels = rng.random(60), np.array([0, 1] * 30)
+    predictions = cross_validated_predictions(values, labels, seed=1)
+    assert set(predictions) <= {0, 1}
+    # a signal equal to the label is cut perfectly on every fold
+    assert (cross_validated_predictions(labels.astype(float), labels, seed=1) == labels).all()
+
+
+def synthetic_rows(n: int = 40) -> list[dict]:
+    rng = random.Random(0)
+    rows = []
+    for i in range(n):
+        label = i % 2
+        support = min(1.0, max(0.0, 0.35 + 0.3 * label + rng.uniform(-0.25, 0.25)))
+        rows.append(
+            {
+                "id": f"c{i}",
+                "source": "A" if i < n // 2 else "B",
+                "label": label,
+                "support": support,
+                "status": "supported" if support >= 0.5 else "weak",
+                "coverage": rng.random(),
+                "judge": rng.uniform(-2, 2),
+                "logprob": rng.uniform(-3, 0),
+                "neg_entropy": -rng.random(),
+                "lookback": rng.random(),
+                "claims": [],
+                "log_odds": [0.0, -5.0],
+                "token_logprob": [0.0, -1.0],
+                "words": [[label, [1]]],
+                "seconds": {"attribute": 1.2, "statistics": 1.1, "coverage": 0.0, "judge": 0.9}
+                | ({"forward": 1.0} if i % 8 == 0 else {}),
+            }
+        )
+    return rows
+
+
+def test_the_report_scores_every_signal_counts_the_skipped_and_costs_in_forwards() -> None:
+    rows = [*synthetic_rows(), {"id": "x", "source": "A", "label": 1, "skipped": "the prompt ... window"}]
+    results, text = claim_report(rows, seed=0, n_boot=50)
+    assert results["claims"] == 40 and results["skipped"] == {"A": 1}
+    assert results["auroc"]["heads_coverage"]["auroc"] == 1.0  # the words' surface form is the label here
+    assert results["auroc"]["support"]["minus_support"] == 0.0
+    marks = results["marks"]
+    assert marks["support"]["caught"] == pytest.approx(
+        np.mean([row["status"] != "supported" for row in rows[:40] if row["label"] == 0])
+    )
+    assert "macro_f1" not in marks["logprob"] and marks["heads_coverage"]["cv_macro_f1"] == 1.0
+    assert set(results["per_source"]) == {"A", "B"} and results["per_source"]["A"]["claims"] == 20
+    assert results["cost"]["support"] == pytest.approx(1.2) and results["cost"]["support_judge"] == 2.1
+    assert 0 <= results["auroc"]["combined"]["auroc"] <= 1 and results["combiner"]["folds"] == 10
+    assert (
+        "AttributionBench: 40 claims (20 attributable, 20 not), skipped beyond the model's window: 1 A"
+        in text
+    )
+    assert claim_report(rows[:5], seed=0, n_boot=50)[0] == {"claims": 5, "skipped": {}}
