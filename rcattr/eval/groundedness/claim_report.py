@@ -11,6 +11,8 @@ did not (0).
   chosen on all the rows (optimistic: an upper bound, not a figure to publish);
 - ``combined``: a logistic regression over every signal, its probabilities out of fold (10-fold
   cross-validation), marked below 0.5; the coefficients of the fit on all rows come with it;
+  ``combined_one_pass`` the same over the signals the attribution pass has without a second forward (no
+  judge, entropy or all-heads lookback);
 - per source dataset, the AUROC of every signal;
 - the cost of each signal in forwards: the median of its seconds over one plain forward of the prompt and
   claim, per claim.
@@ -31,9 +33,20 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from rcattr.eval.common.auroc import auroc_table, paired_table, table_lines
-from rcattr.eval.groundedness.claim_levers import REFERENCE, SIGNALS, claim_signals, marked, signal_matrix
+from rcattr.eval.groundedness.claim_levers import (
+    LEVERS,
+    REFERENCE,
+    SIGNALS,
+    claim_signals,
+    marked,
+    signal_matrix,
+)
 
-COMBINED = "combined"
+# the combiners' features: every signal, and those the attribution pass has without a second forward
+COMBINERS = {
+    "combined": SIGNALS,
+    "combined_one_pass": (REFERENCE, *LEVERS[:3], "coverage", "logprob"),
+}
 FOLDS = 10
 # seconds of each signal's work per claim, as the rows time them; log-probability is one plain forward
 COST = {
@@ -83,16 +96,18 @@ def cross_validated_predictions(values: np.ndarray, labels: np.ndarray, seed: in
     return predictions
 
 
-def combiner(features: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+def combiner(
+    features: np.ndarray, labels: np.ndarray, names: Sequence[str], seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Out-of-fold probabilities of a standardised logistic regression over the ``[n, k]`` features, and the
-    fit on all rows (per signal of :data:`SIGNALS`, its coefficient on the standardised signal)."""
+    fit on all rows (per signal of ``names``, its coefficient on the standardised signal)."""
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
     splits = folds(labels, seed)
     probabilities = cross_val_predict(model, features, labels, cv=splits, method="predict_proba")[:, 1]
     model.fit(features, labels)
     fitted = model[-1]
     return probabilities, {
-        "coefficients": dict(zip(SIGNALS, np.round(fitted.coef_[0], 4).tolist(), strict=True)),
+        "coefficients": dict(zip(names, np.round(fitted.coef_[0], 4).tolist(), strict=True)),
         "intercept": round(float(fitted.intercept_[0]), 4),
         "scaler_mean": np.round(model[0].mean_, 6).tolist(),
         "scaler_scale": np.round(model[0].scale_, 6).tolist(),
@@ -111,7 +126,7 @@ def marks_table(
     has a cut-off, the cross-validated cut's macro-F1 and the best single cut's."""
     own = [marked(row, values) for row, values in zip(kept, signals, strict=True)]
     for mark, row_signals in zip(own, signals, strict=True):
-        mark[COMBINED] = row_signals[COMBINED] < 0.5
+        mark.update({name: row_signals[name] < 0.5 for name in COMBINERS})
     predictions = [{name: float(not value) for name, value in mark.items()} for mark in own]
     own_f1 = paired_table(
         predictions, labels.tolist(), REFERENCE, macro_f1, "macro_f1", n_boot=n_boot, seed=seed
@@ -175,14 +190,16 @@ def claim_report(
     if len(kept) < 2 * FOLDS or labels.min() == labels.max():
         return results, f"AttributionBench: {len(kept)} claims, too few with both labels for the tables\n"
     signals = [claim_signals(row) for row in kept]
-    probabilities, fit = combiner(np.array(signal_matrix(kept)), labels, seed)
-    for values, probability in zip(signals, probabilities, strict=True):
-        values[COMBINED] = float(probability)
+    fits = {}
+    for name, features in COMBINERS.items():
+        probabilities, fits[name] = combiner(np.array(signal_matrix(kept, features)), labels, features, seed)
+        for values, probability in zip(signals, probabilities, strict=True):
+            values[name] = float(probability)
     results.update(
         auroc=auroc_table(signals, labels.tolist(), REFERENCE, n_boot=n_boot, seed=seed),
         marks=marks_table(kept, signals, labels, seed, n_boot),
         per_source=per_source(kept, signals, labels),
-        combiner=fit,
+        combiners=fits,
         cost=cost(kept),
     )
     return results, markdown(results)

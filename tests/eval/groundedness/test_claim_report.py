@@ -86,7 +86,15 @@ def test_the_report_scores_every_signal_counts_the_skipped_and_costs_in_forwards
     assert "macro_f1" not in marks["logprob"] and marks["heads_coverage"]["cv_macro_f1"] == 1.0
     assert set(results["per_source"]) == {"A", "B"} and results["per_source"]["A"]["claims"] == 20
     assert results["cost"]["support"] == pytest.approx(1.2) and results["cost"]["support_judge"] == 2.1
-    assert 0 <= results["auroc"]["combined"]["auroc"] <= 1 and results["combiner"]["folds"] == 10
+    assert 0 <= results["auroc"]["combined"]["auroc"] <= 1 and results["combiners"]["combined"]["folds"] == 10
+    assert set(results["combiners"]["combined_one_pass"]["coefficients"]) == {
+        "support",
+        "content_words",
+        "heads_coverage",
+        "fused_coverage",
+        "coverage",
+        "logprob",
+    }
     assert (
         "AttributionBench: 40 claims (20 attributable, 20 not), skipped beyond the model's window: 1 A"
         in text
