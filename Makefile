@@ -85,15 +85,15 @@ eval-reach: setup
 		--out runs/reach/gemma_verigran_8k_middle
 
 # support against people's labels (docs/benchmarks.md, "Support against people's labels"): AttributionBench's dev
-# split, read by path; SmolLM2 on every claim (about 1 h on 2 CPU cores), Qwen2.5-0.5B on a seeded 240 (about 1 h)
+# split, read by path; SmolLM2 on every claim (about 1 h on 2 CPU cores), Qwen2.5-0.5B on a seeded 160 (about 40 min)
 CLAIMS_FILE ?= ../shared/data/attributionbench/dev.jsonl
 QWEN_MODEL = runs/models/qwen2.5-coder-0.5b-instruct
 CLAIM_ARGS = --task attributionbench --claims-file $(CLAIMS_FILE)
 eval-attributionbench: setup
 	$(PY) -m rcattr.eval.groundedness $(CLAIM_ARGS) --out runs/attributionbench/smollm2_dev
 	../shared/models/qwen2.5-coder-0.5b.sh $(QWEN_MODEL) $(PY)
-	$(PY) -m rcattr.eval.groundedness $(CLAIM_ARGS) --records 240 --model $(QWEN_MODEL) \
-		--out runs/attributionbench/qwen_dev240
+	$(PY) -m rcattr.eval.groundedness $(CLAIM_ARGS) --records 160 --model $(QWEN_MODEL) \
+		--out runs/attributionbench/qwen_dev160
 
 # the field's tools beside RC (docs/benchmarks.md, "The field's tools"): AT2 trained for the model, then every
 # method with faithfulness on 100 QuoteSum and 60 Veri-Gran records; days on 2 CPU cores, minutes on a GPU

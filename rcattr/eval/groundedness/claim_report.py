@@ -3,7 +3,7 @@
 did not (0).
 
 - **AUROC** of every signal, its 95% bootstrap interval over claims, and its difference to the library's
-  support with the paired interval (the same draws);
+  support, to lexical coverage and to the log-probability, each with its paired interval (the same draws);
 - **marks**: macro-F1 and accuracy of each signal's own cut-off (the library's ``status`` for support, even
   odds for the probabilities), with the paired interval to the library's marks; the share of unattributable
   claims marked (caught) and of attributable ones marked; and for every signal the macro-F1 of a cut-off
@@ -32,7 +32,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from rcattr.eval.common.auroc import auroc_table, paired_table, table_lines
+from rcattr.eval.common.auroc import auroc_table, paired_table
 from rcattr.eval.groundedness.claim_levers import (
     LEVERS,
     REFERENCE,
@@ -48,6 +48,8 @@ COMBINERS = {
     "combined_one_pass": (REFERENCE, *LEVERS[:3], "coverage", "logprob"),
 }
 FOLDS = 10
+# the baselines the done-when compares the default with, each with its own paired interval
+AGAINST = ("coverage", "logprob")
 # seconds of each signal's work per claim, as the rows time them; log-probability is one plain forward
 COST = {
     REFERENCE: ("attribute",),
@@ -197,12 +199,42 @@ def claim_report(
             values[name] = float(probability)
     results.update(
         auroc=auroc_table(signals, labels.tolist(), REFERENCE, n_boot=n_boot, seed=seed),
+        auroc_against={
+            baseline: auroc_table(signals, labels.tolist(), baseline, n_boot=n_boot, seed=seed)
+            for baseline in AGAINST
+        },
         marks=marks_table(kept, signals, labels, seed, n_boot),
         per_source=per_source(kept, signals, labels),
         combiners=fits,
         cost=cost(kept),
     )
     return results, markdown(results)
+
+
+def auroc_lines(
+    aurocs: dict[str, dict[str, float]], against: dict[str, dict[str, dict[str, float]]]
+) -> list[str]:
+    """The AUROC table: per signal, its AUROC and interval, and its paired difference to support and to each
+    baseline of :data:`AGAINST`."""
+    references = (REFERENCE, *against)
+    tables = {REFERENCE: aurocs, **against}
+
+    def difference(name: str, reference: str) -> str:
+        v = tables[reference][name]
+        return f"{v[f'minus_{reference}']:+.3f} [{v['difference_low']:+.3f}, {v['difference_high']:+.3f}]"
+
+    return [
+        "| signal | AUROC | 95% interval | "
+        + " | ".join(f"minus {r} (paired 95%)" for r in references)
+        + " |",
+        "|---|---:|---|" + "---|" * len(references),
+        *(
+            f"| {name} | {v['auroc']:.3f} | [{v['low']:.3f}, {v['high']:.3f}] | "
+            + " | ".join(difference(name, r) for r in references)
+            + " |"
+            for name, v in aurocs.items()
+        ),
+    ]
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -214,7 +246,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"AttributionBench: {results['claims']} claims ({head['positives']} attributable, {head['negatives']} "
         f"not), skipped beyond the model's window: {skipped}",
         "",
-        *table_lines(aurocs, REFERENCE),
+        *auroc_lines(aurocs, results["auroc_against"]),
         "",
         "| signal | macro-F1, own cut | minus support (paired 95%) | accuracy | unattributable marked | "
         "attributable marked | macro-F1, 10-fold cut | best single cut (optimistic) |",

@@ -79,6 +79,11 @@ def test_the_report_scores_every_signal_counts_the_skipped_and_costs_in_forwards
     assert results["claims"] == 40 and results["skipped"] == {"A": 1}
     assert results["auroc"]["heads_coverage"]["auroc"] == 1.0  # the words' surface form is the label here
     assert results["auroc"]["support"]["minus_support"] == 0.0
+    against = results["auroc_against"]["coverage"]["support"]
+    assert against["minus_coverage"] == pytest.approx(
+        results["auroc"]["support"]["auroc"] - results["auroc"]["coverage"]["auroc"]
+    )
+    assert "| signal | AUROC | 95% interval | minus support (paired 95%) | minus coverage" in text
     marks = results["marks"]
     assert marks["support"]["caught"] == pytest.approx(
         np.mean([row["status"] != "supported" for row in rows[:40] if row["label"] == 0])
