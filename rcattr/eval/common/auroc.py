@@ -60,10 +60,8 @@ def paired_table(
     table = {}
     for signal in items[0]:
         value, resampled = (base, base_draws) if signal == reference else scores(signal)
-        summary = resampled_summary(value, resampled, base, base_draws, reference)
         table[signal] = {
-            key: summary.pop("auroc"),
-            **summary,
+            **resampled_summary(value, resampled, base, base_draws, reference, key),
             "positives": int(y.sum()),
             "negatives": int(len(y) - y.sum()),
         }

@@ -153,15 +153,20 @@ def paired_mean_difference(
 
 
 def resampled_summary(
-    value: float, resampled: np.ndarray, reference: float, reference_resampled: np.ndarray, name: str
+    value: float,
+    resampled: np.ndarray,
+    reference: float,
+    reference_resampled: np.ndarray,
+    name: str,
+    key: str = "auroc",
 ) -> dict[str, float]:
-    """A statistic with its 95% percentile interval over bootstrap resamples, and its difference to the
-    ``name`` reference with the paired interval (``resampled`` and ``reference_resampled`` come from the
-    same draws)."""
+    """A statistic (under ``key``) with its 95% percentile interval over bootstrap resamples, and its
+    difference to the ``name`` reference with the paired interval (``resampled`` and ``reference_resampled``
+    come from the same draws)."""
     low, high = np.percentile(resampled, [2.5, 97.5])
     difference_low, difference_high = np.percentile(resampled - reference_resampled, [2.5, 97.5])
     return {
-        "auroc": value,
+        key: value,
         "low": float(low),
         "high": float(high),
         f"minus_{name}": value - reference,

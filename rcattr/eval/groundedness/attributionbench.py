@@ -174,7 +174,6 @@ def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool 
         "judge": judge,
         "log_odds": _rounded(log_odds),
         "token_logprob": _rounded(statistics.logprob),
-        "peak_all_heads": _rounded(statistics.peak.mean((0, 1))),
         "words": [
             [int(held), tokens_within(tokens, start, end)]
             for start, end, held in content_words(record.claim, record.references)

@@ -27,9 +27,11 @@ Every signal is a probability-like score, higher for a claim the references supp
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
+
+from scipy.special import expit
+from scipy.special import logit as special_logit
 
 from rcattr.claims import Claim
 from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD
@@ -45,12 +47,12 @@ _EPSILON = 1e-6
 
 
 def sigmoid(x: float) -> float:
-    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    return float(expit(x))
 
 
 def logit(p: float) -> float:
-    p = min(max(p, _EPSILON), 1 - _EPSILON)
-    return math.log(p / (1 - p))
+    """The log-odds of ``p``, kept finite (a support of 0 or 1, which the claims' floors give)."""
+    return float(special_logit(min(max(p, _EPSILON), 1 - _EPSILON)))
 
 
 def _claims(row: dict[str, Any]) -> list[Claim]:

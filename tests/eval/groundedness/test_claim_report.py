@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import f1_score
 
+from rcattr.eval.groundedness import claim_report as claim_report_module
 from rcattr.eval.groundedness.claim_report import (
     best_cut,
     claim_report,
@@ -35,12 +36,23 @@ def test_best_cut_is_the_best_threshold_by_brute_force(items) -> None:
     assert f1 == pytest.approx(brute) and macro_f1(labels, (values >= cut).astype(int)) == pytest.approx(f1)
 
 
-def test_a_cross_validated_cut_never_sees_the_fold_it_predicts() -> None:
-    rng = np.random.default_rng(0)
-    values, labels = rng.random(60), np.array([0, 1] * 30)
-    predictions = cross_validated_predictions(values, labels, seed=1)
-    assert set(predictions) <= {0, 1}
-    # a signal equal to the label is cut perfectly on every fold
+def test_a_cross_validated_cut_never_sees_the_fold_it_predicts(monkeypatch) -> None:
+    # the other folds cut at 0.7 (their lowest attributable value); the predicted fold's own attributable
+    # claims sit at 0.5, where a cut that saw them would fall, and so are predicted unattributable
+    labels = np.array([0, 0, 0, 1, 1, 1, 0, 1, 1])
+    values = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9, 0.1, 0.5, 0.5])
+    test = np.array([6, 7, 8])
+    splits = [(np.arange(6), test), (np.array([0, 1, 3, 4, 6, 7, 8]), np.array([2, 5]))]
+    monkeypatch.setattr(claim_report_module, "folds", lambda labels, seed: splits)
+    predictions = cross_validated_predictions(values, labels, seed=0)
+    assert predictions[test].tolist() == [0, 0, 0]
+    flipped = labels.copy()
+    flipped[test] = 1 - flipped[test]  # the predicted fold's labels only: its predictions must not move
+    assert (cross_validated_predictions(values, flipped, seed=0)[test] == predictions[test]).all()
+
+
+def test_a_signal_equal_to_the_label_is_cut_perfectly_on_every_fold() -> None:
+    labels = np.array([0, 1] * 20)
     assert (cross_validated_predictions(labels.astype(float), labels, seed=1) == labels).all()
 
 
