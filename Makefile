@@ -4,15 +4,15 @@ VENV         ?= .venv
 # The CPU build of torch; an unconstrained `torch` would pull several GB of CUDA packages.
 TORCH        ?= torch==2.13.0
 TRANSFORMERS ?= transformers>=5.2,<6
-EXTRAS       ?= dev,gemma,peers
+EXTRAS       ?= dev,gemma,peers,serve
 # kvpress pins transformers < 5.3: its presses (the KV benchmark's baselines) get an environment of their own
 KVPRESS_VENV ?= .venv-kvpress
-KVPRESS_MAKE := $(MAKE) VENV=$(KVPRESS_VENV) TRANSFORMERS="transformers>=5.2,<5.3" EXTRAS=dev,gemma,peers,kvpress
+KVPRESS_MAKE := $(MAKE) VENV=$(KVPRESS_VENV) TRANSFORMERS="transformers>=5.2,<5.3" EXTRAS=dev,gemma,peers,serve,kvpress
 PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv clean
+.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,10 @@ setup-kvpress:
 
 demo: setup
 	$(VENV)/bin/rcattr demo
+
+# the citation service on the default model: POST http://127.0.0.1:8000/v1/cite (README, "Serve citations over HTTP")
+serve: setup
+	$(VENV)/bin/rcattr serve --port 8000
 
 # the walk-throughs of tutorials/, outputs under tutorial-output/ (the test suite runs them too)
 tutorials: setup

@@ -54,6 +54,19 @@ def vote(evidence: torch.Tensor, weights: torch.Tensor | None, votes: HeadVotes)
     return normalise(summed)
 
 
+NO_SCORES = (
+    "no selected head sees the context from the answer (sliding windows shorter than the distance?); every "
+    "span scores 0"
+)
+
+
+def result_notes(selection: HeadSelection, seq_attr: torch.Tensor) -> tuple[str, ...]:
+    """What a result's attributor warns of (:attr:`RCSignals.notes <rcattr.signals.RCSignals.notes>`): few heads
+    that see the whole context (:meth:`HeadSelection.reach_note`), and ``[n_spans]`` scores that are all 0."""
+    notes = [str(selection.reach_note())] if selection.few_seeing else []
+    return (*notes, *([] if bool((seq_attr > 0).any()) else [NO_SCORES]))
+
+
 class RCAttributor(SpanAttributor):
     """Attribute an answer to context spans with relative contextualization (RCStat).
 
@@ -188,14 +201,9 @@ class RCAttributor(SpanAttributor):
         seq_attr, token_attr = self.span_scores(example, reducer, selection)
         if self.lexical:
             seq_attr, token_attr, selection = self._fused(example, reducer, selection, seq_attr, token_attr)
-        if selection.few_seeing:
-            warnings.warn(str(selection.reach_note()), stacklevel=5)  # the caller of attribute()
-        if not bool((seq_attr > 0).any()):
-            warnings.warn(
-                "no selected head sees the context from the answer (sliding windows shorter than the "
-                "distance?); every span scores 0",
-                stacklevel=5,  # the caller of attribute() or attribute_many()
-            )
+        notes = result_notes(selection, seq_attr)
+        for note in notes:
+            warnings.warn(note, stacklevel=5)  # the caller of attribute() or attribute_many()
         out, heads = reducer.out, selection.heads
         context = out.gather(out.context_rc, heads).sum(0)
         groundedness = context / (context + out.gather(out.self_rc, heads).sum(0)).clamp_min(1e-30)
@@ -214,6 +222,7 @@ class RCAttributor(SpanAttributor):
             token_peak=peak.mean(0).float().cpu(),
             token_support=torch.sigmoid(support_log_odds(out.token_logprob, peak, n_self)).float().cpu(),
             head_selection=selection,
+            notes=notes,
         )
         return example.result(seq_attr, token_attr, self.result_label, inp, signals)
 

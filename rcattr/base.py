@@ -22,16 +22,22 @@ from transformers import DynamicCache, PreTrainedModel
 from rcattr import example as layout
 from rcattr.example import Draft, Example, SpanSpec
 from rcattr.generation import generation_options, greedy_answers, model_window, note_base_model
-from rcattr.many import OnError, check_on_error, is_count, per_input, sequence, settled, token_batches
+from rcattr.many import (
+    OnError,
+    attempt,
+    check_on_error,
+    checked_target,
+    is_count,
+    per_input,
+    sequence,
+    settled,
+    token_batches,
+)
 from rcattr.options import OUTPUT_GRANULARITIES
-from rcattr.prompting import ContextInput, Prompt, check_text, render_prompt
+from rcattr.prompting import ContextInput, Prompt, render_prompt
 from rcattr.protocols import TokenizerLike, check_model_and_tokenizer
 from rcattr.result import RCAttributionResult
-from rcattr.segmentation import (
-    sentence_spans,
-    token_ranges,
-    token_spans,
-)
+from rcattr.segmentation import sentence_spans, token_ranges, token_spans
 
 AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput | str
 
@@ -200,7 +206,7 @@ class SpanAttributor(ABC):
         results: list[RCAttributionResult | None] = [None] * len(inputs)
         drafts: list[tuple[int, Draft]] = settled(
             [
-                (index, self._checked_draft(*item))
+                (index, attempt(self._accepted_draft, *item))
                 for index, item in enumerate(zip(inputs, targets, spans, units, strict=True))
             ],
             errors,
@@ -216,16 +222,26 @@ class SpanAttributor(ABC):
                 bar.update(len(batch))
         return results
 
-    def _checked_draft(
+    def check_input(
+        self,
+        inp: AttributionInput,
+        target: str | None = None,
+        *,
+        granularity: SpanSpec = "sentence",
+        output_granularity: SpanSpec = "answer",
+    ) -> int:
+        """Raise what :meth:`attribute` would raise of ``inp`` and ``target`` before any model work (an empty
+        context, bad spans, a prompt and answer beyond the model's window), with the tokenizer alone; else return
+        the prompt's number of tokens (a service checks a request with it before queueing it)."""
+        return len(self._accepted_draft(inp, target, granularity, output_granularity).ids)
+
+    def _accepted_draft(
         self, inp: AttributionInput, target: str | None, granularity: SpanSpec, output_granularity: SpanSpec
-    ) -> Draft | Exception:
-        """The draft of ``inp``, its given ``target`` checked against the model's window; or the error."""
-        try:
-            draft = self._draft(inp, granularity, output_granularity)
-            if target is not None:
-                self._answer_encoding(draft, _checked_target(target))
-        except Exception as error:  # one bad input: attribute_many names it, and raises or skips it
-            return error
+    ) -> Draft:
+        """The draft of ``inp``, its given ``target`` checked against the model's window."""
+        draft = self._draft(inp, granularity, output_granularity)
+        if target is not None:
+            self._answer_encoding(draft, checked_target(target))
         return draft
 
     def _attribute_batch(
@@ -357,7 +373,7 @@ class SpanAttributor(ABC):
     ) -> tuple[list[str], DynamicCache | None]:
         """Each draft's answer: its target checked, or generated with the other missing ones in one batch;
         with ``keep_cache`` and one draft to generate, also the cache of its generation."""
-        given = [None if target is None else _checked_target(target) for target in targets]
+        given = [None if target is None else checked_target(target) for target in targets]
         prompts = [draft.ids for draft, answer in zip(drafts, given, strict=True) if answer is None]
         generated, cache = (
             greedy_answers(self.model, self.tokenizer, prompts, gen_args, keep_cache)
@@ -366,16 +382,6 @@ class SpanAttributor(ABC):
         )
         fresh = iter(generated)
         return [next(fresh) if answer is None else answer for answer in given], cache
-
-
-def _checked_target(target: object) -> str:
-    """A given answer, refused when it is not a non-empty string of usable text."""
-    if not isinstance(target, str):
-        raise TypeError(f"target must be the answer string or None, got {type(target).__name__}")
-    check_text("target", target)
-    if not target.strip():
-        raise ValueError("target is empty; give the answer to explain, or None to generate it")
-    return target
 
 
 def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Tensor:

@@ -199,3 +199,12 @@ def plain_json(value: Any) -> Any:
     if callable(getattr(value, "tolist", None)):
         return plain_json(value.tolist())
     return str(value)
+
+
+def documents_json(documents: Sequence[Document]) -> list[dict[str, Any]]:
+    """Each document's ``{"document", "id", "metadata"}`` (numbered from 1, the metadata :func:`plain_json`), as
+    :meth:`~rcattr.result.RCAttributionResult.to_dict` and the citation service list them."""
+    return [
+        {"document": index + 1, "id": document.id, "metadata": plain_json(document.metadata)}
+        for index, document in enumerate(documents)
+    ]

@@ -4,12 +4,13 @@ an error that names the input it came from."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar, cast
 
 import numpy as np
 
 from rcattr.example import Draft, SpanSpec
+from rcattr.prompting import check_text
 
 OnError: TypeAlias = Literal["raise", "skip"]
 ON_ERROR = ("raise", "skip")
@@ -74,6 +75,25 @@ def _are_specs(spec: SpanSpec | Sequence[SpanSpec]) -> TypeGuard[Sequence[SpanSp
     )
 
 
+def checked_target(target: object) -> str:
+    """A given answer, refused when it is not a non-empty string of usable text."""
+    if not isinstance(target, str):
+        raise TypeError(f"target must be the answer string or None, got {type(target).__name__}")
+    check_text("target", target)
+    if not target.strip():
+        raise ValueError("target is empty; give the answer to explain, or None to generate it")
+    return target
+
+
+def attempt(call: Callable[..., Outcome], *args: Any) -> Outcome | Exception:
+    """``call(*args)``, or the exception it raised (one bad input: attribute_many names it, then raises or skips
+    it)."""
+    try:
+        return call(*args)
+    except Exception as error:
+        return error
+
+
 def check_on_error(errors: object) -> None:
     if errors not in ON_ERROR:
         raise ValueError(f"errors must be one of {list(ON_ERROR)}, got {errors!r}")
@@ -104,9 +124,18 @@ def for_input(error: Exception, index: int) -> Exception:
     return named
 
 
+class SkippedInputWarning(UserWarning):
+    """The warning that ``inputs[index]`` of :meth:`~rcattr.base.SpanAttributor.attribute_many` got no result
+    (``errors="skip"``): ``index`` names the input, ``error`` is the exception that stopped it (a caller that
+    records warnings, as the citation service does, answers that input with it)."""
+
+    def __init__(self, message: str, index: int, error: Exception) -> None:
+        super().__init__(message)
+        self.index = index
+        self.error = error
+
+
 def skipped(error: Exception, index: int) -> None:
     """Warn that ``inputs[index]`` gets no result (``errors="skip"``) and why."""
-    warnings.warn(
-        f"inputs[{index}] skipped (its result is None): {type(error).__name__}: {error}",
-        stacklevel=5,  # the caller of attribute_many()
-    )
+    message = f"inputs[{index}] skipped (its result is None): {type(error).__name__}: {error}"
+    warnings.warn(SkippedInputWarning(message, index, error), stacklevel=5)  # the caller of attribute_many()

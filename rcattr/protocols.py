@@ -23,6 +23,21 @@ class TokenizerLike(Protocol):
     def convert_ids_to_tokens(self, ids: Any) -> Any: ...
 
 
+def is_tokenizer(value: object) -> bool:
+    """Whether ``value`` has :class:`TokenizerLike`'s members. Read with ``hasattr``: from Python 3.12,
+    ``isinstance`` on a runtime protocol reads attributes statically, and misses the special token ids that
+    transformers' tokenizers answer through ``__getattr__``."""
+    members = (
+        "chat_template",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "apply_chat_template",
+        "decode",
+    )
+    return callable(value) and all(hasattr(value, name) for name in (*members, "convert_ids_to_tokens"))
+
+
 def check_model(model: object) -> None:
     """Raise ``TypeError`` naming the type of ``model`` unless it is a transformers model (a torch module with a
     ``config``)."""
@@ -36,10 +51,10 @@ def check_model_and_tokenizer(caller: str, model: object, tokenizer: object) -> 
     """Raise ``TypeError`` unless ``model`` is a transformers model and ``tokenizer`` a tokenizer
     (:class:`TokenizerLike`): saying so when the two look swapped (``caller(tokenizer, model)``), else naming the
     argument and the type it got."""
-    if isinstance(model, TokenizerLike) and _is_model(tokenizer):
+    if is_tokenizer(model) and _is_model(tokenizer):
         raise TypeError(f"model and tokenizer look swapped: call {caller}(model, tokenizer)")
     check_model(model)
-    if not isinstance(tokenizer, TokenizerLike):
+    if not is_tokenizer(tokenizer):
         raise TypeError(
             f"tokenizer must be a Hugging Face tokenizer (callable, with decode and apply_chat_template), got "
             f"{type(tokenizer).__name__}"

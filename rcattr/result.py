@@ -20,7 +20,7 @@ from rcattr.citations import (
     sentence_citations,
 )
 from rcattr.claims import context_parts, find_claims
-from rcattr.documents import plain_json
+from rcattr.documents import documents_json
 from rcattr.segmentation import TextSpan, one_line, tokens_within
 from rcattr.signals import RCSignals
 from rcattr.support import SUPPORT_THRESHOLD
@@ -341,10 +341,7 @@ class RCAttributionResult(LLMAttributionResult):
         return {
             "answer": self.answer,
             "chunks": self.chunks,
-            "documents": [
-                {"document": index + 1, "id": document.id, "metadata": plain_json(document.metadata)}
-                for index, document in enumerate(self.documents)
-            ],
+            "documents": documents_json(self.documents),
             "span_scorer": self.span_scorer,
             "context_spans": [
                 {"text": s.text, "document": s.source + 1, "source": s.source, "start": s.start, "end": s.end}

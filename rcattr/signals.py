@@ -42,6 +42,10 @@ class RCSignals:
         :func:`rcattr.support.support_log_odds`): the evidence that the context holds the token, in [0, 1].
     head_selection : HeadSelection
         Every head's score and the selected heads.
+    notes : tuple of str
+        What the attributor warned of when it made the result: few or no heads that see the whole context from
+        the answer, or no selected head that sees any of it (every span scores 0). A caller that attributes many
+        inputs at once (a service) reads each one's here rather than from the warnings of the whole batch.
     """
 
     groundedness: torch.Tensor
@@ -51,6 +55,7 @@ class RCSignals:
     token_peak: torch.Tensor
     token_support: torch.Tensor
     head_selection: HeadSelection
+    notes: tuple[str, ...] = ()
 
     @property
     def context_reliance(self) -> float:

@@ -367,6 +367,25 @@ def test_too_long_a_prompt_is_refused_before_generating(llama, monkeypatch) -> N
         attributor.attribute(ContextInput(["x" * 300]))
 
 
+def test_check_input_refuses_what_attribute_refuses_without_the_model(llama, monkeypatch) -> None:
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(4))
+    prompt_tokens = len(attributor.prepare(INPUT, ANSWER).ids[0]) - len(
+        attributor.tokenizer(ANSWER)["input_ids"]
+    )
+    monkeypatch.setattr(llama, "forward", lambda *a, **k: pytest.fail("ran the model to check an input"))
+    assert attributor.check_input(INPUT, ANSWER) == prompt_tokens
+    for inp, target, message in (
+        (ContextInput(["x" * 300]), None, "leaves no room"),
+        (INPUT, "y" * 300, "exceeds the model's window"),
+        (ContextInput(["   "]), None, "the context is empty"),
+        (INPUT, "  ", "target is empty"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            attributor.check_input(inp, target)
+    with pytest.raises(ValueError, match="unknown output_granularity"):
+        attributor.check_input(INPUT, ANSWER, output_granularity="word")
+
+
 def test_top_k_true_is_not_one_head(llama) -> None:
     with pytest.raises(ValueError, match="top_k=True"):
         RCAttributor(llama, char_tokenizer(), TopHeads(True))
@@ -580,7 +599,10 @@ def test_heads_are_chosen_among_those_whose_window_reaches_the_context(arch, sel
 
 def test_when_no_window_reaches_the_context_the_attribution_says_so() -> None:
     model = _windowed("mistral", 5)  # every layer slides
-    with pytest.warns(UserWarning, match="no head sees the whole context from the answer"):
+    with pytest.warns(UserWarning, match="no head sees the whole context from the answer") as warned:
         result = RCAttributor(model, char_tokenizer()).attribute(INPUT, ANSWER)
     assert result.head_selection.seeing == 0 and result.head_selection.few_seeing
+    # the result keeps what it warned of (a service answers each request with its own)
+    assert result.rc.notes[0] == result.head_selection.reach_note()
+    assert set(result.rc.notes) <= {str(warning.message) for warning in warned}
     assert result.to_dict()["heads"]["seeing"] == 0

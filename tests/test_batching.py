@@ -15,6 +15,7 @@ from rcattr.baselines import BM25Attributor, RandomAttributor
 from rcattr.eval.attribution.method import context_input, output_units
 from rcattr.eval.attribution.recipes import RecipeAttributor, ablation
 from rcattr.eval.common.datasets import load_quotesum
+from rcattr.many import SkippedInputWarning
 from rcattr.models import load_model
 from rcattr.prompting import ContextInput
 from rcattr.result import RCAttributionResult
@@ -293,9 +294,15 @@ def test_a_batch_that_fails_in_the_model_finds_its_input(llama, monkeypatch) -> 
     monkeypatch.setattr(attributor, "explain_batch", fails_on_rain)
     with pytest.raises(RuntimeError, match=r"^inputs\[1\]: the model failed$"):
         attributor.attribute_many(INPUTS, TARGETS, batch_size=3, progress=False)
-    with pytest.warns(UserWarning, match=r"inputs\[1\] skipped .*RuntimeError: the model failed"):
+    with pytest.warns(
+        SkippedInputWarning, match=r"inputs\[1\] skipped .*RuntimeError: the model failed"
+    ) as warned:
         results = attributor.attribute_many(INPUTS, TARGETS, batch_size=3, errors="skip", progress=False)
     assert results[1] is None
+    (skip,) = [warning.message for warning in warned if isinstance(warning.message, SkippedInputWarning)]
+    assert (
+        skip.index == 1 and str(skip.error) == "the model failed"
+    )  # a caller answers input 1 with its error
     assert_same([results[0], results[2]], [attributor.attribute(INPUTS[i], TARGETS[i]) for i in (0, 2)])
 
 

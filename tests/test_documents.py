@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from rcattr import ContextInput
-from rcattr.documents import Document, as_document, source_labels
+from rcattr.documents import Document, as_document, documents_json, source_labels
 from tests.helpers.cited import (
     CITED_DOCUMENTS,
 )
@@ -153,3 +153,13 @@ def test_source_labels_keep_to_their_width() -> None:
     # an id cut keeps its end, where chunks of one article differ
     assert labels == ["A very long… · …ut somewhere-1", "A very long… · …ut somewhere-2"]
     assert all(len(label) == 30 for label in labels)
+
+
+def test_documents_json_numbers_documents_from_one_with_plain_metadata() -> None:
+    import datetime
+
+    documents = [Document("a", {"date": datetime.date(2024, 1, 2)}, "x"), Document("b")]
+    assert documents_json(documents) == [
+        {"document": 1, "id": "x", "metadata": {"date": "2024-01-02"}},
+        {"document": 2, "id": None, "metadata": {}},
+    ]

@@ -7,7 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rcattr.example import Draft
-from rcattr.many import check_on_error, for_input, is_count, per_input, sequence, settled, token_batches
+from rcattr.many import (
+    attempt,
+    check_on_error,
+    checked_target,
+    for_input,
+    is_count,
+    per_input,
+    sequence,
+    settled,
+    token_batches,
+)
 
 
 @settings(max_examples=80, deadline=None)
@@ -57,3 +67,19 @@ def test_errors_name_their_input_or_are_skipped_with_a_warning() -> None:
     assert isinstance(named, ValueError) and str(named).startswith("inputs[4]: UnicodeDecodeError")
     with pytest.raises(ValueError, match="errors must be one of"):
         check_on_error("ignore")
+
+
+def test_attempt_returns_the_value_or_the_error() -> None:
+    assert attempt(int, "7") == 7
+    error = attempt(int, "seven")
+    assert isinstance(error, ValueError) and "seven" in str(error)
+
+
+def test_a_given_answer_is_checked() -> None:
+    assert checked_target("Paris.") == "Paris."
+    with pytest.raises(TypeError, match="target must be the answer string or None, got int"):
+        checked_target(3)
+    with pytest.raises(ValueError, match="target is empty"):
+        checked_target("  ")
+    with pytest.raises(ValueError, match="NUL"):
+        checked_target("a\x00b")

@@ -8,7 +8,7 @@ import typing
 import pytest
 import torch
 
-from rcattr.protocols import TokenizerLike, check_model, check_model_and_tokenizer
+from rcattr.protocols import TokenizerLike, check_model, check_model_and_tokenizer, is_tokenizer
 from tests.helpers import char_tokenizer
 
 
@@ -54,3 +54,32 @@ def test_what_is_no_model_or_no_tokenizer_is_named_with_its_type(
     if model is not llama:
         with pytest.raises(TypeError, match=message):
             check_model(model)
+
+
+class _DynamicTokenizer:
+    """A tokenizer whose special token ids come through ``__getattr__``, as transformers 5's do."""
+
+    chat_template = None
+
+    def __call__(self, text: str, **kwargs: object) -> dict:
+        return {"input_ids": [ord(c) for c in text]}
+
+    def apply_chat_template(self, conversation: object, **kwargs: object) -> str:
+        return ""
+
+    def decode(self, token_ids: object, **kwargs: object) -> str:
+        return ""
+
+    def convert_ids_to_tokens(self, ids: object) -> list:
+        return []
+
+    def __getattr__(self, name: str) -> int:
+        if name in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            return 0
+        raise AttributeError(name)
+
+
+def test_special_tokens_given_through_getattr_are_found(llama) -> None:
+    # Python 3.12's isinstance on a runtime protocol reads attributes statically and would miss them
+    assert is_tokenizer(_DynamicTokenizer()) and not is_tokenizer(llama)
+    check_model_and_tokenizer("Attributor", llama, _DynamicTokenizer())

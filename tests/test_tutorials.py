@@ -127,3 +127,16 @@ def test_readme_quick_start_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)
     exec(compile(code.group(1), "README quick start", "exec"), {})
     assert "Eiffel" in (tmp_path / "report.html").read_text()
+
+
+@pytest.mark.real_model
+def test_05_citation_service(tmp_path: Path) -> None:
+    out, printed = run_tutorial("05_citation_service", tmp_path)
+    citations = pd.read_csv(out / "citations.csv")
+    assert len(citations) == 4  # one row per answer sentence
+    deepest = citations[citations["question"] == "Which lake is the deepest?"].iloc[0]
+    assert deepest["cited"] == "Lake Baikal" and deepest["status"] == "supported"
+    invented = citations[citations["sentence"].str.contains("512,000")].iloc[0]
+    assert invented["not in the documents"] == "512,000" and invented["status"] == "unsupported"
+    assert "refused: 422: documents[0]: the document is empty" in printed
+    assert "'served': 3" in printed

@@ -1,4 +1,4 @@
-"""Command line: ``rcattr explain``, ``heads``, ``compress`` and ``demo`` (or ``python -m rcattr ...``)."""
+"""Command line: ``rcattr explain``, ``heads``, ``compress``, ``serve`` and ``demo`` (or ``python -m rcattr ...``)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning(prog)
         try:
+            if args.command == "serve":  # no input: requests bring theirs
+                from rcattr.serve.command import serve
+
+                return serve(args)
             check_output("--html", getattr(args, "html", None), html_suffixes, "an HTML page")
             for option in ("out", "heatmap"):
                 check_output(f"--{option}", getattr(args, option, None), image_suffixes, "an image format")

@@ -174,6 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _model_options(compress, heads=False)
 
+    _serve_options(
+        commands.add_parser(
+            "serve",
+            help="serve citations over HTTP (POST /v1/cite), for RAG systems that generate elsewhere",
+            description="Start the citation service (FastAPI + uvicorn; pip install 'rcattr[serve]'): POST /v1/cite "
+            "takes documents, a question and the answer to explain (or none: the model answers) and returns each "
+            "answer sentence's cited documents, support and status; GET /healthz, GET /v1/model, and the OpenAPI "
+            "schema at /docs. Concurrent requests share forward passes (batches bounded by tokens and a short wait).",
+            epilog="example: rcattr serve --port 8000, then curl -s localhost:8000/v1/cite -H 'content-type: "
+            'application/json\' -d \'{"documents": ["Paris is the capital of France."], "question": '
+            '"What is the capital of France?", "answer": "Paris."}\'',
+        )
+    )
+
     demo = commands.add_parser(
         "demo",
         help="explain the model's answer on a built-in three-document example",
@@ -204,3 +218,30 @@ def _explain_options(parser: argparse.ArgumentParser, granularity: str = "senten
     parser.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in the terminal"
     )
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=positive_int, default=8000, help="port to listen on (default 8000)")
+    parser.add_argument(
+        "--threads", type=positive_int, help="torch's CPU threads (default: torch's own, OMP_NUM_THREADS)"
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where the model runs: cpu (default), cuda, cuda:1, ..."
+    )
+    limits = parser.add_argument_group("limits")
+    for option, default, meaning in (
+        ("--max-documents", 64, "documents a request may give (more: 413)"),
+        ("--max-request-bytes", 2_000_000, "bytes of a request body (more: 413)"),
+        ("--queue-size", 64, "requests waiting for the model (more: 503 with Retry-After)"),
+        ("--max-batch-size", 16, "requests explained together"),
+        ("--max-batch-tokens", 8192, "padded prompt tokens of one forward"),
+    ):
+        limits.add_argument(option, type=positive_int, default=default, help=f"{meaning} (default {default})")
+    limits.add_argument(
+        "--max-wait-ms",
+        type=_threshold,
+        default=10.0,
+        help="how long a batch's first request waits for others to join it (default 10)",
+    )
+    _model_options(parser)

@@ -15,12 +15,14 @@ if TYPE_CHECKING:
     from rcattr.result import RCAttributionResult
 
 
-def _attributor(args: argparse.Namespace) -> RCAttributor:
+def attributor_of(args: argparse.Namespace) -> RCAttributor:
+    """The attributor the model options ask for (``--model``, ``--top-k``, ``--paper``, ``--lexical``, and
+    ``--device`` where the command has it)."""
     from rcattr.attributor import RCAttributor
     from rcattr.models import load_model
     from rcattr.selectors import heads_for
 
-    model, tokenizer = load_model(args.model, verbose=args.verbose)
+    model, tokenizer = load_model(args.model, verbose=args.verbose, device=getattr(args, "device", "cpu"))
     if args.paper:  # the paper's attention scorer reads each unit's own rows
         top_k = 20 if args.top_k == "outliers" else args.top_k
         return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=args.lexical)
@@ -95,7 +97,7 @@ def _vouching(citations: list[Citation]) -> list[str]:
 def _explain(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.viz import save_html, shade_context
 
-    attributor = _attributor(args)
+    attributor = attributor_of(args)
     result = attributor.attribute(
         inp,
         getattr(args, "answer", None),
@@ -116,7 +118,7 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.signals import RCSignals
     from rcattr.viz import save_head_heatmap
 
-    attributor = _attributor(args)
+    attributor = attributor_of(args)
     result = attributor.attribute(
         inp, args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
     )

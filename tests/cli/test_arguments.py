@@ -12,7 +12,23 @@ def test_help_lists_the_commands(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert all(command in out for command in ("explain", "heads", "compress", "demo"))
+    assert all(command in out for command in ("explain", "heads", "compress", "serve", "demo"))
+
+
+def test_serve_help_names_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    for option in (
+        "--host",
+        "--port",
+        "--threads",
+        "--queue-size",
+        "--max-batch-size",
+        "--max-wait-ms",
+        "--model",
+    ):
+        assert option in out
 
 
 def test_explain_help_names_every_option(capsys):

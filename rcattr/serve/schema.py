@@ -1,0 +1,180 @@
+"""The service's request and response bodies (pydantic, for FastAPI's validation and OpenAPI schema): they
+mirror the library's objects, a request :meth:`~rcattr.RCAttributor.attribute`'s arguments and
+:meth:`~rcattr.RCAttributionResult.citations`' rule, a response :class:`~rcattr.Citation` and
+:meth:`~rcattr.RCAttributionResult.to_dict`'s documents."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rcattr.citations import MAX_SOURCES, MIN_RELIANCE, MIN_SHARE
+from rcattr.vouching import UNSUPPORTED_BELOW
+
+
+class DocumentIn(BaseModel):
+    """A document as RAG frameworks serialise one: its text in ``page_content`` (LangChain), ``text``
+    (LlamaIndex) or ``content`` (Haystack), with optional ``metadata`` (or ``meta``) and id; other fields are
+    ignored. The library reads it (:func:`rcattr.documents.as_document`) and refuses one without text."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    page_content: str | None = None
+    text: str | None = None
+    content: str | None = None
+    metadata: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    id: str | int | None = None
+    id_: str | int | None = None
+    doc_id: str | int | None = None
+
+
+class CiteRequest(BaseModel):
+    """``POST /v1/cite``: the documents, the question and the answer to explain (None: the model answers),
+    how the context is cut (``granularity``) and the answer explained (``output_granularity``; citations are per
+    answer sentence either way), the citation rule and the cited answer's style."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[str | DocumentIn] = Field(min_length=1, description="the retrieved documents, in order")
+    question: str = ""
+    answer: str | None = Field(None, description="the answer to explain; null: the model answers greedily")
+    granularity: Literal["sentence", "chunk", "token"] = "sentence"
+    output_granularity: Literal["answer", "sentence", "token"] = "answer"
+    style: Literal["[n]", "markdown", "html"] = "[n]"
+    references: bool = Field(True, description="append the cited documents' list to cited_answer")
+    sentences: int = Field(
+        0, ge=0, le=20, description="each cited document's best spans (granularity sentence)"
+    )
+    min_share: float = Field(MIN_SHARE, gt=0, le=1)
+    max_sources: int = Field(MAX_SOURCES, ge=1)
+    min_reliance: float = Field(MIN_RELIANCE, ge=0, le=1)
+    min_support: float = Field(UNSUPPORTED_BELOW, ge=0, le=1)
+    include_result: bool = Field(
+        False, description="also return the whole result (RCAttributionResult.to_dict)"
+    )
+
+    @field_validator("documents", mode="before")
+    @classmethod
+    def _documents_are_documents(cls, documents: Any) -> Any:
+        """One line naming the document that is neither a string nor an object (pydantic's union error lists
+        every alternative)."""
+        if isinstance(documents, list):
+            for index, document in enumerate(documents):
+                if not isinstance(document, (str, dict)):
+                    raise ValueError(
+                        f"documents[{index}] is a {type(document).__name__}; give a string or an object with a "
+                        "text, page_content or content string"
+                    )
+        return documents
+
+    def library_documents(self) -> list[str | dict[str, Any]]:
+        """The documents as :class:`~rcattr.ContextInput` reads them."""
+        return [
+            document if isinstance(document, str) else document.model_dump(exclude_none=True)
+            for document in self.documents
+        ]
+
+    def rule(self) -> dict[str, Any]:
+        """The citation rule's arguments (:meth:`~rcattr.RCAttributionResult.citations`)."""
+        return {
+            "min_share": self.min_share,
+            "max_sources": self.max_sources,
+            "min_reliance": self.min_reliance,
+            "sentences": self.sentences,
+            "min_support": self.min_support,
+        }
+
+
+class CitedSpanOut(BaseModel):
+    """:class:`~rcattr.CitedSpan`: a span of a cited document, offsets into the document's text."""
+
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+class CitedSourceOut(BaseModel):
+    """:class:`~rcattr.CitedSource`: a cited document (``document`` 0-based, ``number`` its mark)."""
+
+    document: int
+    number: int
+    score: float
+    id: str | None
+    metadata: dict[str, Any]
+    spans: list[CitedSpanOut]
+
+
+class ClaimOut(BaseModel):
+    """:class:`rcattr.claims.Claim`: a number, date or name of the sentence, held by the documents or not."""
+
+    start: int
+    end: int
+    text: str
+    kind: str
+    held: bool
+    support: float | None
+
+
+class CitationOut(BaseModel):
+    """:class:`~rcattr.Citation`: one answer sentence's sources, support and status."""
+
+    start: int
+    end: int
+    text: str
+    sources: list[CitedSourceOut]
+    context_reliance: float | None
+    uncited: str | None
+    n_sentences: int
+    support: float | None
+    status: str | None
+    claims: list[ClaimOut]
+    held_support: float | None
+
+
+class DocumentOut(BaseModel):
+    """A document of the response, as :meth:`~rcattr.RCAttributionResult.to_dict` lists it (1-based)."""
+
+    document: int
+    id: str | None
+    metadata: dict[str, Any]
+
+
+class CiteResponse(BaseModel):
+    """The answer, its citations per sentence, the cited answer in the requested style, the answer-level
+    signals, and the library's warnings for this request."""
+
+    answer: str
+    generated: bool = Field(description="whether the model generated the answer (no answer was given)")
+    citations: list[CitationOut]
+    cited_answer: str
+    documents: list[DocumentOut]
+    context_reliance: float | None
+    lexical_share: float | None = Field(description="the share of the vote BM25 filled (lexical fusion on)")
+    warnings: list[str]
+    result: dict[str, Any] | None = None
+
+
+class ModelInfo(BaseModel):
+    """``GET /v1/model``: what the service runs."""
+
+    model: str
+    device: str
+    window: int | None
+    version: str
+    torch_threads: int
+    max_batch_size: int
+    max_batch_tokens: int | None
+
+
+class Health(BaseModel):
+    """``GET /healthz``: the service's state and counters since it started."""
+
+    status: Literal["ok"]
+    queued: int
+    served: int
+    failed: int
+    dropped: int = Field(description="requests whose client went away before their answer")
+    batches: int
