@@ -24,7 +24,7 @@ from starlette.types import Receive
 import rcattr
 from rcattr.attributor import RCAttributor
 from rcattr.generation import model_window
-from rcattr.serve.citing import context_input, with_warnings
+from rcattr.serve.citing import context_input
 from rcattr.serve.config import ServeConfig
 from rcattr.serve.limits import BodyLimit, one_line_reason
 from rcattr.serve.schema import CiteRequest, CiteResponse, Health, ModelInfo
@@ -113,7 +113,7 @@ def create_app(
                 413,
                 f"documents: {len(body.documents)} given, this service takes at most {config.max_documents}",
             )
-        tokens, checked = await run_in_threadpool(check, checker, body)
+        tokens = await run_in_threadpool(check, checker, body)
         outcome = await answered(worker, body, tokens, request)
         if outcome is None:  # the client went away: nobody reads this
             return Response(status_code=499)
@@ -122,14 +122,15 @@ def create_app(
                 {"detail": f"the request failed while it was explained: {type(outcome).__name__}: {outcome}"},
                 status_code=500,
             )
-        return outcome.model_copy(update={"warnings": list(dict.fromkeys([*checked, *outcome.warnings]))})
+        return outcome
 
     return app
 
 
-def check(checker: RCAttributor, body: CiteRequest) -> tuple[int, list[str]]:
-    """The library's check of ``body`` (no model work): its prompt's tokens and the check's warnings; :class:`Refused` 422 with the library's
-    message, after the field it is about."""
+def check(checker: RCAttributor, body: CiteRequest) -> int:
+    """The library's check of ``body`` (no model work, no warning recorded: ``warnings.catch_warnings`` is the
+    process's, and the worker's thread records its batch's): its prompt's tokens; :class:`Refused` 422 with the
+    library's message, after the field it is about."""
     try:
         inp = context_input(body)
     except (ValueError, TypeError) as error:
@@ -143,7 +144,7 @@ def check(checker: RCAttributor, body: CiteRequest) -> tuple[int, list[str]]:
         )
     spans = {"granularity": body.granularity, "output_granularity": body.output_granularity}
     try:
-        tokens, notes = with_warnings(lambda: checker.check_input(inp, **spans))
+        tokens = checker.check_input(inp, **spans)
     except (ValueError, TypeError) as error:
         raise Refused(422, f"documents: {one_line(error)}") from None
     if body.answer is not None:
@@ -151,7 +152,7 @@ def check(checker: RCAttributor, body: CiteRequest) -> tuple[int, list[str]]:
             checker.check_input(inp, body.answer, **spans)
         except (ValueError, TypeError) as error:
             raise Refused(422, f"answer: {one_line(error)}") from None
-    return tokens, notes
+    return tokens
 
 
 def one_line(error: Exception) -> str:

@@ -28,7 +28,8 @@ def context_input(request: CiteRequest) -> ContextInput:
 
 @contextmanager
 def recorded() -> Iterator[list[warnings.WarningMessage]]:
-    """Every warning raised inside, recorded (each one, whatever the filters) rather than shown."""
+    """Every warning raised inside, recorded (each one, whatever the filters) rather than shown. The warnings
+    module's state is the process's: only the worker's thread records (the request checks record nothing)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield caught
