@@ -117,6 +117,7 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
     command += ["--model", args.model] if args.model else []
     command += ["--threads", str(args.threads)] if args.threads else []
     command += ["--device", args.device]
+    command += ["--max-batch-size", str(args.max_batch_size)] if args.max_batch_size else []
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
@@ -220,6 +221,9 @@ def main() -> None:
     parser.add_argument("--model", help="the model rcattr serve loads (default: the offline default model)")
     parser.add_argument("--threads", type=int, help="the server's torch threads (default: torch's own)")
     parser.add_argument("--device", default="cpu", help="where the server's model runs (default cpu; cuda)")
+    parser.add_argument(
+        "--max-batch-size", type=int, help="the server's --max-batch-size (default: its own, 16)"
+    )
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     args = parser.parse_args()
 

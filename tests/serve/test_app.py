@@ -134,9 +134,9 @@ def _send_and_leave(url: str, body: dict) -> socket.socket:
 
 def test_a_client_that_leaves_does_not_stall_its_batch(gated: GatedAttributor) -> None:
     gated.gate.clear()
-    with served(_app(gated, max_wait_ms=300.0)) as url, released(gated), ThreadPoolExecutor(1) as pool:
+    with served(_app(gated, max_wait_ms=2000.0)) as url, released(gated), ThreadPoolExecutor(1) as pool:
         staying = pool.submit(_post, url, REQUESTS[0])
-        leaving = _send_and_leave(url, REQUESTS[1])  # both within the batch's wait
+        leaving = _send_and_leave(url, REQUESTS[1])  # both within the batch's wait of 2 s
         wait_for(lambda: gated.batch_sizes == [2])
         leaving.close()  # while its batch runs
         wait_for(lambda: gated.batch_sizes == [2])
