@@ -37,10 +37,8 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -94,12 +92,6 @@ def quotesum_requests(count: int) -> list[dict[str, Any]]:
 WORKLOADS = {"squad": squad_requests, "quotesum": quotesum_requests}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def resident_mib(pid: int) -> float | None:
     """The process's resident memory in MiB (Linux), else None."""
     try:
@@ -112,26 +104,13 @@ def resident_mib(pid: int) -> float | None:
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    command = [sys.executable, "-m", "rcattr", "serve", "--port", str(port)]
-    command += ["--model", args.model] if args.model else []
-    command += ["--threads", str(args.threads)] if args.threads else []
-    command += ["--device", args.device]
-    command += ["--max-batch-size", str(args.max_batch_size)] if args.max_batch_size else []
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"rcattr serve exited: {server.stderr.read() if server.stderr else ''}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return server, url
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError("rcattr serve did not start within 300 s")
-        time.sleep(0.5)
+    from rcattr.serve.command import start_service
+
+    options = ["--device", args.device]
+    options += ["--model", args.model] if args.model else []
+    options += ["--threads", str(args.threads)] if args.threads else []
+    options += ["--max-batch-size", str(args.max_batch_size)] if args.max_batch_size else []
+    return start_service(*options)
 
 
 def send(url: str, bodies: Sequence[tuple[int, dict[str, Any]]], clients: int) -> tuple[float, list[tuple]]:
@@ -281,7 +260,8 @@ def main() -> None:
     print(
         f"\nAll {sent} requests: {lost} lost, {mixed} mixed up (differing from their single-call result beyond "
         f"{TOLERANCE:g}); the server counted {health['served']} served, {health['failed']} failed, "
-        f"{health['batches']} batches.\nServer resident memory: {memory_at_100:.0f} MiB after 100 requests at 16 "
+        f"{health['batches']} batches.\nServer resident memory: {memory_at_100:.0f} MiB after {len(cycle[:100])} "
+        f"requests at 16 "
         f"clients, {memory_at_end:.0f} MiB after {sent} requests ({growth:+.1%})."
         if growth is not None
         else "\n(resident memory not measured: no /proc)"

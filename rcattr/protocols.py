@@ -23,19 +23,22 @@ class TokenizerLike(Protocol):
     def convert_ids_to_tokens(self, ids: Any) -> Any: ...
 
 
+_TOKENIZER_MEMBERS = (
+    "chat_template",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "apply_chat_template",
+    "decode",
+    "convert_ids_to_tokens",
+)
+
+
 def is_tokenizer(value: object) -> bool:
-    """Whether ``value`` has :class:`TokenizerLike`'s members. Read with ``hasattr``: from Python 3.12,
-    ``isinstance`` on a runtime protocol reads attributes statically, and misses the special token ids that
+    """Whether ``value`` is callable and has :class:`TokenizerLike`'s members. Read with ``hasattr``: from Python
+    3.12, ``isinstance`` on a runtime protocol reads attributes statically, and misses the special token ids that
     transformers' tokenizers answer through ``__getattr__``."""
-    members = (
-        "chat_template",
-        "bos_token_id",
-        "eos_token_id",
-        "pad_token_id",
-        "apply_chat_template",
-        "decode",
-    )
-    return callable(value) and all(hasattr(value, name) for name in (*members, "convert_ids_to_tokens"))
+    return callable(value) and all(hasattr(value, name) for name in _TOKENIZER_MEMBERS)
 
 
 def check_model(model: object) -> None:

@@ -23,10 +23,7 @@
 
 # %%
 import os
-import socket
-import subprocess
-import sys
-import time
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,6 +31,7 @@ import bm25s
 import pandas as pd
 
 from rcattr.client import CitationClient, ServiceError
+from rcattr.serve.command import start_service
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "05_citation_service"
 OUT.mkdir(parents=True, exist_ok=True)
@@ -46,21 +44,9 @@ OUT.mkdir(parents=True, exist_ok=True)
 # Concurrent requests share forward passes: the service gathers them into batches for a few milliseconds.
 
 # %%
-with socket.socket() as probe:
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-server = subprocess.Popen(
-    [sys.executable, "-m", "rcattr", "serve", "--port", str(port)], stderr=subprocess.PIPE, text=True
-)
-client = CitationClient(f"http://127.0.0.1:{port}")
-for _ in range(300):
-    try:
-        print(client.health())
-        break
-    except Exception:
-        if server.poll() is not None:
-            raise RuntimeError(server.stderr.read()) from None
-        time.sleep(0.5)
+server, url = start_service()  # rcattr serve on a free port, once /healthz answers (rcattr.serve.command)
+client = CitationClient(url)
+print(client.health())
 print(client.model())
 
 # %% [markdown]
@@ -167,5 +153,5 @@ except ServiceError as error:
     print(f"refused: {error}")
 print(client.health())
 client.close()
-server.terminate()
+server.send_signal(signal.SIGINT)
 server.wait(60)

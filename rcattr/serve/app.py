@@ -144,15 +144,14 @@ def check(checker: RCAttributor, body: CiteRequest) -> int:
         )
     spans = {"granularity": body.granularity, "output_granularity": body.output_granularity}
     try:
-        tokens = checker.check_input(inp, **spans)
+        return checker.check_input(inp, body.answer, **spans)
     except (ValueError, TypeError) as error:
-        raise Refused(422, f"documents: {one_line(error)}") from None
-    if body.answer is not None:
-        try:
-            checker.check_input(inp, body.answer, **spans)
-        except (ValueError, TypeError) as error:
-            raise Refused(422, f"answer: {one_line(error)}") from None
-    return tokens
+        reason = one_line(error)
+    try:  # which field: is the prompt refused without the answer too? (only refusals pay a second look)
+        checker.check_input(inp, **spans)
+    except (ValueError, TypeError):
+        raise Refused(422, f"documents: {reason}") from None
+    raise Refused(422, f"answer: {reason}")
 
 
 def one_line(error: Exception) -> str:

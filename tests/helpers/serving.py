@@ -3,7 +3,6 @@ attributor that holds its batches back or fails one request, for the load and fa
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -11,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rcattr import RCAttributor
+from rcattr.serve.command import free_port
 
 DOCUMENTS = [  # short: the tiny models' window is 256 characters
     "The tower is 330 m tall.",
@@ -23,12 +23,6 @@ REQUESTS = [
     {"documents": DOCUMENTS[:2], "question": "Deep?", "answer": "It is 1642 m deep.", "sentences": 1},
     {"documents": DOCUMENTS, "question": "", "answer": "Built in 1889.", "granularity": "chunk"},
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager

@@ -4,50 +4,20 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from rcattr.cli import main
-from tests.helpers.serving import free_port
+from rcattr.serve.command import free_port, start_service
 
 pytestmark = pytest.mark.slow  # a fresh interpreter loads torch and the model
 
 
 def test_rcattr_serve_starts_answers_and_stops(saved_llama) -> None:
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rcattr",
-            "serve",
-            "--model",
-            str(saved_llama),
-            "--port",
-            str(port),
-            "--threads",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server, url = start_service("--model", str(saved_llama), "--threads", "1", timeout=120)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, server.stdout.read() if server.stdout else ""
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "rcattr serve did not start"
-            time.sleep(0.2)
         body = {
             "documents": ["The tower is 330 m tall.", "Fuji erupted in 1707."],
             "answer": "It is 330 m tall.",
@@ -73,3 +43,15 @@ def test_without_fastapi_the_command_says_what_to_install(monkeypatch, capsys) -
     assert main(["serve"]) == 2
     assert "pip install 'rcattr[serve]'" in capsys.readouterr().err
     assert os.environ.get("RCATTR_TRACEBACK") is None
+
+
+def test_a_service_that_cannot_start_says_why(tmp_path) -> None:
+    with pytest.raises(RuntimeError, match=r"did not start \(exit status 1\): .*cannot load model"):
+        start_service("--model", str(tmp_path / "no-such-model"), timeout=120)
+
+
+def test_free_ports_are_free() -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", free_port()))  # nothing holds it
