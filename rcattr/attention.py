@@ -18,6 +18,7 @@ mask gives padding. Logits are always recomputed from the queries and keys, neve
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -112,9 +113,11 @@ class AttentionCall:
             self._start = self._positions.start(self)
         return self._start
 
-    @start.setter
-    def start(self, value: int) -> None:
-        self._start = value
+    def starting_at(self, start: int) -> AttentionCall:
+        """This call with its first query at sequence position ``start`` (a cache that evicts knows it)."""
+        call = copy.copy(self)
+        call._start = start
+        return call
 
     @property
     def query_positions(self) -> torch.Tensor:

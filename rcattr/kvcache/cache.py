@@ -12,15 +12,7 @@ from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from rcattr.attention import AttentionCall, AttentionOutput, attach, check_supported, detach, is_routed
-from rcattr.kvcache.eviction import (
-    ChunkScores,
-    Scored,
-    apply_chunk,
-    apply_decoded,
-    decide,
-    score_chunk,
-    score_decoded,
-)
+from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Rule, Threshold, TokenBudget
@@ -106,17 +98,19 @@ class RCKVCache(Cache):
             raise NotImplementedError(
                 f"{type(model).__name__}: transformers builds no per-layer cache from its config"
             )
-        layers = [RCLayer() if type(layer) is DynamicLayer else layer for layer in layers]
-        self._evicting = {i: layer for i, layer in enumerate(layers) if isinstance(layer, RCLayer)}
-        if not self._evicting:
+        evicting = [type(layer) is DynamicLayer for layer in layers]
+        if not any(evicting):
             raise NotImplementedError(
                 f"every layer of {type(model).__name__} uses sliding-window attention, whose cache is already "
                 "bounded by the window; RCKVCache evicts from full-attention layers only"
             )
+        self._barrier = Barrier(sum(evicting))  # what a "model"-scope rule waits for: every evicting layer
+        layers = [
+            RCLayer(policy, window, self._barrier) if evicts else layer
+            for layer, evicts in zip(layers, evicting, strict=True)
+        ]
         super().__init__(layers=layers)
         self.policy, self.window = policy, window
-        self.states: dict[int, LayerState] = {i: policy.new_state() for i in self._evicting}
-        self._pending: dict[int, Scored] = {}  # "model" scope: the layers scored so far, until the last
         self._model = weakref.ref(model)
         self._open(model)
 
@@ -177,44 +171,17 @@ class RCKVCache(Cache):
                 "bypasses RCKVCache; create the cache after the last set_attn_implementation call"
             )
         keys, values = super().update(key_states, value_states, layer_idx, *args, **kwargs)
-        if layer_idx in self._evicting:
+        if isinstance(self.layers[layer_idx], RCLayer):
             self._hook.expect(layer_idx, keys)
         return keys, values
 
-    def attention(
-        self, layer_idx: int, call: AttentionCall, proceed: Callable[[], AttentionOutput]
-    ) -> AttentionOutput:
-        """The attention of an evicting layer over what it holds (its hook's call), then that layer's
-        eviction: of the chunk (the prompt, a chat's next turn), or at decode time every ``every`` tokens.
-        At ``"model"`` scope the decision waits for the last evicting layer."""
-        layer, state, policy = self._evicting[layer_idx], self.states[layer_idx], self.policy
-        call.start = layer.seen - call.query.shape[-2]  # the cache knows where its tokens sit
-        output = (layer.attend(call), None) if layer.packed else proceed()
-        decode = policy.decode
-        if decode is not None:
-            decode.observe(state, call.query, layer.seen, self.window)
-        if not state.prefilled or call.query.shape[-2] > 1:
-            self._decide(layer_idx, policy.rule, score_chunk(layer, call, self.window, policy.scorer))
-        elif decode is not None:
-            state.decoded += 1
-            if state.decoded >= decode.every:
-                rule = policy.decode_rule
-                self._decide(layer_idx, rule, score_decoded(layer, state, call, decode, rule, policy.scorer))
-        return output
-
-    def _decide(self, layer_idx: int, rule: Rule, scored: Scored) -> None:
-        self._pending[layer_idx] = scored
-        if rule.scope == "model" and len(self._pending) < len(self._evicting):
-            return
-        pending, self._pending = self._pending, {}
-        indices = sorted(pending)
-        decisions = decide(rule, [pending[i] for i in indices])
-        for index, (keep, threshold) in zip(indices, decisions, strict=True):
-            layer, state, done = self._evicting[index], self.states[index], pending[index]
-            if isinstance(done, ChunkScores):
-                apply_chunk(layer, state, done, keep, threshold)
-            else:
-                apply_decoded(layer, state, done, keep, threshold)
+    def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
+        """The attention call of an evicting layer, routed to that layer (:meth:`RCLayer.attention`), which
+        attends over what it holds and then evicts."""
+        layer = self.layers[call.layer_idx]
+        if not isinstance(layer, RCLayer):
+            raise RuntimeError(f"layer {call.layer_idx} of this RCKVCache does not evict")
+        return layer.attention(call, proceed)
 
     def activate_past_recording(self) -> None:
         """Refused: transformers asks for it before assisted (speculative) decoding, which rolls the cache back."""
@@ -223,38 +190,28 @@ class RCKVCache(Cache):
             "they roll the cache back, and evicted tokens cannot come back"
         )
 
-    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        super().reorder_cache(beam_idx)
-        for state in self.states.values():
-            state.select(lambda t: t.index_select(0, beam_idx.to(t.device)))
+    @property
+    def evicting_layers(self) -> dict[int, RCLayer]:
+        """The layers RCKVCache evicts from (the full-attention ones), by index."""
+        return {i: layer for i, layer in enumerate(self.layers) if isinstance(layer, RCLayer)}
 
-    def batch_repeat_interleave(self, repeats: int) -> None:
-        super().batch_repeat_interleave(repeats)
-        for state in self.states.values():
-            state.select(lambda t: t.repeat_interleave(repeats, dim=0))
-
-    def batch_select_indices(self, indices: torch.Tensor) -> None:
-        super().batch_select_indices(indices)
-        for state in self.states.values():
-            state.select(lambda t: t[indices, ...])
-
-    def reset(self) -> None:
-        super().reset()
-        self.states = {i: self.policy.new_state() for i in self._evicting}
-        self._pending = {}
+    @property
+    def states(self) -> dict[int, LayerState]:
+        """Each evicting layer's decisions (its :attr:`RCLayer.state`), by layer index."""
+        return {i: layer.state for i, layer in self.evicting_layers.items()}
 
     @property
     def rc_layers(self) -> list[int]:
         """Indices of the layers RCKVCache evicts from (the full-attention ones)."""
-        return list(self._evicting)
+        return list(self.evicting_layers)
 
     @property
     def evictions(self) -> list[Eviction | None]:
         """Per layer, the prefill's scores and decisions (None for sliding layers or before prefill);
         later chunks' and decode-time evictions are in :attr:`states`."""
         return [
-            self.states[i].evictions[0] if i in self.states and self.states[i].prefilled else None
-            for i in range(len(self.layers))
+            layer.state.evictions[0] if isinstance(layer, RCLayer) and layer.state.prefilled else None
+            for layer in self.layers
         ]
 
     @property
@@ -304,7 +261,7 @@ class RCKVCache(Cache):
 
     def padding_nbytes(self) -> int:
         """Bytes of pad slots: batch rows that keep fewer tokens than the longest row of the same head."""
-        return sum(layer.padding_nbytes() for layer in self._evicting.values())
+        return sum(layer.padding_nbytes() for layer in self.evicting_layers.values())
 
     def full_nbytes(self) -> int:
         """Bytes transformers' ``DynamicCache`` would hold for the same tokens."""

@@ -1,5 +1,5 @@
-"""Scoring what one :class:`~rcattr.kvcache.layer.RCLayer` holds, deciding with a rule at its scope, and
-applying the decision: the steps :class:`~rcattr.kvcache.RCKVCache` runs after a layer's attention.
+"""Scoring what one :class:`~rcattr.kvcache.RCLayer` holds and applying a rule's decision to it: the steps the
+layer runs after its attention (the rule decides in between, :meth:`Rule.decide <rcattr.kvcache.Rule.decide>`).
 
 Every forward of more than one token (the prompt, and each later turn of a chat fed to the same cache) is a
 chunk: its tokens are scored against the chunk's own last ``window`` queries and evicted after its attention
@@ -9,24 +9,28 @@ all that a layer holds is scored against its last window of queries (:func:`scor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from rcattr.attention import AttentionCall
 from rcattr.capture import raw_logits
-from rcattr.kvcache.layer import RCLayer
+from rcattr.kvcache.headwise import HeadwiseLayer
 from rcattr.kvcache.policy import DecodeEviction, Rule
 from rcattr.kvcache.scoring import WindowScorer, leading_tokens
 from rcattr.kvcache.state import DecodeRecord, Eviction, LayerState
 
-__all__ = ["ChunkScores", "Scored", "apply_chunk", "apply_decoded", "decide", "score_chunk", "score_decoded"]
+if TYPE_CHECKING:
+    from rcattr.kvcache.layer import RCLayer
+
+__all__ = ["ChunkScores", "DecodeScores", "Scored", "score_chunk", "score_decoded"]
 
 
 @dataclass(frozen=True)
-class Scored:
-    """What one layer scored, nothing decided yet.
+class Scored(ABC):
+    """What one layer scored, nothing decided yet; :meth:`apply` carries out a decision on it.
 
     Attributes
     ----------
@@ -47,6 +51,11 @@ class Scored:
     slots: list[int]
     window: int
 
+    @abstractmethod
+    def apply(self, layer: RCLayer, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
+        """Keep the ``[B, S]`` ``keep`` entries in ``layer`` and record the decision (``[B, Hkv]`` thresholds,
+        None for ratios and budgets) in its state."""
+
 
 @dataclass(frozen=True)
 class ChunkScores(Scored):
@@ -56,48 +65,45 @@ class ChunkScores(Scored):
     present: torch.Tensor
     start: int
 
-
-def decide(rule: Rule, scored: Sequence[Scored]) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-    """Per layer of ``scored`` (every evicting layer at ``"model"`` scope, one otherwise), the ``[B, S]``
-    decision and the ``[B, Hkv]`` threshold that applied to each key head (None for ratios and budgets)."""
-    batch = scored[0].scores.shape[0]
-
-    def thresholds(threshold: torch.Tensor | None, heads: int) -> torch.Tensor | None:
-        return None if threshold is None else threshold.expand(batch, heads)
-
-    if rule.scope == "model":
-        per_layer = [len(s.slots) for s in scored]
-        keep, threshold = rule.keep(
-            torch.cat([s.scores[:, None] for s in scored], dim=-1),
-            torch.cat([s.protected[:, None] for s in scored], dim=-1),
-            sum(s.window * h for s, h in zip(scored, per_layer, strict=True)),
-            sum(per_layer),
-        )
-        parts = keep[:, 0].split([s.scores.shape[-1] for s in scored], dim=-1)
-        return [(part, thresholds(threshold, h)) for part, h in zip(parts, per_layer, strict=True)]
-    (layer,) = scored
-    heads = len(layer.slots)
-    if rule.scope == "layer":
-        keep, threshold = rule.keep(
-            layer.scores[:, None], layer.protected[:, None], layer.window * heads, heads
-        )
-        return [(keep[:, 0], thresholds(threshold, heads))]
-    if len(set(layer.slots)) == 1:  # every key head as many candidates: decided at once
-        shape = (batch, heads, layer.slots[0])
-        keep, threshold = rule.keep(layer.scores.view(shape), layer.protected.view(shape), layer.window, 1)
-        return [(keep.reshape(batch, -1), threshold)]
-    decided = [
-        rule.keep(scores[:, None], protected[:, None], layer.window, 1)
-        for scores, protected in zip(
-            layer.scores.split(layer.slots, -1), layer.protected.split(layer.slots, -1), strict=True
-        )
-    ]
-    kept = torch.cat([keep[:, 0] for keep, _ in decided], dim=-1)
-    per_head = [threshold for _, threshold in decided if threshold is not None]
-    return [(kept, torch.cat(per_head, dim=1) if per_head else None)]
+    def apply(self, layer: RCLayer, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
+        """Record the decision on the chunk's keys before its window and evict the rest of the chunk (earlier
+        slots stay)."""
+        present, window = self.present, self.window
+        batch, kv_heads = present.shape[0], len(self.slots)
+        before = self.scores.view(batch, kv_heads, -1)
+        in_window = present[:, None, -window:].expand(batch, kv_heads, window)
+        kept = torch.cat([keep.view_as(before), in_window], dim=-1)
+        window_scores = before.new_full((batch, kv_heads, window), float("inf"))
+        scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
+        layer.state.evictions.append(Eviction(scores, threshold, kept, present, self.start))
+        layer.state.judged_until = layer.seen - window
+        if not bool(kept.all()):
+            n = kept.shape[-1]
+            layer.keep_slots(
+                [
+                    torch.cat([positions[:, :-n] >= 0, kept[:, head]], dim=-1)
+                    for head, (_, _, positions) in enumerate(layer.held())
+                ]
+            )
 
 
-def score_chunk(layer: RCLayer, call: AttentionCall, window: int, scorer: WindowScorer) -> ChunkScores:
+@dataclass(frozen=True)
+class DecodeScores(Scored):
+    """A decode-time eviction's scores of everything a layer holds (``window`` 0: the windows are among the
+    protected slots)."""
+
+    def apply(self, layer: RCLayer, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
+        """Keep the ``keep`` slots and record what each head holds."""
+        layer.keep_slots(list(keep.split(self.slots, dim=-1)))
+        seen, batch, state = layer.seen, keep.shape[0], layer.state
+        held = torch.zeros(batch, layer.kv_heads, seen + 1, dtype=torch.bool, device=keep.device)  # +1: pads
+        for head, (_, _, positions) in enumerate(layer.held()):
+            held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
+        state.decode_evictions.append(DecodeRecord(seen, held[..., :seen], threshold))
+        state.decoded, state.judged_until = 0, seen - state.recent.shape[-2]
+
+
+def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: WindowScorer) -> ChunkScores:
     """Score every key of the chunk just stored that comes before its last ``window`` tokens, against the
     chunk's last ``window`` queries (``call`` is the chunk's attention call: its queries ``[B, H, n, d]``
     after RoPE and q-norm, and the model's mask)."""
@@ -132,38 +138,14 @@ def score_chunk(layer: RCLayer, call: AttentionCall, window: int, scorer: Window
     )
 
 
-def apply_chunk(
-    layer: RCLayer, state: LayerState, scored: ChunkScores, keep: torch.Tensor, threshold: torch.Tensor | None
-) -> None:
-    """Record the ``[B, S]`` decision on the chunk's keys before its window and evict the rest of the chunk
-    (earlier slots stay)."""
-    present, window = scored.present, scored.window
-    batch, kv_heads = present.shape[0], len(scored.slots)
-    before = scored.scores.view(batch, kv_heads, -1)
-    in_window = present[:, None, -window:].expand(batch, kv_heads, window)
-    kept = torch.cat([keep.view_as(before), in_window], dim=-1)
-    window_scores = before.new_full((batch, kv_heads, window), float("inf"))
-    scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
-    state.evictions.append(Eviction(scores, threshold, kept, present, scored.start))
-    state.judged_until = layer.seen - window
-    if not bool(kept.all()):
-        n = kept.shape[-1]
-        layer.keep_slots(
-            [
-                torch.cat([positions[:, :-n] >= 0, kept[:, head]], dim=-1)
-                for head, (_, _, positions) in enumerate(layer.held())
-            ]
-        )
-
-
 def score_decoded(
-    layer: RCLayer,
+    layer: HeadwiseLayer,
     state: LayerState,
     call: AttentionCall,
     decode: DecodeEviction,
     rule: Rule,
     scorer: WindowScorer,
-) -> Scored:
+) -> DecodeScores:
     """Score the entries ``layer`` holds against the queries ``decode`` names (the last window), with the
     prefill's statistic: every entry if ``rule`` ranks everything again, else those no eviction has judged.
     The windows and the sinks are protected. ``call`` is the current decoding step's attention call."""
@@ -196,17 +178,6 @@ def score_decoded(
         visible = torch.cat([candidate[:, None] & before_row, causal.expand(batch, -1, -1)], dim=-1)
         scores.append(scorer(logits, visible, values[:, None])[:, 0])
         protected.append((positions >= 0) & (in_window[slot] | judged[slot] | sinks.gather(1, slot)))
-    return Scored(torch.cat(scores, dim=-1), torch.cat(protected, dim=-1), [s.shape[-1] for s in scores], 0)
-
-
-def apply_decoded(
-    layer: RCLayer, state: LayerState, scored: Scored, keep: torch.Tensor, threshold: torch.Tensor | None
-) -> None:
-    """Keep the ``[B, S]`` ``keep`` slots of a decode-time eviction and record what each head holds."""
-    layer.keep_slots(list(keep.split(scored.slots, dim=-1)))
-    seen, batch = layer.seen, keep.shape[0]
-    held = torch.zeros(batch, layer.kv_heads, seen + 1, dtype=torch.bool, device=keep.device)  # +1: pads
-    for head, (_, _, positions) in enumerate(layer.held()):
-        held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
-    state.decode_evictions.append(DecodeRecord(seen, held[..., :seen], threshold))
-    state.decoded, state.judged_until = 0, seen - state.recent.shape[-2]
+    return DecodeScores(
+        torch.cat(scores, dim=-1), torch.cat(protected, dim=-1), [s.shape[-1] for s in scores], 0
+    )

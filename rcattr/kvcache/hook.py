@@ -3,7 +3,8 @@
 ``Cache.update`` sees keys and values but never queries, and after eviction every key head holds
 different tokens, which the model's mask (one per batch row, shared by all heads) cannot describe.
 So the cache adds a hook to its model's attention: the attention call that follows an evicting layer's
-update is handed to the cache (:meth:`RCKVCache.attention`), which
+update is handed to the cache (:meth:`RCKVCache.attention`), which routes it to that layer
+(:meth:`RCLayer.attention <rcattr.kvcache.RCLayer.attention>`), which
 
 - until something is evicted, runs the model's kernel unchanged;
 - once heads hold different tokens, runs once per key head, on that head's query heads and stored
@@ -68,4 +69,4 @@ class CacheHook:
                 f"{type(call.module).__name__} changed the keys between the cache update and the attention "
                 "call; RCKVCache cannot map its per-head slots onto them"
             )
-        return cache.attention(call.layer_idx, call, proceed)
+        return cache.attention(call, proceed)

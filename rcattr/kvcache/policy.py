@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
 
 from rcattr.kvcache.scoring import WindowScorer, adaptive_keep, budget_keep, fixed_ratio_keep
 from rcattr.kvcache.state import LayerState
+
+if TYPE_CHECKING:
+    from rcattr.kvcache.eviction import Scored
 
 __all__ = ["DecodeEviction", "EvictionPolicy", "Ratio", "Rule", "Scope", "Threshold", "TokenBudget"]
 
@@ -50,6 +54,53 @@ class Rule(ABC):
         besides its ``m`` (the prefill's window), and ``heads`` the key heads it spans. Returns the
         ``[B, G, m]`` decision and the ``[B, G]`` thresholds (None where the rule has none).
         """
+
+    @property
+    def spans_layers(self) -> bool:
+        """Whether the rule groups every evicting layer (``"model"`` scope): their scores wait for the last."""
+        return self.scope == "model"
+
+    def decide(self, scored: Sequence[Scored]) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """Per layer of ``scored`` (every evicting layer at ``"model"`` scope, one otherwise), the ``[B, S]``
+        decision and the ``[B, Hkv]`` threshold that applied to each key head (None for ratios and budgets):
+        the entries grouped as the scope says, then :meth:`keep` on each group."""
+        batch = scored[0].scores.shape[0]
+
+        def thresholds(threshold: torch.Tensor | None, heads: int) -> torch.Tensor | None:
+            return None if threshold is None else threshold.expand(batch, heads)
+
+        if self.scope == "model":
+            per_layer = [len(s.slots) for s in scored]
+            keep, threshold = self.keep(
+                torch.cat([s.scores[:, None] for s in scored], dim=-1),
+                torch.cat([s.protected[:, None] for s in scored], dim=-1),
+                sum(s.window * h for s, h in zip(scored, per_layer, strict=True)),
+                sum(per_layer),
+            )
+            parts = keep[:, 0].split([s.scores.shape[-1] for s in scored], dim=-1)
+            return [(part, thresholds(threshold, h)) for part, h in zip(parts, per_layer, strict=True)]
+        (layer,) = scored
+        heads = len(layer.slots)
+        if self.scope == "layer":
+            keep, threshold = self.keep(
+                layer.scores[:, None], layer.protected[:, None], layer.window * heads, heads
+            )
+            return [(keep[:, 0], thresholds(threshold, heads))]
+        if len(set(layer.slots)) == 1:  # every key head as many candidates: decided at once
+            shape = (batch, heads, layer.slots[0])
+            keep, threshold = self.keep(
+                layer.scores.view(shape), layer.protected.view(shape), layer.window, 1
+            )
+            return [(keep.reshape(batch, -1), threshold)]
+        decided = [
+            self.keep(scores[:, None], protected[:, None], layer.window, 1)
+            for scores, protected in zip(
+                layer.scores.split(layer.slots, -1), layer.protected.split(layer.slots, -1), strict=True
+            )
+        ]
+        kept = torch.cat([keep[:, 0] for keep, _ in decided], dim=-1)
+        per_head = [threshold for _, threshold in decided if threshold is not None]
+        return [(kept, torch.cat(per_head, dim=1) if per_head else None)]
 
 
 @dataclass(frozen=True)

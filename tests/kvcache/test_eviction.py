@@ -64,21 +64,24 @@ def test_a_later_turn_is_evicted_against_its_own_window_and_earlier_entries_stay
 def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
     from rcattr.attention import AttentionCall
     from rcattr.capture import raw_logits
-    from rcattr.kvcache import LayerState, RCLayer, value_weighted
-    from rcattr.kvcache.eviction import apply_chunk, decide, score_chunk
+    from rcattr.kvcache import EvictionPolicy, RCLayer, value_weighted
+    from rcattr.kvcache.barrier import Barrier
+    from rcattr.kvcache.eviction import score_chunk
 
     torch.manual_seed(0)
     batch, kv_heads, heads, n, d, window = 1, 2, 4, 20, 8, 4
     keys, values = torch.randn(batch, kv_heads, n, d), torch.randn(batch, kv_heads, n, d)
     query = torch.randn(batch, heads, n, d)
-    layer, state = RCLayer(), LayerState()
+    rule = Threshold(1.0, "head")
+    layer = RCLayer(EvictionPolicy(rule, WindowScorer(sinks=2)), window, Barrier(1))
+    state = layer.state
     layer.update(keys, values)
     attention = torch.nn.Module()
     attention.layer_idx = 0
     call = AttentionCall(attention, query, keys, values, None, "sdpa")  # plain causality
     scored = score_chunk(layer, call, window, WindowScorer(sinks=2))
-    ((keep, threshold),) = decide(Threshold(1.0, "head"), [scored])
-    apply_chunk(layer, state, scored, keep, threshold)
+    ((keep, threshold),) = rule.decide([scored])
+    scored.apply(layer, keep, threshold)
     visible = (torch.arange(n)[None, :] <= torch.arange(n - window, n)[:, None])[None]
     scores = value_weighted(
         window_rc_scores(raw_logits(query[:, :, -window:], keys), visible, kv_heads), values

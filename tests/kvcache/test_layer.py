@@ -1,56 +1,51 @@
-"""RCKVCache's per-head layer (rcattr.kvcache.layer): the positions and bytes it holds, and what it refuses."""
+"""The evicting layer (rcattr.kvcache.layer): it owns its state, which follows the batch, and resets with it."""
 
 from __future__ import annotations
 
-import pytest
-from transformers import (
-    DynamicCache,
-)
+import torch
 
-from rcattr.kvcache import (
-    RCKVCache,
-)
+from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache, RCLayer, TokenBudget
 from tests.helpers import kv_model, prompt
 
 
-def test_bytes_held_match_the_kept_entries() -> None:
-    model = kv_model("gemma3")  # a sliding layer, kept as transformers keeps it, beside a full one
-    ids, mask = prompt(batch=2, pad=4)
-    cache = RCKVCache(model, c=1.0, window=4)
-    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=cache)
-    full = DynamicCache(config=model.config)
-    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=full)
-    held = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v, *_ in full)
-    assert cache.full_nbytes() == held
+def test_each_evicting_layer_owns_its_state_and_the_cache_only_reads_it() -> None:
+    model = kv_model("gemma3")  # layers 0 and 2 slide: transformers' own layers, not RCLayer
+    cache = RCKVCache(model, window=4, decode_every=3)
+    assert [type(layer) is RCLayer for layer in cache.layers] == [False, True, False]
+    model(prompt()[0], past_key_values=cache)
+    layer = cache.layers[1]
+    assert isinstance(layer, RCLayer) and cache.states == {1: layer.state}
+    assert layer.state.prefilled and cache.evictions == [None, layer.state.evictions[0], None]
+    assert "states" not in vars(cache) and "_evicting" not in vars(cache)
 
-    per_entry = 2 * 32 * 4  # keys and values, head_dim 32, float32
-    kept = sum(int(e.kept.sum()) for e in cache.evictions if e is not None)
-    generated = 2 * 2 * 2  # 2 new tokens stored (the last one is never fed back) x rows x key heads
-    pads = cache.padding_nbytes() // per_entry
-    rc_layer = cache.layers[cache.rc_layers[0]]
-    assert (kept + generated + pads) * per_entry == rc_layer.keys.numel() * 4 * 2
-    slots = rc_layer.positions
-    assert int((slots >= 0).sum()) == kept + generated
-    sliding = sum(
-        layer.keys.numel() * 4 * 2 for i, layer in enumerate(cache.layers) if i not in cache.rc_layers
+
+def test_beam_search_reorders_each_layers_state_with_its_entries() -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2, pad=3)
+    policy = EvictionPolicy(TokenBudget(20), decode=DecodeEviction(3))
+    cache = RCKVCache(model, window=4, policy=policy)
+    model.generate(
+        ids, attention_mask=mask, past_key_values=cache, max_new_tokens=7, num_beams=3, do_sample=False
     )
-    assert cache.nbytes() == (kept + generated + pads) * per_entry + slots.numel() * 4 + sliding
-    assert cache.nbytes() < cache.full_nbytes()
+    for layer in cache.evicting_layers.values():
+        assert layer.state.recent.shape[0] == 6  # 2 rows x 3 beams, as the layer's entries
+        assert layer.keys.shape[0] == 6 and len(layer.state.decode_evictions) == 2
+    picked = torch.tensor([5, 0])
+    layer = cache.layers[0]
+    recent = layer.state.recent.clone()
+    cache.batch_select_indices(picked)
+    assert torch.equal(layer.state.recent, recent[picked]) and layer.keys.shape[0] == 2
 
 
-def test_kept_indices_name_the_stored_positions() -> None:
+def test_a_reset_cache_decides_as_a_new_one() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
-    cache = RCKVCache(model, c=1.0, window=4)
+    cache = RCKVCache(model, budget=12, window=4)
+    model(prompt(length=20)[0], past_key_values=cache)
+    cache.reset()
+    assert all(not state.prefilled for state in cache.states.values())
     model(ids, past_key_values=cache)
-    for indices, eviction in zip(cache.kept_indices, cache.evictions, strict=True):
-        for h in range(2):
-            assert indices[h][0].tolist() == eviction.kept[0, h].nonzero().flatten().tolist()
-
-
-def test_cropping_is_refused() -> None:
-    model = kv_model("llama")
-    cache = RCKVCache(model)
-    model(prompt()[0], past_key_values=cache)
-    with pytest.raises(NotImplementedError, match="cropped"):
-        cache.crop(-2)
+    fresh = RCKVCache(model, budget=12, window=4)
+    model(ids, past_key_values=fresh)
+    for ours, theirs in zip(cache.evictions, fresh.evictions, strict=True):
+        assert torch.equal(ours.kept, theirs.kept)
