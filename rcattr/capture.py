@@ -244,10 +244,6 @@ class LogitStore:
             row += rows
         return out, positions
 
-    def stacked(self, fill: float = float("nan")) -> torch.Tensor:
-        """All captured layers as one ``[L, B, H, R, S]`` tensor (layers in increasing order)."""
-        return torch.stack([self.layer(i, fill)[0] for i in sorted(self.steps)])
-
 
 class _RowSelector:
     """Which query positions to capture, in a form cheap to test per forward call."""
