@@ -36,7 +36,7 @@ from rcattr.base import normalise
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units
 from rcattr.eval.common.metrics import paired_difference
 from rcattr.fusion import head_agreement, lexical_fusion
-from rcattr.heads import outlier_count, top_heads
+from rcattr.heads import outlier_count, outlier_heads, top_heads
 from rcattr.lexical import bm25_scores
 from rcattr.scorers import AttentionScorer
 
@@ -88,7 +88,7 @@ def _shares(data: Data, heads: torch.Tensor) -> torch.Tensor:
 
 
 def _outliers(data: Data) -> torch.Tensor:
-    return top_heads(data["scores"], "outliers")
+    return outlier_heads(data["scores"])
 
 
 def _pool(data: Data, sigmas: float) -> torch.Tensor:
@@ -107,7 +107,7 @@ def key_groups(data: Data) -> tuple[torch.Tensor, int]:
     scores, group = data["scores"].double(), data["group"]
     layers, n_heads = scores.shape
     means = scores.reshape(layers, n_heads // group, group).mean(-1)  # [L, G]
-    chosen = top_heads(means, "outliers")  # (layer, group)
+    chosen = outlier_heads(means)  # (layer, group)
     heads = torch.cat(
         [
             torch.stack([torch.full((group,), layer), g * group + torch.arange(group)], 1)

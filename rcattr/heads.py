@@ -10,7 +10,7 @@ of superiority, which needs only the counts of the shared sort + searchsorted ke
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,8 +20,8 @@ from rcattr.options import HEAD_SCORES
 from rcattr.stats.ranks import count_below, count_below_row_sums, rank_and_phi_row_sums, sort_values
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
-HeadCount = int | float | Literal["outliers"]
-OUTLIER_SIGMAS = 2.0  # "outliers": heads scoring more than this many standard deviations above the mean
+HeadCount = int | float  # a number of heads, or a fraction of all of them
+OUTLIER_SIGMAS = 2.0  # outlier heads: those scoring more than this many standard deviations above the mean
 MIN_HEAD_SHARE = 0.05  # a selection of fewer than this share of the model's heads is flagged (rounded up)
 FULL_REACH = 1.0 - 1e-9  # a layer whose reach is at least this sees the whole context from the answer
 
@@ -173,36 +173,24 @@ def peak_superiority(
 
 
 def head_count(scores: torch.Tensor, k: HeadCount) -> int:
-    """How many heads ``k`` selects from a ``[L, H]`` score table, checked.
-
-    ``k`` is a number of heads, a fraction of all heads (a float in ``(0, 1]``), or ``"outliers"``:
-    the heads whose score lies more than :data:`OUTLIER_SIGMAS` standard deviations above the mean
-    of all the model's heads for this example (:func:`outlier_count`; at least one). The outliers adapt
-    to the model: on SmolLM2 (270 heads) they are about 19 heads, on Gemma-3-270m (72 heads) about 3,
-    where a fixed 20 would take a quarter of the model. On a model whose scores have one far outlier
-    they can be a single head; the attributor's result then says so (:func:`min_heads`). A floor of 5%
-    of the heads was measured and loses 9 points on Gemma's Veri-Gran (docs/benchmarks.md).
-    """
+    """How many heads ``k`` selects from a ``[L, H]`` score table, checked: a number of heads, or a fraction
+    of all heads (a float in ``(0, 1]``). The outlier heads of an example are :func:`outlier_heads`."""
     total = scores.numel()
-    if isinstance(k, bool):
-        raise ValueError(f"top_k={k!r}: give a number of heads, a fraction of them, or 'outliers'")
-    if k == "outliers":
-        return max(outlier_count(scores), 1)
-    if isinstance(k, str):
-        raise ValueError(f"top_k={k!r}: give a number of heads, a fraction of them, or 'outliers'")
+    if isinstance(k, (bool, str)):
+        raise ValueError(f"top_k={k!r}: give a number of heads or a fraction of them")
     if isinstance(k, float) and not 0 < k <= 1:
         raise ValueError(f"top_k={k!r} as a fraction of the model's {total} heads must be in (0, 1]")
     count = max(1, round(k * total)) if isinstance(k, float) else int(k)
     if not 1 <= count <= total:
         raise ValueError(
-            f"top_k={k!r} selects {count} heads; the model has {total} (use 1..{total}, a fraction or 'outliers')"
+            f"top_k={k!r} selects {count} heads; the model has {total} (use 1..{total} or a fraction)"
         )
     return count
 
 
 def outlier_count(scores: torch.Tensor, sigmas: float = OUTLIER_SIGMAS) -> int:
     """How many heads of a score table score more than ``sigmas`` standard deviations above the mean of
-    all of them (``"outliers"`` selects them, or the best head when none does)."""
+    all of them (:func:`outlier_heads` selects them, or the best head when none does)."""
     flat = scores.flatten().double()
     return int((flat > flat.mean() + sigmas * flat.std(correction=0)).sum())
 
@@ -237,10 +225,9 @@ def top_heads(
     Parameters
     ----------
     scores : Tensor, shape [L, H]
-    k : int, float or "outliers", default 20
-        Number of heads, a fraction of all heads when a float in ``(0, 1]``, or the outlier heads
-        of this example (:func:`head_count`). Among fewer heads (``among``), the outliers are those of
-        these heads' scores, and a number is capped to how many they are.
+    k : int or float, default 20
+        Number of heads, or a fraction of all heads when a float in ``(0, 1]`` (:func:`head_count`). Among
+        fewer heads (``among``), it is capped to how many they are.
     bottom : bool, default False
         Take the lowest-scoring heads instead (the paper's ablation).
     among : Tensor of bool, shape [L, H], optional
@@ -251,14 +238,51 @@ def top_heads(
     Tensor of long, shape [k, 2]
         ``(layer, head)`` pairs, best first (worst first with ``bottom=True``).
     """
+    count = head_count(scores, k)
+    return _ranked(scores, lambda _: count, among, bottom=bottom)
+
+
+def outlier_heads(
+    scores: torch.Tensor,
+    sigmas: float = OUTLIER_SIGMAS,
+    *,
+    at_least: int = 1,
+    among: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The outlier heads of a ``[layers, heads]`` score table, best first: those whose score lies more than
+    ``sigmas`` standard deviations above the mean of all the heads for this example (:func:`outlier_count`),
+    and at least the ``at_least`` best ones (one by default).
+
+    The outliers adapt to the model: on SmolLM2 (270 heads) they are about 19 heads, on Gemma-3-270m
+    (72 heads) about 3, where a fixed 20 would take a quarter of the model. On a model whose scores have
+    one far outlier they can be a single head; the attributor's result then says so (:func:`min_heads`). A
+    floor of 5% of the heads was measured and loses 9 points on Gemma's Veri-Gran (docs/benchmarks.md).
+    Among fewer heads (``among``, :func:`seeing_heads`), the outliers are those of these heads' scores.
+
+    Returns
+    -------
+    Tensor of long, shape [k, 2]
+        ``(layer, head)`` pairs.
+    """
+    return _ranked(scores, lambda values: max(outlier_count(values, sigmas), at_least), among)
+
+
+def _ranked(
+    scores: torch.Tensor,
+    count: Callable[[torch.Tensor], int],
+    among: torch.Tensor | None,
+    *,
+    bottom: bool = False,
+) -> torch.Tensor:
+    """The ``count(values)`` best (or worst) heads of ``scores`` among ``among`` (None: all), as pairs;
+    ``values`` are the scores of the heads chosen among, and the count is capped to how many they are."""
     flat = scores.flatten()
     if among is None:
-        chosen = flat.topk(head_count(scores, k), largest=not bottom).indices
+        chosen = flat.topk(min(count(scores), flat.numel()), largest=not bottom).indices
     else:
         pool = among.flatten().to(flat.device).nonzero()[:, 0]
         values = flat[pool]
-        count = min(head_count(values if k == "outliers" else scores, k), len(pool))
-        chosen = pool[values.topk(count, largest=not bottom).indices]
+        chosen = pool[values.topk(min(count(values), len(pool)), largest=not bottom).indices]
     n_heads = scores.shape[1]
     return torch.stack([chosen // n_heads, chosen % n_heads], dim=1)
 

@@ -4,12 +4,14 @@ answers ``--help``) before anything heavy is imported."""
 from __future__ import annotations
 
 import argparse
+from typing import Literal
 
 __all__ = [
     "GRANULARITIES",
     "HEAD_SCORES",
     "HTML_SUFFIXES",
     "OUTPUT_GRANULARITIES",
+    "TopK",
     "parse_head_count",
     "positive_int",
 ]
@@ -18,12 +20,15 @@ GRANULARITIES: tuple[str, ...] = ("token", "sentence", "chunk")
 OUTPUT_GRANULARITIES: tuple[str, ...] = ("answer", "sentence", "token")
 HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
 HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")  # the names an HTML report may have
+TopK = int | float | Literal["outliers"]
+"""A command line's ``--top-k`` (and a run's ``top_k`` setting): a number of heads, a fraction of them, or
+``"outliers"``; :func:`rcattr.selectors.heads_for` turns it into a head selector."""
 
 
-def parse_head_count(text: str) -> int | str:
+def parse_head_count(text: str) -> TopK:
     """A head count from the command line: a positive number of heads, or ``outliers``."""
     if text == "outliers":
-        return text
+        return "outliers"
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"--top-k must be at least 1 or 'outliers', got {text!r}")
     return int(text)

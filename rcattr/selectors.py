@@ -18,10 +18,19 @@ from dataclasses import dataclass, replace
 import torch
 
 from rcattr.head_selection import HeadSelection
-from rcattr.heads import HeadCount, HeadScore, fixed_heads, min_heads, outlier_count, seeing_heads, top_heads
-from rcattr.options import HEAD_SCORES
+from rcattr.heads import (
+    HeadCount,
+    HeadScore,
+    fixed_heads,
+    min_heads,
+    outlier_count,
+    outlier_heads,
+    seeing_heads,
+    top_heads,
+)
+from rcattr.options import HEAD_SCORES, TopK
 
-__all__ = ["BottomHeads", "FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads", "heads_for"]
+__all__ = ["FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads", "heads_for"]
 
 
 class HeadSelector(ABC):
@@ -87,7 +96,7 @@ class OutlierHeads(HeadSelector):
 
     def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
         among = _among(scores, reach)
-        heads = top_heads(scores, "outliers", among=among)
+        heads = outlier_heads(scores, among=among)
         return HeadSelection(
             scores.cpu(),
             heads.cpu(),
@@ -137,32 +146,6 @@ class TopHeads(HeadSelector):
 
 
 @dataclass(frozen=True)
-class BottomHeads(HeadSelector):
-    """The ``k`` lowest-scoring heads: the paper's ablation (a number, a fraction, or as many as this
-    example's outliers).
-
-    Parameters
-    ----------
-    k : int, float or "outliers", default 20
-    score : {"superiority", "rc_std", "rc"}, default "superiority"
-    """
-
-    k: HeadCount = 20
-    score: HeadScore = "superiority"
-
-    def __post_init__(self) -> None:
-        self._check_score()
-
-    def for_model(self, n_layers: int, n_heads: int) -> BottomHeads:
-        capped = _checked_count(self.k, n_layers, n_heads)
-        return self if capped is None else replace(self, k=capped)
-
-    def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
-        heads = top_heads(scores, self.k, bottom=True, among=_among(scores, reach))
-        return HeadSelection(scores.cpu(), heads.cpu(), self.score, reach=reach)
-
-
-@dataclass(frozen=True)
 class FixedHeads(HeadSelector):
     """Given ``(layer, head)`` pairs, whatever the scores (``score`` still ranks them for the result).
 
@@ -189,8 +172,10 @@ class FixedHeads(HeadSelector):
         return HeadSelection(scores.cpu(), heads, "fixed", reach=reach)
 
 
-def heads_for(top_k: HeadCount, score: HeadScore = "superiority") -> HeadSelector:
-    """The selector of a command line's ``--top-k``: ``"outliers"`` or a number (or fraction) of heads."""
+def heads_for(top_k: TopK, score: HeadScore = "superiority") -> HeadSelector:
+    """The selector of a command line's ``--top-k`` (:func:`~rcattr.options.parse_head_count`, a run's
+    ``top_k`` setting): :class:`OutlierHeads` for ``"outliers"``, else :class:`TopHeads` of a number (or
+    fraction) of heads."""
     if top_k == "outliers":
         return OutlierHeads(score)
     if isinstance(top_k, str) or isinstance(top_k, bool):

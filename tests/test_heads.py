@@ -16,6 +16,7 @@ from rcattr.heads import (
     layer_rc,
     min_heads,
     outlier_count,
+    outlier_heads,
     seeing_heads,
     top_heads,
 )
@@ -117,23 +118,27 @@ def test_a_row_that_sees_no_context_has_no_support() -> None:
     assert bool((stats.context_peak[:, 1] == 1).all())  # huge context logits beat every self logit
 
 
-def test_outlier_head_count_adapts_to_the_score_table() -> None:
+def test_outlier_heads_adapt_to_the_score_table() -> None:
     scores = torch.zeros(4, 6)
     scores[1, 2], scores[3, 0] = 5.0, 4.0  # two heads far above the other 22
-    assert head_count(scores, "outliers") == 2
-    assert top_heads(scores, "outliers").tolist() == [[1, 2], [3, 0]]
+    assert outlier_count(scores) == 2
+    assert outlier_heads(scores).tolist() == [[1, 2], [3, 0]]
     assert outlier_count(torch.arange(24.0).view(4, 6)) == 0
-    assert head_count(torch.arange(24.0).view(4, 6), "outliers") == 1  # none stands out: the best one
+    assert outlier_heads(torch.arange(24.0).view(4, 6)).tolist() == [[3, 5]]  # none stands out: the best one
+    floor = outlier_heads(scores, at_least=3)  # a floor of heads: the outliers, then the best of the rest
+    assert len(floor) == 3 and floor[:2].tolist() == [[1, 2], [3, 0]]
+    assert outlier_heads(scores, 100.0, at_least=0).numel() == 0
     assert head_count(scores, 0.25) == 6 and head_count(scores, 3) == 3
-    with pytest.raises(ValueError, match="'outliers'"):
-        head_count(scores, "many")  # type: ignore[arg-type]
+    for bad in ("outliers", True):  # the outlier heads are outlier_heads (OutlierHeads), not a count
+        with pytest.raises(ValueError, match="a number of heads or a fraction"):
+            head_count(scores, bad)  # type: ignore[arg-type]
 
 
 def test_outlier_rule_can_pick_one_head_and_the_minimum_states_how_few_that_is() -> None:
     # the held-out 24 x 14 model's shape: one head far out, the rest spread evenly
     scores = torch.linspace(0.4, 0.6, 336, dtype=torch.float64).view(24, 14)
     scores[15, 7] = 0.99
-    assert outlier_count(scores) == 1 and top_heads(scores, "outliers").tolist() == [[15, 7]]
+    assert outlier_count(scores) == 1 and outlier_heads(scores).tolist() == [[15, 7]]
     assert [min_heads(n) for n in (1, 8, 20, 72, 270, 336)] == [1, 1, 1, 4, 14, 17]
 
 
@@ -146,7 +151,7 @@ def test_outlier_count_against_brute_force(layers: int, heads: int, seed: int) -
     spread = math.sqrt(sum((x - mean) ** 2 for x in flat) / len(flat))
     brute = sum(x > mean + 2 * spread for x in flat)
     assert outlier_count(scores) == brute
-    assert head_count(scores, "outliers") == max(brute, 1)
+    assert len(outlier_heads(scores)) == max(brute, 1)
 
 
 def test_the_heads_that_see_are_those_of_the_layers_that_see_the_whole_context() -> None:
@@ -163,7 +168,7 @@ def test_top_heads_among_some_heads_match_brute_force(layers: int, heads: int, s
     scores = torch.rand(layers, heads, generator=generator, dtype=torch.float64)
     among = (torch.rand(layers, 1, generator=generator) < 0.6).repeat(1, heads)  # whole layers, as windows
     among[0] = True  # at least one layer
-    chosen = top_heads(scores, k, among=among)
+    chosen = outlier_heads(scores, among=among) if k == "outliers" else top_heads(scores, k, among=among)
     cells = [(layer, head) for layer in range(layers) for head in range(heads) if among[layer, head]]
     pool = sorted(((float(scores[cell]), *cell) for cell in cells), reverse=True)
     values = torch.tensor([value for value, _, _ in pool], dtype=torch.float64)
@@ -173,4 +178,7 @@ def test_top_heads_among_some_heads_match_brute_force(layers: int, heads: int, s
         count = min(max(1, round(k * scores.numel())) if isinstance(k, float) else k, len(pool))
     assert chosen.tolist() == [cell for _, *cell in pool[:count]]
     # among every head is the plain ranking
-    assert torch.equal(top_heads(scores, k, among=torch.ones_like(among)), top_heads(scores, k))
+    if k == "outliers":
+        assert torch.equal(outlier_heads(scores, among=torch.ones_like(among)), outlier_heads(scores))
+    else:
+        assert torch.equal(top_heads(scores, k, among=torch.ones_like(among)), top_heads(scores, k))

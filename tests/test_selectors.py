@@ -5,17 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads, heads_for
+from rcattr.selectors import FixedHeads, OutlierHeads, TopHeads, heads_for
 
 # 2 layers x 4 heads: one head stands far above the rest
 SCORES = torch.tensor([[0.10, 0.20, 0.15, 0.12], [0.11, 0.95, 0.14, 0.13]])
 
 
-def test_top_and_bottom_heads_rank_the_table() -> None:
+def test_top_heads_rank_the_table() -> None:
     top = TopHeads(2).select(SCORES)
     assert top.as_pairs() == [(1, 1), (0, 1)] and top.kind == "superiority"
     assert top.weights.tolist() == [1.0, 1.0]
-    assert BottomHeads(2).select(SCORES).as_pairs() == [(0, 0), (1, 0)]
     assert len(TopHeads(0.5).select(SCORES).heads) == 4  # a fraction of all heads
 
 
@@ -41,7 +40,9 @@ def test_heads_for_reads_the_command_lines_top_k() -> None:
     assert heads_for("outliers", "rc") == OutlierHeads("rc")
     assert heads_for(5) == TopHeads(5)
     with pytest.raises(ValueError, match="top_k='many'"):
-        heads_for("many")
+        heads_for("many")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="OutlierHeads"):
+        TopHeads("outliers")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown head_score 'max'"):
         TopHeads(3, "max")  # type: ignore[arg-type]
 
@@ -58,12 +59,11 @@ def test_selectors_choose_among_the_heads_that_see_the_whole_context() -> None:
     outliers = OutlierHeads().select(scores, REACH)
     # no head of four stands 2 sd out of its four: the best of layer 1's heads
     assert outliers.as_pairs() == [(1, 1)] and outliers.outliers == 0
-    assert BottomHeads(1).select(scores, REACH).as_pairs() == [(1, 0)]
     fixed = FixedHeads([(0, 0)]).select(scores, REACH)
     assert fixed.as_pairs() == [(0, 0)] and fixed.seeing == 4  # given heads stay; the selection says who sees
 
 
-@pytest.mark.parametrize("selector", [TopHeads(3), OutlierHeads(), BottomHeads(2), FixedHeads([(1, 2)])])
+@pytest.mark.parametrize("selector", [TopHeads(3), OutlierHeads(), FixedHeads([(1, 2)])])
 def test_where_every_head_sees_the_context_the_selection_is_unchanged(selector) -> None:
     everyone = torch.ones(2, dtype=torch.float64)
     assert torch.equal(selector.select(SCORES, everyone).heads, selector.select(SCORES).heads)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rcattr.eval.attribution.long_context import LongContext
 
 if TYPE_CHECKING:
-    from rcattr.heads import HeadCount
+    from rcattr.options import TopK
 
 # the built-in methods (:func:`rcattr.eval.attribution.methods.default_methods`), in the order of the results;
 # named here, without torch, for the command line
@@ -59,7 +59,7 @@ class BenchmarkConfig:
     methods: tuple[str, ...] = RUN_BY_DEFAULT
     limit: int | None = None
     method_limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_METHOD_LIMITS))
-    top_k: HeadCount = "outliers"
+    top_k: TopK = "outliers"
     granularity: str = "chunk"
     max_tokens: int | None = 4096
     model: str | None = None

@@ -208,7 +208,7 @@ def per_unit_selection(
         chosen = margin_weights(chosen) if weighting == "margin" else chosen
         weights = torch.ones(len(chosen.heads)) if chosen.weights is None else chosen.weights
         per_unit.append((chosen.heads, weights))
-    width = max(len(unit_heads) for unit_heads, _ in per_unit)  # "outliers" differ in number: pad, weight 0
+    width = max(len(unit_heads) for unit_heads, _ in per_unit)  # outliers differ in number: pad, weight 0
     unit_heads = torch.zeros(len(per_unit), width, 2, dtype=torch.long)
     unit_weights = torch.zeros(len(per_unit), width, dtype=unit_scores.dtype)
     for unit, (chosen_heads, weights) in enumerate(per_unit):

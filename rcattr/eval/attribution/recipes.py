@@ -20,7 +20,7 @@ from transformers import PreTrainedModel
 
 from rcattr.attributor import HeadVotes, RCAttributor
 from rcattr.base import Example
-from rcattr.eval.attribution.head_selection import RULES, RuleHeads
+from rcattr.eval.attribution.head_selection import RULES, BottomHeads
 from rcattr.eval.attribution.levers import (
     HEAD_WEIGHTINGS,
     HeadWeighting,
@@ -33,11 +33,11 @@ from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, lever_
 from rcattr.eval.attribution.rc_span_scorers import RCScorer
 from rcattr.fusion import fuse_where_heads_disagree
 from rcattr.head_selection import HeadSelection
-from rcattr.heads import HeadCount
+from rcattr.options import TopK
 from rcattr.protocols import TokenizerLike
 from rcattr.reduction import Reducer, Reduction
 from rcattr.scorers import AttentionScorer, SpanScorer
-from rcattr.selectors import BottomHeads, HeadSelector, OutlierHeads, TopHeads, heads_for
+from rcattr.selectors import HeadSelector, OutlierHeads, TopHeads, heads_for
 
 CALIBRATION = "N/A"  # the content-free answer of the calibration lever (ICR, QRHead)
 PAPER = "paper"
@@ -57,7 +57,7 @@ class Recipe:
     scorer : SpanScorer
         The span scorer (a :class:`~rcattr.eval.attribution.levers.LeverScorer` for its levers).
     heads : HeadSelector
-        The head selector (a :class:`~rcattr.eval.attribution.head_selection.RuleHeads` for a rule).
+        The head selector (a :class:`~rcattr.eval.attribution.head_selection.SelectionRule` for a rule).
     votes : {"mass", "share"}
     head_weighting : {"equal", "margin"}
         ``"margin"``: :func:`~rcattr.eval.attribution.levers.margin_weights`.
@@ -232,7 +232,7 @@ class RecipeAttributor(RCAttributor):
 PAPER_SCORER = AttentionScorer(continuation=0.0)
 
 
-def ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
+def ablation(top_k: TopK = "outliers") -> list[Recipe]:
     """The ablation's rows; ``top_k`` is the default recipe's head count (the runner's ``--top-k``)."""
     paper = Recipe(
         f"{PAPER}: attention · top-20 heads (RCAttributor.paper)", PAPER, PAPER_SCORER, TopHeads(20), "mass"
@@ -287,12 +287,12 @@ def ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
             scorer=lever(default, calibration=CALIBRATION),
         ),
         on(default, "+ RC mix 0.3", "RC + attention", rc_mix=0.3),
-        on(default, "· bottom heads", "head count", heads=BottomHeads(top_k)),
+        on(default, "· bottom heads", "head count", heads=BottomHeads(default.heads)),  # as many as its heads
     ]
     return [paper, default, *levers]
 
 
-def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
+def selection_ablation(top_k: TopK = "outliers") -> list[Recipe]:
     """The rows of the head-selection table (issues 35 and 49): the default, the paper's recipe, attention over
     all heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and
     share votes), the default with each rule of :data:`rcattr.eval.attribution.head_selection.RULES` in place
@@ -312,7 +312,7 @@ def selection_ablation(top_k: HeadCount = "outliers") -> list[Recipe]:
         ),
         replace(default, label=f"{DEFAULT} · all heads", lever="head count", heads=TopHeads(1.0)),
         *(
-            replace(default, label=f"{DEFAULT} · {name}", lever="head selection", heads=RuleHeads(rule))
+            replace(default, label=f"{DEFAULT} · {name}", lever="head selection", heads=rule)
             for name, rule in RULES.items()
         ),
         replace(

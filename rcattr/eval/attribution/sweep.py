@@ -24,7 +24,8 @@ from rcattr.eval.attribution.rc_span_scorers import RCScorer
 from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import accuracy, source_hits
-from rcattr.heads import HeadCount, top_heads
+from rcattr.heads import top_heads
+from rcattr.options import TopK
 from rcattr.protocols import TokenizerLike
 from rcattr.scorers import SpanScorer
 
@@ -67,7 +68,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
 
     attributor: Callable[[PreTrainedModel, TokenizerLike, BenchmarkConfig], RCAttributor]
     name: str = "sweep"
-    recipes: Callable[[HeadCount], list[Recipe]] = ablation
+    recipes: Callable[[TopK], list[Recipe]] = ablation
     curve: Mapping[str, SpanScorer] = field(default_factory=lambda: dict(CURVE_SCORERS))
     shared_pass: ClassVar[bool] = True
 

@@ -11,6 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from rcattr.attributor import RCAttributor
+from rcattr.eval.attribution.head_selection import BottomHeads
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
 from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
@@ -19,7 +20,7 @@ from rcattr.head_selection import HeadSelection
 from rcattr.heads import top_heads
 from rcattr.prompting import render_prompt
 from rcattr.scorers import AttentionScorer
-from rcattr.selectors import BottomHeads, FixedHeads, OutlierHeads, TopHeads
+from rcattr.selectors import FixedHeads, OutlierHeads, TopHeads
 from rcattr.support import support_heads
 from tests.helpers import char_tokenizer, tiny_configs, tiny_model
 from tests.helpers.attribution import ANSWER, INPUT, answer_ids, captured_logits
