@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import torch
 from transformers import PreTrainedModel
 
 from rcattr.attention import check_supported
-from rcattr.base import AttributionInput, Example, SpanAttributor, normalise, unit_sum
-from rcattr.fusion import fuse_where_heads_disagree
+from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.fusion import LexicalFusion
 from rcattr.head_selection import HeadSelection
 from rcattr.heads import HeadScore
 from rcattr.protocols import TokenizerLike
@@ -29,30 +28,8 @@ from rcattr.reduction import Layout, Reducer, Reduction, forward, forward_batch
 from rcattr.result import RCAttributionResult
 from rcattr.scorers import AttentionScorer, SpanScorer, scorer_name
 from rcattr.selectors import HeadSelector, OutlierHeads, TopHeads
-from rcattr.signals import RCSignals
-from rcattr.support import support_heads, support_log_odds
-
-HeadVotes = Literal["mass", "share"]
-HEAD_VOTES: tuple[str, ...] = ("mass", "share")
-
-
-def vote(evidence: torch.Tensor, weights: torch.Tensor | None, votes: HeadVotes) -> torch.Tensor:
-    """The selected heads' ``[k, ..., S]`` span scores summed with ``[k]`` weights (None: 1 each) and
-    normalised over the spans: by mass (paper Eq. 7), or each head's share over the spans first."""
-    if votes not in HEAD_VOTES:
-        raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)}")
-    if votes == "share":
-        evidence = normalise(evidence)
-    if weights is None:
-        weights = torch.ones(len(evidence), device=evidence.device)
-    weights = weights.to(device=evidence.device, dtype=evidence.dtype)
-    summed = (
-        torch.einsum("k,ks->s", weights, evidence)
-        if evidence.ndim == 2
-        else torch.einsum("k,kus->us", weights, evidence)
-    )
-    return normalise(summed)
-
+from rcattr.token_signals import token_signals
+from rcattr.voting import HEAD_VOTES, HeadEvidence, HeadVote, HeadVotes
 
 NO_SCORES = (
     "no selected head sees the context from the answer (sliding windows shorter than the distance?); every "
@@ -87,7 +64,7 @@ class RCAttributor(SpanAttributor):
         mean of all heads for this example (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72;
         a selection of fewer than 5% of the model's heads is flagged:
         ``result.head_selection.few_heads``); ``TopHeads(k)``, a number or a fraction of all heads;
-        ``BottomHeads(k)``, the paper's ablation; ``FixedHeads([(layer, head), ...])``. Each takes
+        ``FixedHeads([(layer, head), ...])``. Each takes
         ``score=`` ``"superiority"`` (``P(X > Y)``, default), ``"rc_std"`` (``E[Z] / std(Y)``) or
         ``"rc"`` (the paper's raw ``E[Z]``). Heads are chosen among those whose attention reaches the whole
         context from the answer: on a model with sliding-window or chunked layers (Gemma 2 and 3, Mistral,
@@ -98,14 +75,19 @@ class RCAttributor(SpanAttributor):
         How a selected head scores a span: post-softmax attention mass (:class:`~rcattr.scorers.AttentionScorer`,
         whose default carries each unit's evidence on over the answer rows that follow it), or a scorer of
         your own (docs/extending.md).
-    votes : {"mass", "share"}, default "share"
+    votes : {"mass", "share"} or HeadVote, default "share"
         How the selected heads' span scores add up: their mass (paper Eq. 7), or each head's share
-        over the spans, so that a head that attends more does not outvote the others.
+        over the spans, so that a head that attends more does not outvote the others; or a vote strategy
+        (:class:`~rcattr.voting.HeadVote`, :class:`~rcattr.fusion.LexicalFusion`).
     lexical : bool, default False
-        Where the selected heads disagree on a unit's top span, let BM25 fill the disagreeing share of the
-        vote (:mod:`rcattr.fusion`; ``result.head_selection.lexical_share`` says how much it filled). It
-        won or tied on all three models and both dev files (docs/benchmarks.md) but is part lexical, not
-        the model's own account alone, so it is asked for.
+        Vote with :class:`~rcattr.fusion.LexicalFusion`: where the selected heads disagree on a unit's top span,
+        BM25 fills the disagreeing share of the vote (``result.head_selection.lexical_share`` says how much it
+        filled). It won or tied on all three models and both dev files (docs/benchmarks.md) but is part
+        lexical, not the model's own account alone, so it is asked for.
+
+    The per-token signals (``result.rc``: groundedness and lookback on the selected heads, token support on
+    its own 20 best heads, :attr:`RCSignals.support_heads <rcattr.signals.RCSignals.support_heads>`) are
+    measured apart from the vote (:func:`~rcattr.token_signals.token_signals`).
 
     Examples
     --------
@@ -129,13 +111,13 @@ class RCAttributor(SpanAttributor):
         heads: HeadSelector | None = None,
         span_scorer: SpanScorer | None = None,
         *,
-        votes: HeadVotes = "share",
+        votes: HeadVotes | HeadVote = "share",
         lexical: bool = False,
     ) -> None:
         super().__init__(model, tokenizer)
         check_supported(model)
-        if votes not in HEAD_VOTES:
-            raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)}")
+        if not isinstance(votes, HeadVote) and votes not in HEAD_VOTES:
+            raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)} or a HeadVote")
         if heads is not None and not isinstance(heads, HeadSelector):
             raise ValueError(
                 f"heads={heads!r}: give a HeadSelector, e.g. OutlierHeads(), TopHeads(20) or "
@@ -147,8 +129,8 @@ class RCAttributor(SpanAttributor):
                 "RC-expectation scorers are rcattr.eval.attribution.rc_span_scorers'"
             )
         self.scorer = AttentionScorer() if span_scorer is None else span_scorer
-        self.votes: HeadVotes = votes
-        self.lexical = lexical
+        voting = votes if isinstance(votes, HeadVote) else HeadVote(votes)
+        self.voting: HeadVote = LexicalFusion(voting.votes) if lexical else voting
         config = model.config.get_text_config()
         self.n_layers, self.n_heads = config.num_hidden_layers, config.num_attention_heads
         self.heads = (OutlierHeads() if heads is None else heads).for_model(self.n_layers, self.n_heads)
@@ -165,6 +147,11 @@ class RCAttributor(SpanAttributor):
         if "heads" not in overrides:
             recipe["heads"] = TopHeads(20)
         return cls(model, tokenizer, **{**recipe, **overrides})
+
+    @property
+    def votes(self) -> HeadVotes:
+        """How the selected heads' span scores add up: ``"mass"`` or ``"share"`` (the vote strategy's)."""
+        return self.voting.votes
 
     @property
     def head_score(self) -> HeadScore:
@@ -196,51 +183,25 @@ class RCAttributor(SpanAttributor):
         return list(map(self._result, examples, inputs, reducers))
 
     def _result(self, example: Example, inp: AttributionInput, reducer: Reducer) -> RCAttributionResult:
-        """The result of one example from its pass: head selection, span scores and per-token statistics."""
+        """The result of one example from its pass: the heads, their vote, then the per-token signals."""
         selection = self.select_heads(reducer)
-        seq_attr, token_attr = self.span_scores(example, reducer, selection)
-        if self.lexical:
-            seq_attr, token_attr, selection = self._fused(example, reducer, selection, seq_attr, token_attr)
+        combined = self.span_scores(example, reducer, selection)
+        seq_attr, token_attr, selection = self.voting.settle(
+            example, self._evidence(reducer, selection), combined, selection
+        )
         notes = result_notes(selection, seq_attr)
         for note in notes:
             warnings.warn(note, stacklevel=5)  # the caller of attribute() or attribute_many()
-        out, heads = reducer.out, selection.heads
-        context = out.gather(out.context_rc, heads).sum(0)
-        groundedness = context / (context + out.gather(out.self_rc, heads).sum(0)).clamp_min(1e-30)
-        lookback = out.gather(out.lookback, heads).mean(0).float().cpu()
-        peak_heads = support_heads(selection.scores)
-        reducer.score_heads(peak_heads)  # the ones not selected
-        peak = out.gather(out.context_peak, peak_heads)  # [20, A]
-        assert out.token_logprob is not None  # set by the pass
-        n_self = torch.tensor([out.self_size[layer] for layer in peak_heads[:, 0].tolist()])
-        signals = RCSignals(
-            groundedness=groundedness.float().cpu(),
-            lookback=lookback,
-            unit_context_reliance=unit_sum(lookback, example.unit_ranges)
-            / torch.tensor([len(rows) for rows in example.unit_ranges]),
-            token_logprob=out.token_logprob.float().cpu(),
-            token_peak=peak.mean(0).float().cpu(),
-            token_support=torch.sigmoid(support_log_odds(out.token_logprob, peak, n_self)).float().cpu(),
-            head_selection=selection,
-            notes=notes,
-        )
+        signals = token_signals(example, reducer, selection, notes)
         return example.result(seq_attr, token_attr, self.result_label, inp, signals)
 
-    def _fused(
-        self,
-        example: Example,
-        reducer: Reducer,
-        selection: HeadSelection,
-        seq_attr: torch.Tensor,
-        token_attr: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, HeadSelection]:
-        """The votes fused with BM25 where the selected heads disagree, and the selection saying how much."""
-        out, name, heads = reducer.out, self.scorer_name, selection.heads
-        evidence = (out.gather(out.answer_scores[name], heads), out.gather(out.unit_scores[name], heads))
-        seq_attr, token_attr, share = fuse_where_heads_disagree(
-            (seq_attr, token_attr), evidence, selection.weights, example
+    def _evidence(self, reducer: Reducer, selection: HeadSelection) -> HeadEvidence:
+        """The selected heads' answer and unit span scores by this attributor's span scorer."""
+        out, name = reducer.out, self.scorer_name
+        return HeadEvidence(
+            out.gather(out.answer_scores[name], selection.heads),
+            out.gather(out.unit_scores[name], selection.heads),
         )
-        return seq_attr, token_attr, replace(selection, lexical_share=share)
 
     def _reducer(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
         """The deferred reduction of one example: every head's scores; span scores wait for
@@ -268,11 +229,7 @@ class RCAttributor(SpanAttributor):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The selected heads' ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores, combined."""
         reducer.score_heads(selection.heads)
-        out, name = reducer.out, self.scorer_name
-        return (
-            vote(out.gather(out.answer_scores[name], selection.heads), selection.weights, self.votes),
-            vote(out.gather(out.unit_scores[name], selection.heads), selection.weights, self.votes),
-        )
+        return self.voting.combine(self._evidence(reducer, selection), selection.weights)
 
     @torch.no_grad()
     def head_scores(

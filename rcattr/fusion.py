@@ -9,10 +9,14 @@ the heads' own agreement, so nothing is fitted per model.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import torch
 
 from rcattr.base import Example, normalise
+from rcattr.head_selection import HeadSelection
 from rcattr.lexical import bm25_scores
+from rcattr.voting import HeadEvidence, HeadVote, Voted
 
 
 def head_agreement(evidence: torch.Tensor, weights: torch.Tensor | None, vote: torch.Tensor) -> torch.Tensor:
@@ -91,3 +95,22 @@ def fuse_where_heads_disagree(
         lexical_fusion(units, lexical_units, unit_agreement),
         float((1 - unit_agreement).mean()),
     )
+
+
+@dataclass(frozen=True)
+class LexicalFusion(HeadVote):
+    """The heads' vote, with BM25 filling the share of each unit's vote where the heads disagree
+    (:func:`fuse_where_heads_disagree`); the selection's ``lexical_share`` says how much it filled.
+    ``RCAttributor(lexical=True)``."""
+
+    def settle(
+        self,
+        example: Example,
+        evidence: HeadEvidence,
+        combined: tuple[torch.Tensor, torch.Tensor],
+        selection: HeadSelection,
+    ) -> Voted:
+        seq_attr, token_attr, share = fuse_where_heads_disagree(
+            combined, (evidence.answer, evidence.units), selection.weights, example
+        )
+        return Voted(seq_attr, token_attr, replace(selection, lexical_share=share))

@@ -34,9 +34,10 @@ class RCSignals:
     token_logprob : Tensor, shape [n_answer_tokens]
         Each answer token's log-probability under the model, given the prompt and the answer before it.
     token_peak : Tensor, shape [n_answer_tokens]
-        Per answer token, on the selected heads, the mean P(max X > Y): the share of the answer's self logits
-        Y(g, g) below the token's highest logit to the context. A token copied from the context has heads that
-        find its match there; a token the context lacks does not.
+        Per answer token, on the support heads (:attr:`support_heads`, not the selected ones), the mean
+        P(max X > Y): the share of the answer's self logits Y(g, g) below the token's highest logit to the
+        context. A token copied from the context has heads that find its match there; a token the context lacks
+        does not.
     token_support : Tensor, shape [n_answer_tokens]
         Per answer token, ``sigmoid(token_logprob + logit(token_peak))`` (each head's peak smoothed,
         :func:`rcattr.support.support_log_odds`): the evidence that the context holds the token, in [0, 1].
@@ -46,6 +47,11 @@ class RCSignals:
         What the attributor warned of when it made the result: few or no heads that see the whole context from
         the answer, or no selected head that sees any of it (every span scores 0). A caller that attributes many
         inputs at once (a service) reads each one's here rather than from the warnings of the whole batch.
+    support_heads : Tensor of long, shape [k, 2], optional
+        The ``(layer, head)`` pairs :attr:`token_peak` and :attr:`token_support` are read on: the 20 best heads
+        by this example's head scores (:data:`rcattr.support.SUPPORT_HEADS`; all heads of a smaller model),
+        whatever rule chose the voting heads (``heads=``), since the peak is a max over the context, noisy on
+        few heads (measured in docs/benchmarks.md). Groundedness and lookback are read on the selected heads.
     """
 
     groundedness: torch.Tensor
@@ -56,6 +62,7 @@ class RCSignals:
     token_support: torch.Tensor
     head_selection: HeadSelection
     notes: tuple[str, ...] = ()
+    support_heads: torch.Tensor | None = None
 
     @property
     def context_reliance(self) -> float:

@@ -1,3 +1,4 @@
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,3 +46,25 @@ def test_fusion_is_a_distribution_between_the_vote_and_the_lexical_shares(units,
     shares = lexical / lexical.sum(-1, keepdim=True)
     assert bool((fused >= torch.minimum(vote, shares) - 1e-12).all())
     assert bool((fused <= torch.maximum(vote, shares) + 1e-12).all())
+
+
+def test_lexical_fusion_settles_a_vote_with_bm25_and_says_how_much_it_filled(llama) -> None:
+    from rcattr.attributor import RCAttributor
+    from rcattr.fusion import LexicalFusion, fuse_where_heads_disagree
+    from rcattr.selectors import TopHeads
+    from tests.helpers import char_tokenizer
+    from tests.helpers.attribution import ANSWER, INPUT
+
+    attributor = RCAttributor(llama, char_tokenizer(), TopHeads(5), votes=LexicalFusion("share"))
+    example = attributor.prepare(INPUT, ANSWER, "sentence", "sentence")
+    reducer = attributor.run_pass(example, {attributor.scorer_name: attributor.scorer})
+    selection = attributor.select_heads(reducer)
+    combined = attributor.span_scores(example, reducer, selection)
+    evidence = attributor._evidence(reducer, selection)
+    settled = LexicalFusion().settle(example, evidence, combined, selection)
+    answer, units, share = fuse_where_heads_disagree(combined, tuple(evidence), selection.weights, example)
+    assert torch.equal(settled.seq_attr, answer) and torch.equal(settled.token_attr, units)
+    assert settled.selection.lexical_share == share and selection.lexical_share is None
+    result = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
+    torch.testing.assert_close(result.seq_attr, answer.detach().float())
+    assert result.head_selection.lexical_share == pytest.approx(share)

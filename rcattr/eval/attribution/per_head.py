@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr.attributor import HeadVotes, RCAttributor, vote
+from rcattr.attributor import RCAttributor
 from rcattr.base import AttributionInput, Example, SpanSpec, normalise
 from rcattr.capture import CaptureStep
 from rcattr.compat import cache_argument
@@ -35,6 +35,7 @@ from rcattr.reduction import Layout, Reducer, Reduction, forward
 from rcattr.scorers import SpanScorer, scorer_name
 from rcattr.spans import SpanBlock
 from rcattr.support import support_log_odds
+from rcattr.voting import HeadVotes, vote
 
 
 @dataclass(frozen=True)
