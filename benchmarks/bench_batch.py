@@ -133,11 +133,11 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from rcattr.attributor import RCAttributor
+    from rcattr.attribution.attributor import RCAttributor
     from rcattr.eval.attribution.method import context_input
     from rcattr.eval.common.datasets import load_quotesum
-    from rcattr.models import load_model
-    from rcattr.prompting import ContextInput
+    from rcattr.runtime.models import load_model
+    from rcattr.text.prompting import ContextInput
 
     torch.set_grad_enabled(False)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

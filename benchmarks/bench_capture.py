@@ -32,8 +32,8 @@ def _peak_rss_mib() -> float:
 def run_variant(variant: str, prompt_len: int, answer_len: int, repeats: int) -> dict[str, float]:
     import torch
 
-    from rcattr.capture import LogitCapture, LogitStore
-    from rcattr.models import load_model
+    from rcattr.runtime.capture import LogitCapture, LogitStore
+    from rcattr.runtime.models import load_model
     from rcattr.stats import expected_rc
 
     torch.set_grad_enabled(False)

@@ -12,13 +12,13 @@ import argparse
 import torch
 from tqdm.auto import tqdm
 
-from rcattr.base import unit_sum
+from rcattr.attribution.base import unit_sum
 from rcattr.baselines import HiddenStateAttributor
 from rcattr.baselines.hidden_state import anchor_votes
 from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.metrics import accuracy, source_hits
-from rcattr.models import load_model
-from rcattr.prompting import ContextInput
+from rcattr.runtime.models import load_model
+from rcattr.text.prompting import ContextInput
 
 
 def main() -> None:

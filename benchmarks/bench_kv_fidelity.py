@@ -25,7 +25,7 @@ from tqdm import tqdm
 from rcattr.eval.kv.data import load_squad
 from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, Threshold, cache_argument
-from rcattr.models import load_model
+from rcattr.runtime.models import load_model
 
 
 def squad_questions(tokenizer, limit: int) -> list[torch.Tensor]:

@@ -35,7 +35,7 @@ from transformers import DynamicCache
 from rcattr.eval.kv.data import load_squad
 from rcattr.eval.kv_long.question import QuestionWindow
 from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, TokenBudget, cache_argument, cache_nbytes
-from rcattr.models import load_model
+from rcattr.runtime.models import load_model
 
 try:
     from kvpress import SnapKVPress

@@ -23,7 +23,7 @@ import torch
 from rcattr.baselines import RandomAttributor
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.datasets import load_attribution
-from rcattr.models import load_model
+from rcattr.runtime.models import load_model
 
 
 def forward_seconds(dataset: str, limit: int, device: str) -> dict[str, float]:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.run_args import run_folder
@@ -29,8 +29,8 @@ from rcattr.eval.common.sharding import Shard
 from rcattr.eval.groundedness.answer_edits import edit_answers
 from rcattr.eval.groundedness.context_signals import TokenStatistics, token_statistics
 from rcattr.eval.groundedness.unsupported_tokens import edited_token_kinds, markdown, token_auroc_table
-from rcattr.heads import top_heads
-from rcattr.support import support_heads, support_log_odds
+from rcattr.grounding.support import support_heads, support_log_odds
+from rcattr.heads.scores import top_heads
 
 
 def _with_first(statistics: TokenStatistics, heads: torch.Tensor) -> torch.Tensor:
@@ -121,7 +121,7 @@ def main() -> None:
         store.claim({"model": args.model, "seed": 0, "max_edits": 2})
         attributor = None
         if not args.report_only:
-            from rcattr.models import load_model
+            from rcattr.runtime.models import load_model
 
             torch.set_grad_enabled(False)
             attributor = RCAttributor(*load_model(args.model))

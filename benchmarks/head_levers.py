@@ -32,13 +32,13 @@ from typing import Any
 
 import torch
 
-from rcattr.base import normalise
+from rcattr.attribution.base import normalise
+from rcattr.attribution.fusion import head_agreement, lexical_fusion
+from rcattr.attribution.lexical import bm25_scores
+from rcattr.attribution.scorers import AttentionScorer
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units
 from rcattr.eval.common.metrics import paired_difference
-from rcattr.fusion import head_agreement, lexical_fusion
-from rcattr.heads import outlier_count, outlier_heads, top_heads
-from rcattr.lexical import bm25_scores
-from rcattr.scorers import AttentionScorer
+from rcattr.heads.scores import outlier_count, outlier_heads, top_heads
 
 Data = dict[str, Any]
 Lever = Callable[[Data], tuple[torch.Tensor, int]]  # a record's data -> ([U, S] unit scores, heads used)
@@ -257,7 +257,7 @@ def main() -> None:
         from rcattr.eval.attribution.config import BenchmarkConfig
         from rcattr.eval.attribution.methods import default_methods
         from rcattr.eval.attribution.runner import AttributionBenchmark
-        from rcattr.models import load_model
+        from rcattr.runtime.models import load_model
 
         methods = default_methods()
         methods.add(PerHeadMethod(args.out / "per_head"))

@@ -14,8 +14,8 @@ import torch
 from bench_attribution import build_example
 
 from rcattr import RCAttributor
-from rcattr.models import load_model
-from rcattr.prompting import ContextInput
+from rcattr.runtime.models import load_model
+from rcattr.text.prompting import ContextInput
 
 torch.set_grad_enabled(False)
 model, tokenizer = load_model("gemma-3-270m")

@@ -14,36 +14,36 @@ __version__ = "0.1.0"
 
 
 if TYPE_CHECKING:
-    from rcattr.attributor import RCAttributor
-    from rcattr.capture import CaptureStep, LogitCapture, LogitStore
-    from rcattr.citations import Citation, CitedSource, CitedSpan, SentenceRows
-    from rcattr.documents import Document
-    from rcattr.head_selection import HeadSelection
-    from rcattr.models import load_model
-    from rcattr.prompting import ContextInput
-    from rcattr.result import RCAttributionResult
-    from rcattr.scorers import AttentionScorer, SpanScorer
-    from rcattr.segmentation import TextSpan
-    from rcattr.selectors import FixedHeads, HeadSelector, OutlierHeads, TopHeads
-    from rcattr.signals import RCSignals
+    from rcattr.attribution.attributor import RCAttributor
+    from rcattr.attribution.result import RCAttributionResult
+    from rcattr.attribution.scorers import AttentionScorer, SpanScorer
+    from rcattr.grounding.citations import Citation, CitedSource, CitedSpan, SentenceRows
+    from rcattr.grounding.signals import RCSignals
+    from rcattr.heads.selection import HeadSelection
+    from rcattr.heads.selectors import FixedHeads, HeadSelector, OutlierHeads, TopHeads
+    from rcattr.runtime.capture import CaptureStep, LogitCapture, LogitStore
+    from rcattr.runtime.models import load_model
     from rcattr.stats import expected_rc, overlap_bounds, phi, probability_of_superiority
+    from rcattr.text.documents import Document
+    from rcattr.text.prompting import ContextInput
+    from rcattr.text.segmentation import TextSpan
 
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        ".attributor": ["RCAttributor"],
-        ".capture": ["CaptureStep", "LogitCapture", "LogitStore"],
-        ".citations": ["Citation", "CitedSource", "CitedSpan", "SentenceRows"],
-        ".documents": ["Document"],
-        ".models": ["load_model"],
-        ".prompting": ["ContextInput"],
-        ".head_selection": ["HeadSelection"],
-        ".result": ["RCAttributionResult"],
-        ".signals": ["RCSignals"],
-        ".segmentation": ["TextSpan"],
-        ".scorers": ["AttentionScorer", "SpanScorer"],
-        ".selectors": ["FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads"],
+        ".attribution.attributor": ["RCAttributor"],
+        ".runtime.capture": ["CaptureStep", "LogitCapture", "LogitStore"],
+        ".grounding.citations": ["Citation", "CitedSource", "CitedSpan", "SentenceRows"],
+        ".text.documents": ["Document"],
+        ".runtime.models": ["load_model"],
+        ".text.prompting": ["ContextInput"],
+        ".heads.selection": ["HeadSelection"],
+        ".attribution.result": ["RCAttributionResult"],
+        ".grounding.signals": ["RCSignals"],
+        ".text.segmentation": ["TextSpan"],
+        ".attribution.scorers": ["AttentionScorer", "SpanScorer"],
+        ".heads.selectors": ["FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads"],
         ".stats": ["expected_rc", "overlap_bounds", "phi", "probability_of_superiority"],
     },
 )

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from rcattr.citations import Citation, CitedSource, CitedSpan
-from rcattr.claims import Claim
-from rcattr.documents import as_document, plain_json
+from rcattr.grounding.citations import Citation, CitedSource, CitedSpan
+from rcattr.grounding.claims import Claim
+from rcattr.text.documents import as_document, plain_json
 
 
 class ServiceError(Exception):

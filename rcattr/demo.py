@@ -6,7 +6,7 @@ two-sentence :data:`ANSWER`, whose first sentence comes from document 1 and seco
 
 from __future__ import annotations
 
-from rcattr.prompting import ContextInput
+from rcattr.text.prompting import ContextInput
 
 DOCUMENTS = (
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall.",

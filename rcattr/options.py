@@ -22,7 +22,7 @@ HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
 HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")  # the names an HTML report may have
 TopK = int | float | Literal["outliers"]
 """A command line's ``--top-k`` (and a run's ``top_k`` setting): a number of heads, a fraction of them, or
-``"outliers"``; :func:`rcattr.selectors.heads_for` turns it into a head selector."""
+``"outliers"``; :func:`rcattr.heads.selectors.heads_for` turns it into a head selector."""
 
 
 def parse_head_count(text: str) -> TopK:

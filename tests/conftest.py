@@ -24,7 +24,7 @@ def _seed() -> None:
 @pytest.fixture(scope="module")
 def smollm2():
     """The offline default model and its tokenizer, loaded afresh for each test module."""
-    from rcattr.models import load_model
+    from rcattr.runtime.models import load_model
 
     return load_model()
 

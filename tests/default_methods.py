@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rcattr.attributor import RCAttributor
-from rcattr.base import SpanAttributor
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.base import SpanAttributor
+from rcattr.attribution.scorers import AttentionScorer, SpanScorer
 from rcattr.baselines import BASELINES, AttentionAttributor
 from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
+from rcattr.heads.selectors import TopHeads
 from rcattr.kvcache import EvictionPolicy, Ratio, Threshold, TokenBudget, WindowScorer
-from rcattr.scorers import AttentionScorer, SpanScorer
-from rcattr.selectors import TopHeads
 
 Builder = Callable[[Any, Any], SpanAttributor]
 

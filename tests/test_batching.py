@@ -10,16 +10,16 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import AutoModelForCausalLM, GPT2Config
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.many import SkippedInputWarning
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.baselines import BM25Attributor, RandomAttributor
 from rcattr.eval.attribution.method import context_input, output_units
 from rcattr.eval.attribution.recipes import RecipeAttributor, ablation
 from rcattr.eval.common.datasets import load_quotesum
-from rcattr.many import SkippedInputWarning
-from rcattr.models import load_model
-from rcattr.prompting import ContextInput
-from rcattr.result import RCAttributionResult
-from rcattr.selectors import TopHeads
+from rcattr.heads.selectors import TopHeads
+from rcattr.runtime.models import load_model
+from rcattr.text.prompting import ContextInput
 from tests.default_methods import ATTRIBUTORS
 from tests.helpers import ARCHITECTURES, char_tokenizer, tiny_model
 

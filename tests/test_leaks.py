@@ -14,8 +14,8 @@ import numba
 import pytest
 import torch
 
-from rcattr import attention
-from rcattr.compat import registered_attention
+from rcattr.runtime import attention
+from rcattr.runtime.compat import registered_attention
 from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.entry_points import ENTRY_POINTS
 

@@ -1,5 +1,5 @@
-"""The package's shape (issue 36): no import cycle among rcattr's modules, no module over 400 lines, and
-public constructors with few parameters; and the test suite's: a test file mirroring every module, and no test
+"""The package's shape (issues 36 and 63): no import cycle among rcattr's modules, no module over 400 lines, no
+folder over 15 modules (but the benchmarks'), and public constructors with few parameters; and the test suite's: a test file mirroring every module, and no test
 module importing another (shared code lives in tests/helpers, tests/reference and conftest.py files)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from rcattr.kvcache import RCKVCache
 
 PACKAGE = Path(rcattr.__file__).parent
 MAX_LINES = 400
+MAX_FOLDER_MODULES = 15  # a folder with more is a flat list of parts: group them by concept
 MAX_PARAMETERS = 6  # counting model and tokenizer
 
 
@@ -86,6 +87,20 @@ def test_no_import_cycle() -> None:
 def test_module_is_small(name: str) -> None:
     lines = len(MODULES[name].read_text().splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by concept (at most {MAX_LINES})"
+
+
+FOLDERS = sorted({path.parent for path in MODULES.values()})
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[str(f.relative_to(PACKAGE.parent)) for f in FOLDERS])
+def test_a_folder_shows_its_parts(folder: Path) -> None:
+    """Outside the benchmarks (rcattr/eval), a folder holds at most 15 modules, ``__init__.py`` included."""
+    if "eval" in folder.relative_to(PACKAGE).parts:
+        return
+    modules = sorted(path.name for path in folder.glob("*.py"))
+    assert len(modules) <= MAX_FOLDER_MODULES, (
+        f"{folder.name}/ holds {len(modules)} modules: {', '.join(modules)}"
+    )
 
 
 @pytest.mark.parametrize("cls", [RCAttributor, RCKVCache])

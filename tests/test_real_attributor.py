@@ -6,11 +6,11 @@ import pytest
 import torch
 from captum.attr import TextTokenInput
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.demo import ANSWER, example_input
-from rcattr.models import load_model
-from rcattr.prompting import ContextInput
-from rcattr.selectors import TopHeads
+from rcattr.heads.selectors import TopHeads
+from rcattr.runtime.models import load_model
+from rcattr.text.prompting import ContextInput
 from tests.default_methods import SPAN_SCORERS
 
 pytestmark = pytest.mark.real_model

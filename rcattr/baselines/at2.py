@@ -27,11 +27,11 @@ import numpy as np
 import torch
 from transformers import BatchEncoding, PreTrainedModel
 
-from rcattr.base import AttributionInput, Example, SpanAttributor, SpanSpec
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, SpanSpec
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.baselines.peers import import_peer
-from rcattr.prompting import ContextInput, render_prompt
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
+from rcattr.text.prompting import ContextInput, render_prompt
 
 # model types whose attention the package recomputes (at2.attribution.attention); Gemma 3's path calls a
 # rotary embedding transformers 5 no longer has

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from transformers import PreTrainedModel
 
-from rcattr.attributor import RCAttributor
-from rcattr.head_selection import HeadSelection
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.reduction import Reducer, Reduction
+from rcattr.attribution.scorers import AttentionScorer
+from rcattr.heads.selection import HeadSelection
+from rcattr.heads.selectors import TopHeads
 from rcattr.protocols import TokenizerLike
-from rcattr.reduction import Reducer, Reduction
-from rcattr.scorers import AttentionScorer
-from rcattr.selectors import TopHeads
 
 
 class AttentionAttributor(RCAttributor):

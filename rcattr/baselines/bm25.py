@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rcattr.base import AttributionInput, Example, SpanAttributor
-from rcattr.lexical import bm25_scores
-from rcattr.result import RCAttributionResult
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.lexical import bm25_scores
+from rcattr.attribution.result import RCAttributionResult
 
 
 class BM25Attributor(SpanAttributor):

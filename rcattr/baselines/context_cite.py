@@ -22,11 +22,11 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.baselines.peers import import_peer
 from rcattr.baselines.perturbation import placed_spans
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
 
 
 class ContextCiteAttributor(SpanAttributor):

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from rcattr.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
 
 
 class HiddenStateAttributor(SpanAttributor):

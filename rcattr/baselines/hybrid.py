@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.attributor import RCAttributor
-from rcattr.base import AttributionInput, Example, SpanAttributor, normalise
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, normalise
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.baselines.bm25 import BM25Attributor
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
 
 
 def reciprocal_rank_fusion(*scores: torch.Tensor, offset: float = 60.0) -> torch.Tensor:

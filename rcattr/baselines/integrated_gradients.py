@@ -6,9 +6,9 @@ import torch
 from captum.attr import LayerIntegratedGradients, LLMGradientAttribution, TextTokenInput
 from transformers import PreTrainedModel
 
-from rcattr.base import AttributionInput, Example, SpanAttributor, span_sum, unit_sum
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, span_sum, unit_sum
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
 
 
 class IntegratedGradientsAttributor(SpanAttributor):

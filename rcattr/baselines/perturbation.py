@@ -33,9 +33,9 @@ from captum.attr import (
 )
 from transformers import PreTrainedModel
 
-from rcattr.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
 
 DEFAULT_FORWARDS = 64
 """The sampling methods' budget in forward passes: ContextCite's default number of ablations."""

@@ -7,9 +7,9 @@ import hashlib
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
 
 
 class RandomAttributor(SpanAttributor):

@@ -9,18 +9,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rcattr.attributor import RCAttributor
-    from rcattr.citations import Citation
-    from rcattr.prompting import ContextInput
-    from rcattr.result import RCAttributionResult
+    from rcattr.attribution.attributor import RCAttributor
+    from rcattr.attribution.result import RCAttributionResult
+    from rcattr.grounding.citations import Citation
+    from rcattr.text.prompting import ContextInput
 
 
 def attributor_of(args: argparse.Namespace) -> RCAttributor:
     """The attributor the model options ask for (``--model``, ``--top-k``, ``--paper``, ``--lexical``, and
     ``--device`` where the command has it)."""
-    from rcattr.attributor import RCAttributor
-    from rcattr.models import load_model
-    from rcattr.selectors import heads_for
+    from rcattr.attribution.attributor import RCAttributor
+    from rcattr.heads.selectors import heads_for
+    from rcattr.runtime.models import load_model
 
     model, tokenizer = load_model(args.model, verbose=args.verbose, device=getattr(args, "device", "cpu"))
     if args.paper:  # the paper's attention scorer reads each unit's own rows
@@ -32,7 +32,7 @@ def attributor_of(args: argparse.Namespace) -> RCAttributor:
 def report(result: RCAttributionResult, top: int) -> str:
     """The answer and, for each of its parts, the ``top`` context spans it came from; then the answer's
     context reliance and its tokens the context does not support."""
-    from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
+    from rcattr.grounding.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
     from rcattr.viz.cited_answer import cited_answer
 
     citations = result.citations()
@@ -71,7 +71,7 @@ def report(result: RCAttributionResult, top: int) -> str:
 
 def _vouching(citations: list[Citation]) -> list[str]:
     """The report's lines on the sentences the documents vouch for weakly or not at all."""
-    from rcattr.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
+    from rcattr.grounding.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
 
     marked = [c for c in citations if c.status in ("partial", "weak", "unsupported")]
     if not marked:
@@ -115,7 +115,7 @@ def _explain(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
-    from rcattr.signals import RCSignals
+    from rcattr.grounding.signals import RCSignals
     from rcattr.viz import save_head_heatmap
 
     attributor = attributor_of(args)
@@ -135,7 +135,7 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
 def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.kvcache import DecodeEviction, EvictionPolicy, Ratio, RCKVCache
     from rcattr.kvcache.compare import compare_generations
-    from rcattr.models import load_model
+    from rcattr.runtime.models import load_model
     from rcattr.viz import save_head_heatmap
 
     model, tokenizer = load_model(args.model, verbose=args.verbose)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rcattr.prompting import ContextInput
+    from rcattr.text.prompting import ContextInput
 
 
 class CommandError(Exception):
@@ -102,7 +102,7 @@ def read_input(args: argparse.Namespace) -> ContextInput:
     if getattr(args, "context", None) is not None:
         context = _read_context(args.context, args.encoding, args.chunks_by_blank_line)
     from rcattr.demo import example_input
-    from rcattr.prompting import ContextInput
+    from rcattr.text.prompting import ContextInput
 
     return example_input() if context is None else ContextInput(context, args.question)
 
@@ -110,8 +110,8 @@ def read_input(args: argparse.Namespace) -> ContextInput:
 def check_fits(args: argparse.Namespace, inp: ContextInput) -> None:
     """Refuse, with only the tokenizer and config loaded (not the weights), a prompt that fills the model's
     window, or a prompt and given ``--answer`` that exceed it, as the library would after the model's load."""
-    from rcattr.models import load_tokenizer
-    from rcattr.prompting import render_prompt
+    from rcattr.runtime.models import load_tokenizer
+    from rcattr.text.prompting import render_prompt
 
     tokenizer, window = load_tokenizer(args.model)
     if window is None:

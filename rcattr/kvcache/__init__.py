@@ -1,6 +1,5 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
-from rcattr.compat import cache_argument
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
@@ -14,6 +13,7 @@ from rcattr.kvcache.scoring import (
     window_rc_scores,
 )
 from rcattr.kvcache.state import DecodeRecord, Eviction, LayerState
+from rcattr.runtime.compat import cache_argument
 
 # RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [

@@ -11,13 +11,20 @@ import torch
 from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
-from rcattr.attention import AttentionCall, AttentionOutput, attach, check_supported, detach, is_routed
 from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Rule, Threshold, TokenBudget
 from rcattr.kvcache.scoring import WindowScorer
 from rcattr.kvcache.state import Eviction, LayerState
+from rcattr.runtime.attention import (
+    AttentionCall,
+    AttentionOutput,
+    attach,
+    check_supported,
+    detach,
+    is_routed,
+)
 
 __all__ = ["RCKVCache", "cache_nbytes"]
 
@@ -39,7 +46,7 @@ class RCKVCache(Cache):
     model : transformers.PreTrainedModel
         A decoder-only causal LM using sdpa, eager or flex attention (Llama, Mistral, Qwen2, Qwen3,
         Gemma3, Phi3, ...). Its attention is routed through rcattr's attention layer
-        (:mod:`rcattr.attention`), which is transparent for other caches, until the cache is closed.
+        (:mod:`rcattr.runtime.attention`), which is transparent for other caches, until the cache is closed.
     c : float, optional
         Threshold multiplier, >= 0 (default 1.0): a token is evicted when ``score < c · mean score``.
         ``c = 0`` keeps everything; larger ``c`` evicts more. Not with ``budget``.

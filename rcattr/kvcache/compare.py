@@ -10,10 +10,10 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import Cache
 
-from rcattr.compat import cache_argument
-from rcattr.generation import model_window
-from rcattr.prompting import ContextInput, render_prompt
 from rcattr.protocols import TokenizerLike
+from rcattr.runtime.compat import cache_argument
+from rcattr.runtime.generation import model_window
+from rcattr.text.prompting import ContextInput, render_prompt
 
 __all__ = ["AnswerAgreement", "Comparison", "compare_generations"]
 

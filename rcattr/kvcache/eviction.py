@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rcattr.attention import AttentionCall
-from rcattr.capture import raw_logits
 from rcattr.kvcache.headwise import HeadwiseLayer
 from rcattr.kvcache.policy import DecodeEviction, Rule
 from rcattr.kvcache.scoring import WindowScorer, leading_tokens
 from rcattr.kvcache.state import DecodeRecord, Eviction, LayerState
+from rcattr.runtime.attention import AttentionCall
+from rcattr.runtime.capture import raw_logits
 
 if TYPE_CHECKING:
     from rcattr.kvcache.layer import RCLayer

@@ -18,8 +18,8 @@ from itertools import accumulate
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from rcattr.attention import AttentionCall
-from rcattr.compat import mask_query_length
+from rcattr.runtime.attention import AttentionCall
+from rcattr.runtime.compat import mask_query_length
 
 __all__ = ["HeadwiseLayer"]
 

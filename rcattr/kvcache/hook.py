@@ -1,4 +1,4 @@
-"""RCKVCache's hook in rcattr's attention layer (:mod:`rcattr.attention`).
+"""RCKVCache's hook in rcattr's attention layer (:mod:`rcattr.runtime.attention`).
 
 ``Cache.update`` sees keys and values but never queries, and after eviction every key head holds
 different tokens, which the model's mask (one per batch row, shared by all heads) cannot describe.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rcattr.attention import AttentionCall, AttentionOutput
+from rcattr.runtime.attention import AttentionCall, AttentionOutput
 
 if TYPE_CHECKING:
     from rcattr.kvcache.cache import RCKVCache

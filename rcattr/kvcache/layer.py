@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import torch
 
-from rcattr.attention import AttentionCall, AttentionOutput
 from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.eviction import score_chunk, score_decoded
 from rcattr.kvcache.headwise import HeadwiseLayer
 from rcattr.kvcache.policy import EvictionPolicy
+from rcattr.runtime.attention import AttentionCall, AttentionOutput
 
 __all__ = ["RCLayer"]
 

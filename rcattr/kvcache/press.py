@@ -18,9 +18,9 @@ from kvpress import ScorerPress
 from kvpress.utils import get_prerope_query_states
 from torch import nn
 
-from rcattr.capture import raw_logits
 from rcattr.kvcache.cache import RCKVCache
 from rcattr.kvcache.scoring import WindowScorer
+from rcattr.runtime.capture import raw_logits
 
 __all__ = ["RCPress"]
 

@@ -22,8 +22,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive
 
 import rcattr
-from rcattr.attributor import RCAttributor
-from rcattr.generation import model_window
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.runtime.generation import model_window
 from rcattr.serve.citing import context_input
 from rcattr.serve.config import ServeConfig
 from rcattr.serve.limits import BodyLimit, one_line_reason

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
-from rcattr.attributor import RCAttributor
-from rcattr.documents import documents_json
-from rcattr.many import SkippedInputWarning
-from rcattr.prompting import ContextInput
-from rcattr.result import RCAttributionResult
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.many import SkippedInputWarning
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.serve.schema import CiteRequest, CiteResponse
+from rcattr.text.documents import documents_json
+from rcattr.text.prompting import ContextInput
 from rcattr.viz.cited_answer import cited_answer
 
 Value = TypeVar("Value")

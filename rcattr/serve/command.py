@@ -26,7 +26,7 @@ def serve(args: argparse.Namespace) -> int:
     import torch
 
     from rcattr.cli.commands import attributor_of
-    from rcattr.models import DEFAULT_MODEL
+    from rcattr.runtime.models import DEFAULT_MODEL
     from rcattr.serve.config import ServeConfig
 
     if args.threads is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rcattr.many import is_count
+from rcattr.attribution.many import is_count
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rcattr.citations import MAX_SOURCES, MIN_RELIANCE, MIN_SHARE
-from rcattr.vouching import UNSUPPORTED_BELOW
+from rcattr.grounding.citations import MAX_SOURCES, MIN_RELIANCE, MIN_SHARE
+from rcattr.grounding.vouching import UNSUPPORTED_BELOW
 
 
 class DocumentIn(BaseModel):
     """A document as RAG frameworks serialise one: its text in ``page_content`` (LangChain), ``text``
     (LlamaIndex) or ``content`` (Haystack), with optional ``metadata`` (or ``meta``) and id; other fields are
-    ignored. The library reads it (:func:`rcattr.documents.as_document`) and refuses one without text."""
+    ignored. The library reads it (:func:`rcattr.text.documents.as_document`) and refuses one without text."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -108,7 +108,7 @@ class CitedSourceOut(BaseModel):
 
 
 class ClaimOut(BaseModel):
-    """:class:`rcattr.claims.Claim`: a number, date or name of the sentence, held by the documents or not."""
+    """:class:`rcattr.grounding.claims.Claim`: a number, date or name of the sentence, held by the documents or not."""
 
     start: int
     end: int

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.serve.citing import cite_many
 from rcattr.serve.config import ServeConfig
 from rcattr.serve.schema import CiteRequest, CiteResponse

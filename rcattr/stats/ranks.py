@@ -1,5 +1,5 @@
 """Exact ranks of one sample's values in another, sorted (:mod:`rcattr.stats`): ``#{y < x}`` through a
-compiled grid (:mod:`rcattr._grid`), their row sums, and the shared sort / prefix-sum kernel behind ``phi``."""
+compiled grid (:mod:`rcattr.stats._grid`), their row sums, and the shared sort / prefix-sum kernel behind ``phi``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import torch
 
-from rcattr import _grid
+from rcattr.stats import _grid
 from rcattr.stats._samples import ALLOWED_DTYPES, count
 
 
@@ -36,14 +36,14 @@ def sorted_valid(t: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 
 GRID_CELLS_PER_Y = 8
-"""Grid cells per element of ``Y`` in :func:`count_below` (:mod:`rcattr._grid`): on SmolLM2's attention
+"""Grid cells per element of ``Y`` in :func:`count_below` (:mod:`rcattr.stats._grid`): on SmolLM2's attention
 logits at 2,000 context tokens, 76 % of the ``x`` then fall in a cell without ``y``, 23 % in a cell with
 one, 1 % with two, and 0.1 % in a crowded cell (more than two ``y``, searched). 4 and 16 cells per y
 measured slower (a larger table makes the gathers slower, a smaller one crowds more cells)."""
 
 
 def _on_grid(*tensors: torch.Tensor) -> bool:
-    """Whether the compiled CPU kernels of :mod:`rcattr._grid` take these tensors."""
+    """Whether the compiled CPU kernels of :mod:`rcattr.stats._grid` take these tensors."""
     return all(t.device.type == "cpu" and t.dtype in ALLOWED_DTYPES and not t.requires_grad for t in tensors)
 
 
@@ -77,7 +77,7 @@ def _n_finite(y_sorted: torch.Tensor) -> np.ndarray:
 def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False) -> torch.Tensor:
     """``#{y < x}`` (``#{y <= x}`` with ``right=True``) for every ``x``: ``torch.searchsorted``, exactly.
 
-    On CPU a compiled kernel (:mod:`rcattr._grid`) lays a uniform grid over the range of each row of
+    On CPU a compiled kernel (:mod:`rcattr.stats._grid`) lays a uniform grid over the range of each row of
     ``y_sorted`` and keeps, per cell, how many ``y`` lie in earlier cells and the cell's first two ``y``:
     an ``x`` is answered by one lookup and two comparisons, in vector code, and the rare ``x`` whose cell
     holds more ``y`` by a binary search within it. One pass over ``x``, about ten times faster than

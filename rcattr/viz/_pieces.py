@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rcattr.documents import source_labels
-from rcattr.segmentation import TextSpan
+from rcattr.text.documents import source_labels
+from rcattr.text.segmentation import TextSpan
 
 if TYPE_CHECKING:
-    from rcattr.result import RCAttributionResult
+    from rcattr.attribution.result import RCAttributionResult
 
 Piece = tuple[int, int, int | None]  # (start, end, index): characters and their span (None in a gap)
 

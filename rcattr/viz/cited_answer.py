@@ -23,12 +23,12 @@ import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from rcattr.citations import Citation
-from rcattr.claims import Claim
-from rcattr.documents import source_labels
+from rcattr.grounding.citations import Citation
+from rcattr.grounding.claims import Claim
+from rcattr.text.documents import source_labels
 
 if TYPE_CHECKING:
-    from rcattr.result import RCAttributionResult
+    from rcattr.attribution.result import RCAttributionResult
 
 CITATION_STYLES = ("[n]", "markdown", "html")
 

@@ -13,15 +13,15 @@ from typing import Any
 
 import torch
 
-from rcattr.citations import Citation, cited_sources
-from rcattr.documents import plain_json
+from rcattr.attribution.result import RCAttributionResult
+from rcattr.grounding.citations import Citation, cited_sources
+from rcattr.grounding.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
+from rcattr.grounding.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
 from rcattr.options import HTML_SUFFIXES
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import one_line
-from rcattr.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
+from rcattr.text.documents import plain_json
+from rcattr.text.segmentation import one_line
 from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_names, text_pieces
 from rcattr.viz.cited_answer import cited_answer
-from rcattr.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
 
 _FOLD_ABOVE = 10  # with more documents than this, the page opens only the ones cited for what it shows
 _ALPHA = 0.85  # opacity of the darkest shade (the view's best span)
@@ -134,7 +134,7 @@ def _views(result: RCAttributionResult, citations: Sequence[Citation]) -> dict[s
     ``alpha``: each span's shade, ``[n_spans]`` and ``[n_outputs, n_spans]`` (:func:`contrast_intensity`
     times the darkest opacity); ``documents``: each document's share (``[n_documents]`` and ``[n_outputs,
     n_documents]``); ``cited``: the 0-based documents cited, for the whole answer those of ``citations`` (the
-    cited answer's), for a unit those the same rule (:func:`~rcattr.citations.cited_sources`) gives its own
+    cited answer's), for a unit those the same rule (:func:`~rcattr.grounding.citations.cited_sources`) gives its own
     shares and context reliance (a sentence unit's are its sentence's citation), none for a unit inside an
     unsupported sentence.
     """
@@ -217,7 +217,7 @@ def _metadata_html(result: RCAttributionResult, source: int) -> str:
 
 def _shown(value: object) -> str:
     """A metadata value as a reader sees it: strings as they are, bytes decoded, dates in ISO form, the rest
-    as JSON (:func:`~rcattr.documents.plain_json`)."""
+    as JSON (:func:`~rcattr.text.documents.plain_json`)."""
     plain = plain_json(value)
     return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
 
@@ -242,7 +242,7 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
     Each context span is shaded by how far its score stands above an even spread, against the best span
     (:func:`~rcattr.viz._pieces.contrast_intensity`), so the few spans an answer draws on stand out from many
     near-even ones. Each document is labelled with its share of the answer and, when the answer cites it
-    (:meth:`~rcattr.result.RCAttributionResult.citations`, the rule of the cited answer), marked ``cited
+    (:meth:`~rcattr.attribution.result.RCAttributionResult.citations`, the rule of the cited answer), marked ``cited
     [n]``; with more than 10 documents only the cited ones are open. Hovering an answer unit shows its
     shading, shares and citations and lists its top 3 sources; clicking pins it, opening the documents it
     cites (clicking again goes back to the whole answer). Answer tokens are underlined in red the less the

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from rcattr.result import RCAttributionResult
-from rcattr.support import SUPPORT_THRESHOLD
+from rcattr.attribution.result import RCAttributionResult
+from rcattr.grounding.support import SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -5,10 +5,10 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from rcattr.segmentation import one_line
+from rcattr.text.segmentation import one_line
 
 if TYPE_CHECKING:
-    from rcattr.result import RCAttributionResult
+    from rcattr.attribution.result import RCAttributionResult
 
 
 def result_table_html(result: RCAttributionResult, top: int = 3) -> str:

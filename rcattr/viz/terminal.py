@@ -13,8 +13,8 @@ from operator import itemgetter
 
 import torch
 
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import one_line
+from rcattr.attribution.result import RCAttributionResult
+from rcattr.text.segmentation import one_line
 from rcattr.viz._pieces import chunk_pieces, document_names, shade_intensity
 
 _ANSI_RAMP = (230, 229, 228, 227, 221, 215, 209, 203)  # 256-colour backgrounds, pale yellow to red

@@ -11,7 +11,7 @@ from rcattr.baselines import (
 )
 from rcattr.baselines.at2 import feature_extractor, train_estimator
 from rcattr.baselines.peers import import_peer
-from rcattr.prompting import ContextInput
+from rcattr.text.prompting import ContextInput
 from tests.helpers import tiny_model
 from tests.helpers.attribution import ANSWER, BRACED_DOCUMENTS, BRACED_INPUT
 

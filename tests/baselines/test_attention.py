@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.baselines import (
     AttentionAttributor,
 )
-from rcattr.selectors import FixedHeads
+from rcattr.heads.selectors import FixedHeads
 from tests.helpers import tiny_model
 from tests.helpers.attribution import ANSWER, BRACED_INPUT
 

@@ -6,11 +6,11 @@ import math
 
 import torch
 
+from rcattr.attribution.lexical import bm25_terms
 from rcattr.baselines import (
     BM25Attributor,
 )
-from rcattr.lexical import bm25_terms
-from rcattr.prompting import ContextInput
+from rcattr.text.prompting import ContextInput
 from tests.helpers.attribution import ANSWER, BRACED_INPUT
 
 

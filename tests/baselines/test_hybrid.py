@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.baselines import (
     BM25Attributor,
     HybridAttributor,

@@ -14,7 +14,7 @@ from rcattr.baselines import (
 )
 from rcattr.baselines.perturbation import span_template
 from rcattr.eval.attribution.faithfulness import answer_log_probs
-from rcattr.prompting import ContextInput
+from rcattr.text.prompting import ContextInput
 from tests.helpers.attribution import ANSWER, BRACED_DOCUMENTS, BRACED_INPUT
 from tests.reference import forward_log_probs
 

@@ -22,10 +22,12 @@ from tests.helpers import context_files
 def test_what_exceeds_the_window_is_refused_before_the_weights_load(
     saved_llama, tmp_path, capsys, monkeypatch, argv, message
 ):
-    import rcattr.models
+    import rcattr.runtime.models
 
     folder = saved_llama
-    monkeypatch.setattr(rcattr.models, "load_model", lambda *a, **k: pytest.fail("loaded the model first"))
+    monkeypatch.setattr(
+        rcattr.runtime.models, "load_model", lambda *a, **k: pytest.fail("loaded the model first")
+    )
     (tmp_path / "long.txt").write_text("Paris is the capital of France. " * 10, encoding="utf-8")
     (tmp_path / "short.txt").write_text("Paris is in France.", encoding="utf-8")
     files = {"long": tmp_path / "long.txt", "short": tmp_path / "short.txt"}
@@ -68,9 +70,11 @@ def test_what_exceeds_the_window_is_refused_before_the_weights_load(
     ],
 )
 def test_bad_files_and_paths_are_one_line_before_any_model_work(tmp_path, capsys, monkeypatch, argv, message):
-    import rcattr.models
+    import rcattr.runtime.models
 
-    monkeypatch.setattr(rcattr.models, "load_model", lambda *a, **k: pytest.fail("loaded a model first"))
+    monkeypatch.setattr(
+        rcattr.runtime.models, "load_model", lambda *a, **k: pytest.fail("loaded a model first")
+    )
     directory = context_files(tmp_path)
     assert main([part.format(d=directory) for part in argv]) == 2
     err = capsys.readouterr().err

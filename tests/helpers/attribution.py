@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from rcattr.capture import LogitCapture, LogitStore
-from rcattr.prompting import ContextInput, render_prompt
+from rcattr.runtime.capture import LogitCapture, LogitStore
+from rcattr.text.prompting import ContextInput, render_prompt
 
 DOCUMENTS = ["The cat sat. It purred.", "Dogs bark loudly.", "Birds fly south in May."]
 QUESTION = "What did the cat do?"

@@ -6,7 +6,7 @@ import dataclasses
 
 import torch
 
-from rcattr.spans import SpanBlock, SpanIndex
+from rcattr.attribution.spans import SpanBlock, SpanIndex
 
 # 3 context tokens at keys 1..3 in two overlapping spans, answer keys 4..7; units: rows {0, 1} and {2, 3}.
 SPAN_TOKENS = [[0, 1], [1, 2]]

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import torch
 
-from rcattr.attributed import AttributedAnswer, AttributedContext
-from rcattr.documents import Document, as_document
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan, sentence_spans, whole_span
+from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
+from rcattr.attribution.result import RCAttributionResult
+from rcattr.text.documents import Document, as_document
+from rcattr.text.segmentation import TextSpan, sentence_spans, whole_span
 from tests.helpers.results import rc_signals
 
 CITED_DOCUMENTS = [

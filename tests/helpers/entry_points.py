@@ -9,12 +9,12 @@ from pathlib import Path
 
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.baselines import BASELINES
-from rcattr.capture import LogitCapture, LogitStore
+from rcattr.heads.selectors import TopHeads
 from rcattr.kvcache import RCKVCache
-from rcattr.prompting import ContextInput
-from rcattr.selectors import TopHeads
+from rcattr.runtime.capture import LogitCapture, LogitStore
+from rcattr.text.prompting import ContextInput
 from rcattr.viz import save_head_heatmap, save_html
 from tests.default_methods import baseline
 

@@ -6,11 +6,11 @@ import re
 
 import torch
 
-from rcattr.attributed import AttributedAnswer, AttributedContext
-from rcattr.head_selection import HeadSelection
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan, whole_span
-from rcattr.signals import RCSignals
+from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
+from rcattr.attribution.result import RCAttributionResult
+from rcattr.grounding.signals import RCSignals
+from rcattr.heads.selection import HeadSelection
+from rcattr.text.segmentation import TextSpan, whole_span
 
 CHUNKS = [
     "The Eiffel Tower is 330 metres tall. It was completed in 1889.",

@@ -190,7 +190,7 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
     on exactly like the original, and each closes on its own."""
     import copy
 
-    from rcattr.compat import registered_attention
+    from rcattr.runtime.compat import registered_attention
 
     gc.collect()
     model = kv_model("llama")

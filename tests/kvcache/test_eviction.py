@@ -62,11 +62,11 @@ def test_a_later_turn_is_evicted_against_its_own_window_and_earlier_entries_stay
 
 
 def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
-    from rcattr.attention import AttentionCall
-    from rcattr.capture import raw_logits
     from rcattr.kvcache import EvictionPolicy, RCLayer, value_weighted
     from rcattr.kvcache.barrier import Barrier
     from rcattr.kvcache.eviction import score_chunk
+    from rcattr.runtime.attention import AttentionCall
+    from rcattr.runtime.capture import raw_logits
 
     torch.manual_seed(0)
     batch, kv_heads, heads, n, d, window = 1, 2, 4, 20, 8, 4

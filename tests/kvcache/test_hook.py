@@ -8,10 +8,10 @@ import gc
 import pytest
 import torch
 
-from rcattr.capture import LogitCapture, LogitStore
 from rcattr.kvcache import (
     RCKVCache,
 )
+from rcattr.runtime.capture import LogitCapture, LogitStore
 from tests.helpers import kv_model, prompt
 
 
@@ -83,7 +83,7 @@ def test_a_cache_bypassed_by_a_later_attention_switch_is_refused() -> None:
 
 
 def test_a_closed_cache_leaves_the_model_and_transformers_as_they_were() -> None:
-    from rcattr.compat import registered_attention
+    from rcattr.runtime.compat import registered_attention
 
     gc.collect()  # caches other tests left behind give their models back first
     model = kv_model("llama")
@@ -113,7 +113,7 @@ def test_a_dropped_cache_is_freed_without_the_garbage_collector(budget) -> None:
     (and gives the model its attention back) at once, with the cross-layer decisions done."""
     import weakref
 
-    from rcattr.compat import registered_attention
+    from rcattr.runtime.compat import registered_attention
 
     gc.collect()  # caches other tests left behind give their models back first
     model = kv_model("llama")

@@ -7,7 +7,7 @@ import torch
 
 from rcattr.eval.kv.data import load_squad
 from rcattr.kvcache import RCKVCache
-from rcattr.models import load_model
+from rcattr.runtime.models import load_model
 from tests.reference import evicted_reference_logits, next_logits
 
 pytestmark = pytest.mark.real_model

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 import torch
 from transformers import DynamicCache
 
-from rcattr.attention import mask_allows
-from rcattr.compat import register_attention
+from rcattr.runtime.attention import mask_allows
+from rcattr.runtime.compat import register_attention
 
 
 @contextmanager

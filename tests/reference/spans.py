@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rcattr.spans import SpanBlock
+from rcattr.attribution.spans import SpanBlock
 from tests.helpers.blocks import CONTEXT_KEYS
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rcattr import FixedHeads
-from rcattr.attributor import NO_SCORES
+from rcattr.attribution.attributor import NO_SCORES
 from rcattr.serve.citing import cite_many, with_warnings
 from rcattr.serve.schema import CiteRequest, CiteResponse
 from tests.helpers import char_tokenizer, tiny_model

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rcattr.citations import MAX_SOURCES, MIN_SHARE
-from rcattr.prompting import ContextInput
+from rcattr.grounding.citations import MAX_SOURCES, MIN_SHARE
+from rcattr.grounding.vouching import UNSUPPORTED_BELOW
 from rcattr.serve.schema import CiteRequest
-from rcattr.vouching import UNSUPPORTED_BELOW
+from rcattr.text.prompting import ContextInput
 
 
 def test_documents_reach_the_library_with_their_metadata_and_ids() -> None:

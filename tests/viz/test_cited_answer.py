@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rcattr.citations import Citation, CitedSource
+from rcattr.grounding.citations import Citation, CitedSource
 from rcattr.viz import to_html
 from rcattr.viz.cited_answer import cited_answer
 from tests.helpers.cited import (

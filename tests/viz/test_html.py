@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from rcattr.result import SUPPORT_THRESHOLD
-from rcattr.segmentation import TextSpan, whole_span
+from rcattr.attribution.result import SUPPORT_THRESHOLD
+from rcattr.text.segmentation import TextSpan, whole_span
 from rcattr.viz import (
     save_html,
     to_html,

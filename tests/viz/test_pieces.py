@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.segmentation import TextSpan
+from rcattr.text.segmentation import TextSpan
 from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_names, shade_intensity, text_pieces
 from tests.helpers.cited import SENTENCE_ROWS, SENTENCES, made_result, steam_engine_chunks
 from tests.helpers.results import CHUNKS, hand_made_result

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rcattr.result import RCAttributionResult
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.viz import (
     to_terminal,
 )

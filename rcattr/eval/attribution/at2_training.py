@@ -27,10 +27,10 @@ from rcattr.baselines.at2 import train_estimator
 from rcattr.eval.attribution.config import BenchmarkConfig
 from rcattr.eval.attribution.runner import AttributionBenchmark
 from rcattr.eval.kv.data import load_qmsum, squad_articles
-from rcattr.models import load_model
 from rcattr.options import positive_int
-from rcattr.prompting import ContextInput
 from rcattr.protocols import TokenizerLike
+from rcattr.runtime.models import load_model
+from rcattr.text.prompting import ContextInput
 
 DISTRACTORS = 3  # paragraphs of other articles beside a SQuAD question's own
 QMSUM_EVERY = 4  # every fourth training input is a QMSum query

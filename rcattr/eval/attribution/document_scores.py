@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.protocols import TokenizerLike

@@ -1,7 +1,7 @@
 """Label-free faithfulness of chunk attributions: top-k log-probability drop and LDS (ContextCite).
 
 A method gives one score per context chunk (higher = more responsible for the answer). Both metrics
-ablate chunks (remove them from the prompt, which :func:`~rcattr.prompting.render_prompt` then
+ablate chunks (remove them from the prompt, which :func:`~rcattr.text.prompting.render_prompt` then
 renumbers) and re-score the teacher-forced answer (Cohen-Wang et al. 2024, "ContextCite"):
 
 * **top-k drop**: ``log p(answer | all chunks) - log p(answer | all but the k top-scored chunks)``;
@@ -24,8 +24,8 @@ import torch
 from scipy.stats import spearmanr
 from transformers import PreTrainedModel
 
-from rcattr.prompting import ContextInput, render_prompt
 from rcattr.protocols import TokenizerLike
+from rcattr.text.prompting import ContextInput, render_prompt
 
 EMPTY_CONTEXT = "(no documents)"
 """The context text of a prompt whose chunks are all ablated."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan, load_attribution
 from rcattr.eval.kv.data import squad_articles
-from rcattr.segmentation import sentence_spans
+from rcattr.text.segmentation import sentence_spans
 
 SETTINGS = ("short_gold", "long_gold")
 DATASETS = {f"squad_{setting}": setting for setting in SETTINGS}  # the benchmark's dataset names

@@ -15,14 +15,14 @@ from typing import ClassVar, Literal
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr.capture import CaptureStep, LogitCapture
-from rcattr.compat import cache_argument
-from rcattr.head_selection import HeadSelection
-from rcattr.heads import LayerRC, LayerSuperiority
+from rcattr.attribution.scorers import AttentionScorer, SpanScorer
+from rcattr.attribution.spans import SpanBlock, SpanIndex
+from rcattr.heads.scores import LayerRC, LayerSuperiority
+from rcattr.heads.selection import HeadSelection
+from rcattr.heads.selectors import HeadSelector
 from rcattr.protocols import TokenizerLike
-from rcattr.scorers import AttentionScorer, SpanScorer
-from rcattr.selectors import HeadSelector
-from rcattr.spans import SpanBlock, SpanIndex
+from rcattr.runtime.capture import CaptureStep, LogitCapture
+from rcattr.runtime.compat import cache_argument
 
 SpanReduce = Literal["sum", "mean", "top"]
 HeadWeighting = Literal["equal", "margin"]
@@ -31,7 +31,7 @@ HEAD_WEIGHTINGS: tuple[str, ...] = ("equal", "margin")
 
 @dataclass(frozen=True)
 class PriorBlock(SpanBlock):
-    """A :class:`~rcattr.spans.SpanBlock` with ``prior [H, K]``: the attention each key receives from a
+    """A :class:`~rcattr.attribution.spans.SpanBlock` with ``prior [H, K]``: the attention each key receives from a
     content-free answer, for a calibrated :class:`LeverScorer`."""
 
     prior: torch.Tensor | None = None
@@ -43,12 +43,12 @@ class PriorBlock(SpanBlock):
 
 @dataclass
 class LeverScorer(AttentionScorer):
-    """:class:`~rcattr.scorers.AttentionScorer` with the span-length, sink and calibration levers.
+    """:class:`~rcattr.attribution.scorers.AttentionScorer` with the span-length, sink and calibration levers.
 
     Parameters
     ----------
     continuation : float in [0, 1), default 0.8
-        As :class:`~rcattr.scorers.AttentionScorer`'s.
+        As :class:`~rcattr.attribution.scorers.AttentionScorer`'s.
     reduce : {"sum", "mean", "top"}, default "sum"
         A span's score from its tokens' mass: the total; the mean (length-normalised); or the mean
         of its ``top_m`` largest (AttnTrace's top-K averaging, insensitive to span length).
@@ -170,7 +170,7 @@ def unit_head_scores(
 
 @dataclass(frozen=True)
 class UnitHeadSelection(HeadSelection):
-    """A :class:`~rcattr.result.HeadSelection` with the heads chosen for each output unit from its own
+    """A :class:`~rcattr.attribution.result.HeadSelection` with the heads chosen for each output unit from its own
     head scores (``heads`` serve the whole answer).
 
     Attributes

@@ -1,5 +1,5 @@
 """What a method of the attribution benchmark is: :class:`AttributionMethod`, and the common kind,
-:class:`SpanAttributorMethod`, one :class:`~rcattr.base.SpanAttributor` run on each record.
+:class:`SpanAttributorMethod`, one :class:`~rcattr.attribution.base.SpanAttributor` run on each record.
 
 A method builds what it runs once per run (:meth:`AttributionMethod.build`), turns each record into one
 JSON line (:meth:`AttributionMethod.row`; a batch of records at once with ``--batch-size``,
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.base import SpanAttributor
+from rcattr.attribution.base import SpanAttributor
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import location_hits, source_hits
-from rcattr.prompting import ContextInput
 from rcattr.protocols import TokenizerLike
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan
+from rcattr.text.prompting import ContextInput
+from rcattr.text.segmentation import TextSpan
 
 if TYPE_CHECKING:
     from rcattr.eval.attribution.config import BenchmarkConfig
@@ -106,7 +106,7 @@ class AttributionMethod(ABC, Generic[A]):
 
 @dataclass(frozen=True)
 class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
-    """A :class:`~rcattr.base.SpanAttributor` run on each record: ``builder(model, tokenizer, config)``
+    """A :class:`~rcattr.attribution.base.SpanAttributor` run on each record: ``builder(model, tokenizer, config)``
     returns it, and each gold span of the answer is one output unit.
 
     Parameters
@@ -137,7 +137,7 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
     def rows(
         self, built: SpanAttributor, records: Sequence[AttributionRecord], config: BenchmarkConfig
     ) -> list[Row]:
-        """The records' lines from one :meth:`~rcattr.base.SpanAttributor.attribute_many` call."""
+        """The records' lines from one :meth:`~rcattr.attribution.base.SpanAttributor.attribute_many` call."""
         if len(records) == 1:  # attribute() itself: a run at batch size 1 is the run before batching
             return [self.row(built, records[0], config)]
         results = built.attribute_many(

@@ -3,7 +3,7 @@
 * ``rc``: :class:`~rcattr.RCAttributor` with its defaults; ``rc_paper``: the paper's recipe;
 * ``sweep``: one RC pass per record for every recipe of the ablation and the top-k / bottom-k curve
   (:class:`~rcattr.eval.attribution.sweep.SweepMethod`); ``heads``: the same for the head-selection rules
-  of :mod:`rcattr.eval.attribution.head_selection`;
+  of :mod:`rcattr.eval.attribution.selection_rules`;
 * the baselines of :mod:`rcattr.baselines`: ``attention``, ``hidden_state``, ``ig``, ``bm25``, ``ablation``,
   ``random`` and ``hybrid``;
 * the field's own tools, run when named: captum's ``shapley`` (Shapley value sampling) and ``kernel_shap``
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import PreTrainedModel
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.baselines import (
     AblationAttributor,
     AttentionAttributor,
@@ -41,8 +41,8 @@ from rcattr.eval.attribution.method import AttributionMethod, SpanAttributorMeth
 from rcattr.eval.attribution.recipes import selection_ablation
 from rcattr.eval.attribution.sweep import CURVE_SCORERS, SweepMethod
 from rcattr.eval.common.registry import MethodRegistry
+from rcattr.heads.selectors import heads_for
 from rcattr.protocols import TokenizerLike
-from rcattr.selectors import heads_for
 
 if TYPE_CHECKING:
     from rcattr.eval.attribution.config import BenchmarkConfig

@@ -1,6 +1,6 @@
 """Every head's span scores from one pass, for benchmarks that compare many head selections on it.
 
-:func:`head_span_scores` runs the reduction of :class:`~rcattr.RCAttributor` (:mod:`rcattr.reduction`)
+:func:`head_span_scores` runs the reduction of :class:`~rcattr.RCAttributor` (:mod:`rcattr.attribution.reduction`)
 with the span scorers of every recipe at once and scores every head; :class:`HeadSpanScores` then gives
 any selection's scores (:meth:`HeadSpanScores.combine`), so the sweep's top-k / bottom-k curve and every
 recipe of the ablation see the same logits. :func:`lever_pass` is that pass with the experimental levers
@@ -17,10 +17,12 @@ from typing import Any
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from rcattr.attributor import RCAttributor
-from rcattr.base import AttributionInput, Example, SpanSpec, normalise
-from rcattr.capture import CaptureStep
-from rcattr.compat import cache_argument
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.base import AttributionInput, Example, SpanSpec, normalise
+from rcattr.attribution.reduction import Layout, Reducer, Reduction, forward
+from rcattr.attribution.scorers import SpanScorer, scorer_name
+from rcattr.attribution.spans import SpanBlock
+from rcattr.attribution.voting import HeadVotes, vote
 from rcattr.eval.attribution.levers import (
     PriorBlock,
     UnitHeadSelection,
@@ -28,14 +30,12 @@ from rcattr.eval.attribution.levers import (
     prompt_priors,
     unit_head_scores,
 )
-from rcattr.head_selection import HeadSelection
-from rcattr.heads import HeadScore, LayerRC, LayerSuperiority
+from rcattr.grounding.support import support_log_odds
+from rcattr.heads.scores import HeadScore, LayerRC, LayerSuperiority
+from rcattr.heads.selection import HeadSelection
 from rcattr.protocols import TokenizerLike
-from rcattr.reduction import Layout, Reducer, Reduction, forward
-from rcattr.scorers import SpanScorer, scorer_name
-from rcattr.spans import SpanBlock
-from rcattr.support import support_log_odds
-from rcattr.voting import HeadVotes, vote
+from rcattr.runtime.capture import CaptureStep
+from rcattr.runtime.compat import cache_argument
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class HeadSpanScores:
         The heads whose span scores and row statistics were computed (the others hold 0), when not all
         of them were.
     reach : Tensor, shape [L], or None
-        Each layer's view of the context from the answer (:meth:`~rcattr.reduction.Reduction.reach`).
+        Each layer's view of the context from the answer (:meth:`~rcattr.attribution.reduction.Reduction.reach`).
     """
 
     example: Example
@@ -197,7 +197,7 @@ class HeadSpanScores:
         return self.context_peak[layers, index].mean(0)
 
     def token_support(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` each answer token's support log-odds on ``heads`` (:func:`rcattr.support.support_log_odds`)."""
+        """``[A]`` each answer token's support log-odds on ``heads`` (:func:`rcattr.grounding.support.support_log_odds`)."""
         self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         return support_log_odds(self.token_logprob, self.context_peak[layers, index], self.n_self[layers])
@@ -215,7 +215,7 @@ def _sum(evidence: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
 
 
 class PassReducer(Reducer):
-    """:class:`~rcattr.reduction.Reducer` with the levers' extras: each output unit's head scores
+    """:class:`~rcattr.attribution.reduction.Reducer` with the levers' extras: each output unit's head scores
     (``unit_scores``) and a calibration's per-layer priors ``[H, K]`` in the scorers' blocks."""
 
     def __init__(

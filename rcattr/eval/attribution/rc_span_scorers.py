@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import torch
 
-from rcattr.scorers import SpanScorer
-from rcattr.spans import SpanBlock
+from rcattr.attribution.scorers import SpanScorer
+from rcattr.attribution.spans import SpanBlock
 from rcattr.stats import overlap_bounds, phi
 
 

@@ -18,9 +18,11 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.attributor import HeadVotes, RCAttributor
-from rcattr.base import Example
-from rcattr.eval.attribution.head_selection import RULES, BottomHeads
+from rcattr.attribution.attributor import HeadVotes, RCAttributor
+from rcattr.attribution.base import Example
+from rcattr.attribution.fusion import fuse_where_heads_disagree
+from rcattr.attribution.reduction import Reducer, Reduction
+from rcattr.attribution.scorers import AttentionScorer, SpanScorer
 from rcattr.eval.attribution.levers import (
     HEAD_WEIGHTINGS,
     HeadWeighting,
@@ -31,13 +33,11 @@ from rcattr.eval.attribution.levers import (
 )
 from rcattr.eval.attribution.per_head import HeadSpanScores, PassReducer, lever_pass
 from rcattr.eval.attribution.rc_span_scorers import RCScorer
-from rcattr.fusion import fuse_where_heads_disagree
-from rcattr.head_selection import HeadSelection
+from rcattr.eval.attribution.selection_rules import RULES, BottomHeads
+from rcattr.heads.selection import HeadSelection
+from rcattr.heads.selectors import HeadSelector, OutlierHeads, TopHeads, heads_for
 from rcattr.options import TopK
 from rcattr.protocols import TokenizerLike
-from rcattr.reduction import Reducer, Reduction
-from rcattr.scorers import AttentionScorer, SpanScorer
-from rcattr.selectors import HeadSelector, OutlierHeads, TopHeads, heads_for
 
 CALIBRATION = "N/A"  # the content-free answer of the calibration lever (ICR, QRHead)
 PAPER = "paper"
@@ -57,7 +57,7 @@ class Recipe:
     scorer : SpanScorer
         The span scorer (a :class:`~rcattr.eval.attribution.levers.LeverScorer` for its levers).
     heads : HeadSelector
-        The head selector (a :class:`~rcattr.eval.attribution.head_selection.SelectionRule` for a rule).
+        The head selector (a :class:`~rcattr.eval.attribution.selection_rules.SelectionRule` for a rule).
     votes : {"mass", "share"}
     head_weighting : {"equal", "margin"}
         ``"margin"``: :func:`~rcattr.eval.attribution.levers.margin_weights`.
@@ -68,7 +68,7 @@ class Recipe:
         Mix RC expectation into the attention evidence: each head's two span-score distributions,
         weighted ``1 - rc_mix`` and ``rc_mix`` (computed in the same pass).
     lexical_gate : bool
-        Fuse the vote with BM25 shares where the selected heads disagree (:mod:`rcattr.fusion`).
+        Fuse the vote with BM25 shares where the selected heads disagree (:mod:`rcattr.attribution.fusion`).
     blind_heads : bool
         Choose heads among all of them, those whose sliding window does not reach the context too (rcattr's
         rule before issue 60), rather than among those that see the whole context from the answer.
@@ -295,8 +295,8 @@ def ablation(top_k: TopK = "outliers") -> list[Recipe]:
 def selection_ablation(top_k: TopK = "outliers") -> list[Recipe]:
     """The rows of the head-selection table (issues 35 and 49): the default, the paper's recipe, attention over
     all heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and
-    share votes), the default with each rule of :data:`rcattr.eval.attribution.head_selection.RULES` in place
-    of its outlier heads, the default fused with BM25 where its heads disagree (:mod:`rcattr.fusion`), and the
+    share votes), the default with each rule of :data:`rcattr.eval.attribution.selection_rules.RULES` in place
+    of its outlier heads, the default fused with BM25 where its heads disagree (:mod:`rcattr.attribution.fusion`), and the
     default choosing among every head, those whose window does not reach the context too (issue 60)."""
     paper, default = ablation(top_k)[:2]
     return [

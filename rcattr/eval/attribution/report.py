@@ -73,7 +73,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     if any(row.get("from") == "heads" for row in results["methods"].values()):
         notes.append(
             "¹ Computed from the heads pass (one RC forward per record whose per-head scores serve every "
-            "head-selection rule, rcattr.eval.attribution.head_selection); its time and memory are the whole pass's."
+            "head-selection rule, rcattr.eval.attribution.selection_rules); its time and memory are the whole pass's."
         )
     selected = {name: row["heads"] for name, row in results["methods"].items() if "heads" in row}
     if selected:

@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.scorers import SpanScorer
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units, scored_row
 from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores
 from rcattr.eval.attribution.rc_span_scorers import RCScorer
 from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import accuracy, source_hits
-from rcattr.heads import top_heads
+from rcattr.heads.scores import top_heads
 from rcattr.options import TopK
 from rcattr.protocols import TokenizerLike
-from rcattr.scorers import SpanScorer
 
 if TYPE_CHECKING:
     from rcattr.eval.attribution.config import BenchmarkConfig

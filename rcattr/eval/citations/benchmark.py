@@ -27,7 +27,7 @@ from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.sentence_signals import citation_signals
 
 if TYPE_CHECKING:
-    from rcattr.attributor import RCAttributor
+    from rcattr.attribution.attributor import RCAttributor
 
 STEMS = ("sentences", "appended")  # the rows files: the gold answer's sentences; a foreign sentence appended
 
@@ -80,8 +80,8 @@ class CitationRun(StoredRun):
         question appended to the answer."""
         if not self.missing():
             return
-        from rcattr.attributor import RCAttributor
-        from rcattr.models import load_model
+        from rcattr.attribution.attributor import RCAttributor
+        from rcattr.runtime.models import load_model
 
         torch.set_grad_enabled(False)
         attributor = RCAttributor(*load_model(self.model))

@@ -5,7 +5,7 @@ Per dataset, the labelled sentences of the gold answers (label 1) against the se
 answers appended to them (0): the sentence-level AUROC of every signal of
 :mod:`rcattr.eval.groundedness.sentence_signals`, records resampled whole, each against the log-probability
 with a paired interval; and the shares that ``result.citations()`` marks partial, weak or unsupported
-(:data:`rcattr.vouching.WEAK_BELOW`, :data:`rcattr.vouching.UNSUPPORTED_BELOW`) on each side.
+(:data:`rcattr.grounding.vouching.WEAK_BELOW`, :data:`rcattr.grounding.vouching.UNSUPPORTED_BELOW`) on each side.
 """
 
 from __future__ import annotations

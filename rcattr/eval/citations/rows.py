@@ -8,11 +8,11 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import TextSpan, sentence_spans, tokens_within
-from rcattr.signals import RCSignals
-from rcattr.support import SUPPORT_THRESHOLD
+from rcattr.grounding.signals import RCSignals
+from rcattr.grounding.support import SUPPORT_THRESHOLD
+from rcattr.text.segmentation import TextSpan, sentence_spans, tokens_within
 
 HELD_BACK = 3
 """One question in ``HELD_BACK`` (by a hash of its text) is held back: its records check the chosen rule."""

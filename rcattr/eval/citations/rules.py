@@ -2,7 +2,7 @@
 
 A rule cites, per answer sentence, the documents whose share of its attribution is at least ``min_share``
 of the best one's, at most ``max_sources``, and none when the sentence's signal is below ``threshold``
-(:func:`rcattr.citations.cited_sources`). The sentences measured are the gold answers' labelled ones (all of
+(:func:`rcattr.grounding.citations.cited_sources`). The sentences measured are the gold answers' labelled ones (all of
 QuoteSum's; Veri-Gran marks only its record's statement, so its other sentences are unlabelled and left
 out) and, per record, one sentence of another question's answer appended to the answer, whose gold is no
 document. Counts are micro over sentences: precision is the cited documents of the answers' sentences that
@@ -16,8 +16,8 @@ draws).
 The ablation keeps the best rule of each family, on the dev part too: the one-document baseline (the top
 document, always), no withholding, each withholding signal (context reliance, the sentence's mean token
 support, its mean groundedness), and shares counted against 1 rather than against the best document; and,
-on rows that have it, the chosen rule with the sentences :meth:`~rcattr.result.RCAttributionResult.citations`
-finds unsupported left uncited (its fixed cut-off, :data:`rcattr.vouching.UNSUPPORTED_BELOW`), as the
+on rows that have it, the chosen rule with the sentences :meth:`~rcattr.attribution.result.RCAttributionResult.citations`
+finds unsupported left uncited (its fixed cut-off, :data:`rcattr.grounding.vouching.UNSUPPORTED_BELOW`), as the
 library cites.
 """
 
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from rcattr.citations import cited_sources
 from rcattr.eval.common.metrics import resample_records
-from rcattr.vouching import UNSUPPORTED_BELOW
+from rcattr.grounding.citations import cited_sources
+from rcattr.grounding.vouching import UNSUPPORTED_BELOW
 
 SIGNALS = ("reliance", "support", "groundedness")
 SHARES = tuple(round(0.1 * step, 1) for step in range(1, 11))

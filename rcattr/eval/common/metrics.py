@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
-from rcattr.segmentation import TextSpan
+from rcattr.text.segmentation import TextSpan
 
 
 def top_spans(scores: torch.Tensor) -> list[int]:

@@ -82,7 +82,7 @@ def load_run_model(
     name: str | None, device_map: str | None, processes: Processes
 ) -> tuple[PreTrainedModel, TokenizerLike]:
     """The model of a run, on this process's device, or spread by ``device_map`` when one process runs."""
-    from rcattr.models import load_model
+    from rcattr.runtime.models import load_model
 
     if device_map is None:
         return load_model(name, device=processes.device)

@@ -2,7 +2,7 @@
 
 Signals, one per answer (higher: more reliant on the context):
 
-- ``context_reliance``: the result's :attr:`~rcattr.result.RCAttributionResult.context_reliance`, the lookback
+- ``context_reliance``: the result's :attr:`~rcattr.attribution.result.RCAttributionResult.context_reliance`, the lookback
   ratio (Chuang et al. 2024) on the RC-selected heads, averaged over the answer's tokens;
 - ``supported_share``: the share of the answer's non-blank tokens that the result does not flag
   (``1 - len(result.unsupported_tokens()) / tokens``); ``token_support``: their mean token support;
@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.common.auroc import table_lines
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.groundedness.pairs import Answering
-from rcattr.prompting import ContextInput
-from rcattr.signals import RCSignals
-from rcattr.support import support_heads
+from rcattr.grounding.signals import RCSignals
+from rcattr.grounding.support import support_heads
+from rcattr.text.prompting import ContextInput
 
 ANSWER_SIGNALS = (
     "context_reliance",

@@ -3,13 +3,13 @@ attributable to its references or not, and what the library says of each.
 
 Each claim (one sentence of an ExpertQA, Stanford-GenSearch, LFQA or AttributedQA answer) is teacher-forced
 as the answer over its references (the documents) and its question. A row keeps what the library's
-citations say (:attr:`Citation.support <rcattr.citations.Citation.support>` and ``status`` of its weakest
+citations say (:attr:`Citation.support <rcattr.grounding.citations.Citation.support>` and ``status`` of its weakest
 sentence) and, so that every lever of :mod:`rcattr.eval.groundedness.claim_levers` is computed from the rows
 without the model, the pieces: each token's support log-odds and log-probability, the claim's content words
 (stop words and citation markers left out) and whether the references hold each by its surface form, and
 the baselines from the same tokens (lexical coverage, log-probability, entropy, the lookback ratio over
 every head) and the model asked as a judge (:mod:`rcattr.eval.groundedness.judge`). The claims' own citation
-markers (``[5]``) are the library's to handle (:func:`rcattr.claims.citation_markers`); a claim whose prompt
+markers (``[5]``) are the library's to handle (:func:`rcattr.grounding.claims.citation_markers`); a claim whose prompt
 does not fit the model's window is skipped, and the row says why.
 
 The file is evaluation data, read by path and never shipped (``../shared/data/README.md``).
@@ -28,17 +28,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
-from rcattr.claims import citation_markers, claim_parts, stop_words
 from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.judge import judge_log_odds
 from rcattr.eval.groundedness.sentence_signals import content_coverage
-from rcattr.prompting import ContextInput
-from rcattr.segmentation import tokens_within
-from rcattr.signals import RCSignals
-from rcattr.support import support_heads
+from rcattr.grounding.claims import citation_markers, claim_parts, stop_words
+from rcattr.grounding.signals import RCSignals
+from rcattr.grounding.support import support_heads
+from rcattr.text.prompting import ContextInput
+from rcattr.text.segmentation import tokens_within
 
 if TYPE_CHECKING:
-    from rcattr.attributor import RCAttributor
+    from rcattr.attribution.attributor import RCAttributor
 
 DEFAULT_PATH = Path("../shared/data/attributionbench/dev.jsonl")
 # worst last: a claim of several sentences takes its weakest sentence's status
@@ -99,7 +99,7 @@ def without_markers(text: str) -> str:
 
 def content_words(text: str, references: tuple[str, ...]) -> list[tuple[int, int, bool]]:
     """The ``(start, end, held)`` of each content word of ``text`` (a word with a part that is no stop word,
-    :func:`~rcattr.claims.claim_parts`) outside its citation markers; ``held``: every part of it occurs in the
+    :func:`~rcattr.grounding.claims.claim_parts`) outside its citation markers; ``held``: every part of it occurs in the
     ``references``."""
     markers = citation_markers(text)
     known = {part for reference in references for part in claim_parts(reference)}

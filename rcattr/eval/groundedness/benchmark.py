@@ -41,7 +41,7 @@ from rcattr.eval.groundedness.pairs import TASKS as PAIRED_TASKS
 from rcattr.eval.groundedness.pairs import PairedTask
 
 if TYPE_CHECKING:
-    from rcattr.attributor import RCAttributor
+    from rcattr.attribution.attributor import RCAttributor
 
 
 def rows_stem(task: PairedTask) -> str:
@@ -113,8 +113,8 @@ class GroundednessRun(StoredRun):
         """Every task's rows not on disk yet."""
         if not self.missing():
             return
-        from rcattr.attributor import RCAttributor
-        from rcattr.models import load_model
+        from rcattr.attribution.attributor import RCAttributor
+        from rcattr.runtime.models import load_model
 
         torch.set_grad_enabled(False)
         attributor = RCAttributor(*load_model(self.args.model))

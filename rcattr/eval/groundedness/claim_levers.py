@@ -3,16 +3,16 @@
 
 Every signal is a probability-like score, higher for a claim the references support:
 
-- ``support``: the library's, :attr:`Citation.support <rcattr.citations.Citation.support>` of the claim's
+- ``support``: the library's, :attr:`Citation.support <rcattr.grounding.citations.Citation.support>` of the claim's
   weakest sentence (the reference every other signal is compared with); its mark is the citation's
   ``status`` (anything but ``"supported"``);
 - levers, one idea each, none fitted:
 
   - ``content_words``: the mean token support of the claim's content words only (stop words, punctuation and
-    citation markers left out), its claims read as :func:`rcattr.vouching.sentence_support` reads them;
+    citation markers left out), its claims read as :func:`rcattr.grounding.vouching.sentence_support` reads them;
   - ``heads_coverage``: the share of content words the references hold, by their surface form or, for a
     word they do not hold so (a paraphrase), by the pass: none of its tokens flagged (token support at or
-    above :data:`rcattr.support.SUPPORT_THRESHOLD`, the heads' peak with the model's expectation);
+    above :data:`rcattr.grounding.support.SUPPORT_THRESHOLD`, the heads' peak with the model's expectation);
   - ``fused_coverage``: lexical coverage fused where the heads are unsure, as the attribution's gate fuses
     BM25: ``g * support + (1 - g) * coverage`` with ``g = |2 support - 1|``;
   - ``support_judge``: the judge's log-odds added to the support's, ``sigmoid(logit support + judge)``;
@@ -33,9 +33,9 @@ from typing import Any
 from scipy.special import expit
 from scipy.special import logit as special_logit
 
-from rcattr.claims import Claim
-from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD
-from rcattr.vouching import sentence_support
+from rcattr.grounding.claims import Claim
+from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD
+from rcattr.grounding.vouching import sentence_support
 
 REFERENCE = "support"
 LEVERS = ("content_words", "heads_coverage", "fused_coverage", "support_judge")

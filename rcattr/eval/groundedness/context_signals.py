@@ -1,6 +1,6 @@
 """Per-token context signals from one forward pass, for the groundedness benchmarks.
 
-Reducers on :class:`~rcattr.capture.LogitCapture` (sdpa is kept; attention comes from the exact logits)
+Reducers on :class:`~rcattr.runtime.capture.LogitCapture` (sdpa is kept; attention comes from the exact logits)
 and :func:`token_signals`, which gives every answer token its log-probability, entropy, lookback ratio
 (Chuang et al. 2024, unsupervised) and peak superiority, over all heads and over given heads.
 """
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel
 
-from rcattr.base import Example
-from rcattr.capture import CaptureStep, LogitCapture
-from rcattr.heads import peak_superiority
-from rcattr.spans import attention_probabilities, lookback_ratio
+from rcattr.attribution.base import Example
+from rcattr.attribution.spans import attention_probabilities, lookback_ratio
+from rcattr.grounding.support import support_log_odds
+from rcattr.heads.scores import peak_superiority
+from rcattr.runtime.capture import CaptureStep, LogitCapture
 from rcattr.stats.ranks import sort_values
-from rcattr.support import support_log_odds
 
 
 class LookbackReducer:
@@ -88,7 +88,7 @@ class TokenStatistics:
     entropy: torch.Tensor
 
     def support_log_odds(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` :func:`rcattr.support.support_log_odds` on the ``[k, 2]`` heads."""
+        """``[A]`` :func:`rcattr.grounding.support.support_log_odds` on the ``[k, 2]`` heads."""
         layers, index = heads.unbind(1)
         return support_log_odds(self.logprob, self.peak[layers, index], self.n_self[layers])
 
@@ -122,9 +122,9 @@ def token_signals(
     """Per answer token ``[A]``, from one forward over ``example.ids``: its log-probability and the entropy of
     the distribution it was drawn from, and at its own row the lookback ratio and the peak superiority,
     averaged over all heads, over the ``[k, 2]`` RC-selected ones and over the ``[k', 2]`` ``peak_heads``
-    (:func:`rcattr.support.support_heads`); ``support_log_odds`` (the result's token support, on
+    (:func:`rcattr.grounding.support.support_heads`); ``support_log_odds`` (the result's token support, on
     ``peak_heads``) and ``support_log_odds_selected`` (on the RC-selected heads) add the log-probability and
-    the log-odds of the heads' mean smoothed peak (:func:`rcattr.support.support_log_odds`)."""
+    the log-odds of the heads' mean smoothed peak (:func:`rcattr.grounding.support.support_log_odds`)."""
     statistics = token_statistics(model, example)
     peaks, ratios = statistics.peak, statistics.lookback
     layers, heads = rc_heads.unbind(1)

@@ -1,6 +1,6 @@
 """The model asked as a judge: the field's zero-shot groundedness check, one extra forward.
 
-The references are laid out as the library lays out documents (:func:`rcattr.prompting.render_prompt`, the
+The references are laid out as the library lays out documents (:func:`rcattr.text.prompting.render_prompt`, the
 model's chat template where it has one), under an instruction to judge, and the question is whether they
 support the claim. The judge's answer is its next-token distribution: the log-odds of "yes" against "no"
 (each word's probability summed over its spellings: capitalised or not, with a leading space or not).
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rcattr.prompting import ContextInput
+from rcattr.text.prompting import ContextInput
 
 if TYPE_CHECKING:
-    from rcattr.attributor import RCAttributor
+    from rcattr.attribution.attributor import RCAttributor
     from rcattr.protocols import TokenizerLike
 
 JUDGE_INSTRUCTION = "Read the documents and judge whether they support a claim."

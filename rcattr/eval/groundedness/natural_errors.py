@@ -6,7 +6,7 @@ articles and spaces dropped):
 
 - an answer is **right** when it holds every token of one gold answer, **wrong** when it shares no token with
   any (token F1 = 0); an answer in between (partly right) is counted and left out;
-- a claim (:mod:`rcattr.claims`) of a right answer is **right** when a gold answer holds it whole; a claim of
+- a claim (:mod:`rcattr.grounding.claims`) of a right answer is **right** when a gold answer holds it whole; a claim of
   a wrong answer is **contradicted** when a gold answer makes a claim of the same kind (a number, a date, a
   name) and none holds this one. Other claims are left out, as are a claim the question holds (the answer
   restating it) and one the token cap cut (at the end of an answer that stops mid-sentence).
@@ -24,14 +24,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rcattr.attributor import RCAttributor
-from rcattr.claims import claim_parts, claim_spans
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.common.auroc import auroc_table, markdown
 from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.sentence_signals import SIGNALS, citation_signals, derived
 from rcattr.eval.kv import data as kv_data
-from rcattr.prompting import ContextInput
-from rcattr.segmentation import tokens_within
+from rcattr.grounding.claims import claim_parts, claim_spans
+from rcattr.text.prompting import ContextInput
+from rcattr.text.segmentation import tokens_within
 
 REFERENCE = "logprob"
 CLAIM_SIGNALS = ("held", "rc", "held_rc", "logprob", "neg_entropy", "lookback")

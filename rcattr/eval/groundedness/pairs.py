@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rcattr.eval.kv import data as kv_data
-from rcattr.segmentation import sentence_spans
+from rcattr.text.segmentation import sentence_spans
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """Per answer sentence, what the natural-error benchmark compares (issue 50): the support of its citation and
 the pieces it is made of, and the baselines from the same tokens.
 
-- ``vouch``: :attr:`Citation.support <rcattr.citations.Citation.support>`, what ``result.citations()`` says
+- ``vouch``: :attr:`Citation.support <rcattr.grounding.citations.Citation.support>`, what ``result.citations()`` says
   (its ``status`` too, and ``held_support``, :attr:`Citation.held_support
-  <rcattr.citations.Citation.held_support>`, which decides whether it cites);
+  <rcattr.grounding.citations.Citation.held_support>`, which decides whether it cites);
 - ``support``: the sentence's mean token support alone; ``claims``: its claims as ``[kind, held, least token
-  support]`` (:mod:`rcattr.claims`);
+  support]`` (:mod:`rcattr.grounding.claims`);
 - baselines: ``logprob`` (the mean log-probability of its tokens after its first, which says more about the
   boundary before it than the sentence: the answer's first token is left out of token support for the same
   reason), ``neg_entropy`` (minus the mean entropy),
@@ -18,18 +18,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rcattr.citations import Citation
-from rcattr.claims import claim_parts, stop_words
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.eval.groundedness.context_signals import TokenStatistics
-from rcattr.result import RCAttributionResult
-from rcattr.segmentation import tokens_within
-from rcattr.signals import RCSignals
+from rcattr.grounding.citations import Citation
+from rcattr.grounding.claims import claim_parts, stop_words
+from rcattr.grounding.signals import RCSignals
+from rcattr.text.segmentation import tokens_within
 
 SIGNALS = ("vouch", "support", "claims_held", "claims_rc", "coverage", "logprob", "neg_entropy", "lookback")
 
 
 def content_coverage(text: str, documents: Sequence[str]) -> float:
-    """The share of ``text``'s content words (their :func:`~rcattr.claims.claim_parts`, stop words left out)
+    """The share of ``text``'s content words (their :func:`~rcattr.grounding.claims.claim_parts`, stop words left out)
     that occur in ``documents``; 1 when it has none."""
     words = [w for w in claim_parts(text) if w not in stop_words()]
     held = {w for document in documents for w in claim_parts(document)}

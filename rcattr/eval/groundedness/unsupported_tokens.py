@@ -6,11 +6,11 @@ sources. Every answer token gets each signal below (higher: less supported); a t
 overlaps an edit. The AUROC pools the tokens of all records; its 95% percentile bootstrap interval
 resamples records, and each signal's paired difference to the reference is taken on the same resamples.
 The table also gives the result's flag rates: the share of untouched and of edited non-blank tokens whose
-token support is below :data:`rcattr.support.SUPPORT_THRESHOLD`.
+token support is below :data:`rcattr.grounding.support.SUPPORT_THRESHOLD`.
 
 Signals, per answer token t:
 
-- ``token_support``: minus the token's support log-odds, the result's ``token_support`` (:mod:`rcattr.support`):
+- ``token_support``: minus the token's support log-odds, the result's ``token_support`` (:mod:`rcattr.grounding.support`):
   its log-probability plus the log-odds of its mean P(max X > Y) over the 20 best heads, the two pieces of
   evidence the pass has that the token comes from the context, added with no fitted weight;
 - ``rc_peak_support``: 1 - that mean P(max X > Y) alone (the result's ``token_peak``);
@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.answer_edits import EDIT_KINDS, EditedAnswer
 from rcattr.eval.groundedness.context_signals import token_signals
-from rcattr.signals import RCSignals
-from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD, SUPPORT_THRESHOLD, support_heads
+from rcattr.grounding.signals import RCSignals
+from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD, SUPPORT_THRESHOLD, support_heads
 
 TOKEN_SIGNALS = (
     "token_support",

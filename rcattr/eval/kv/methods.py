@@ -23,12 +23,12 @@ from typing import Any
 import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
-from rcattr.compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.eval.kv.presses import EAGER_PRESSES, PRESSES, TOKENIZER_PRESSES
 from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.eval.kv.variants import PAPER_VARIANT, rc_options
 from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, WindowScorer, cache_nbytes
-from rcattr.models import PACKAGED_MODELS, packaged_model_dir
+from rcattr.runtime.compat import attention_implementation, cache_argument, set_attention_implementation
+from rcattr.runtime.models import PACKAGED_MODELS, packaged_model_dir
 
 
 def rc_policy(variant: str, c: float = 1.0) -> EvictionPolicy:

@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 
 from rcattr.eval.kv.data import KVRecord, squad_paragraphs
-from rcattr.segmentation import sentence_spans
+from rcattr.text.segmentation import sentence_spans
 
 NEEDLE = "One of the special magic numbers for {key} is: {value}."
 QUESTION = "What is the special magic number for {key} mentioned in the provided text?"

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import torch
 from transformers import Cache, PreTrainedModel
 
-from rcattr.compat import cache_argument
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs
 from rcattr.protocols import TokenizerLike
+from rcattr.runtime.compat import cache_argument
 
 
 @dataclass(frozen=True)

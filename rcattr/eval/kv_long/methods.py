@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
-from rcattr.compat import cache_argument
 from rcattr.eval.kv.methods import import_kvpress
 from rcattr.eval.kv_long.config import DECODING_SCORERS, DecodeBudget
 from rcattr.eval.kv_long.question import QuestionWindow
 from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache, TokenBudget
+from rcattr.runtime.compat import cache_argument
 
 
 @dataclass

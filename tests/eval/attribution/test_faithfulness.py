@@ -21,7 +21,7 @@ from rcattr.eval.attribution.faithfulness import (
     log_prob_drop,
     top_k_masks,
 )
-from rcattr.prompting import ContextInput, render_prompt
+from rcattr.text.prompting import ContextInput, render_prompt
 from tests.helpers import tiny_model
 
 CHUNKS = ["Paris is in France.", "The sky is blue today.", "Cats sleep a lot.", "Bob owns a red car."]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rcattr.eval.attribution.lengths import DOCUMENTS, length_ratio, length_records, load_records
-from rcattr.segmentation import sentence_spans
+from rcattr.text.segmentation import sentence_spans
 from tests.helpers import LENGTH_SQUAD, data_folder
 
 PARAGRAPHS = [paragraph for article in LENGTH_SQUAD["data"] for paragraph in article["paragraphs"]]

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from rcattr.eval.attribution.levers import LeverScorer, PriorBlock, margin_weights, unit_head_scores
 from rcattr.eval.attribution.recipes import Recipe
-from rcattr.heads import layer_rc
-from rcattr.selectors import TopHeads
+from rcattr.heads.scores import layer_rc
+from rcattr.heads.selectors import TopHeads
 from tests.helpers.blocks import answer_block, random_layer
 from tests.reference.spans import brute_mass
 

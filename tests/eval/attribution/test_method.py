@@ -7,7 +7,7 @@ import torch
 
 from rcattr.eval.attribution.method import context_input, output_units, scored_row
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
-from rcattr.segmentation import whole_span
+from rcattr.text.segmentation import whole_span
 
 RECORD = AttributionRecord(
     "r1",

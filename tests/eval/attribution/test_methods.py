@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
+from rcattr.attribution.result import RCAttributionResult
 from rcattr.eval.attribution import (
     AttributionBenchmark,
     BenchmarkConfig,
     SpanAttributorMethod,
     default_methods,
 )
-from rcattr.models import load_model
-from rcattr.result import RCAttributionResult
+from rcattr.runtime.models import load_model
 
 
 class FirstSource(SpanAttributor):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.per_head import HeadSpanScores, lever_pass
-from rcattr.selectors import TopHeads
+from rcattr.heads.selectors import TopHeads
 from tests.helpers import char_tokenizer
 from tests.helpers.attribution import ANSWER, INPUT
 

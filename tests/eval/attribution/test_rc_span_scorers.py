@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rcattr.attribution.spans import SpanBlock
 from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
-from rcattr.spans import SpanBlock
 from rcattr.stats import overlap_bounds
 from tests.helpers.blocks import ANSWER_KEYS, CONTEXT_KEYS, SPAN_TOKENS, span_block
 

@@ -10,18 +10,18 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from rcattr.attributor import RCAttributor
-from rcattr.eval.attribution.head_selection import BottomHeads
+from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.scorers import AttentionScorer
 from rcattr.eval.attribution.levers import LeverScorer, UnitHeadSelection
 from rcattr.eval.attribution.per_head import head_span_scores
 from rcattr.eval.attribution.rc_span_scorers import RCBoundScorer, RCScorer
 from rcattr.eval.attribution.recipes import Recipe, ablation, span_scorers
-from rcattr.head_selection import HeadSelection
-from rcattr.heads import top_heads
-from rcattr.prompting import render_prompt
-from rcattr.scorers import AttentionScorer
-from rcattr.selectors import FixedHeads, OutlierHeads, TopHeads
-from rcattr.support import support_heads
+from rcattr.eval.attribution.selection_rules import BottomHeads
+from rcattr.grounding.support import support_heads
+from rcattr.heads.scores import top_heads
+from rcattr.heads.selection import HeadSelection
+from rcattr.heads.selectors import FixedHeads, OutlierHeads, TopHeads
+from rcattr.text.prompting import render_prompt
 from tests.helpers import char_tokenizer, tiny_configs, tiny_model
 from tests.helpers.attribution import ANSWER, INPUT, answer_ids, captured_logits
 

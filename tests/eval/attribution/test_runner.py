@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rcattr.eval.attribution.recipes import ablation
-from rcattr.models import load_model
+from rcattr.runtime.models import load_model
 from tests.helpers import run_attribution, without_timings
 
 
@@ -96,7 +96,7 @@ def test_a_batched_run_writes_the_rows_of_a_run_one_record_at_a_time(saved_llama
 
 def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotesum_data, tmp_path) -> None:
     from rcattr.baselines.at2 import train_estimator
-    from rcattr.prompting import ContextInput
+    from rcattr.text.prompting import ContextInput
 
     model, tokenizer = load_model(str(saved_llama))
     inputs = [ContextInput(["One fact. Another.", "A third."], f"Question {i}?") for i in range(2)]

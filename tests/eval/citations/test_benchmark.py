@@ -60,7 +60,7 @@ def test_a_run_writes_every_sentence_and_its_report_comes_back_from_the_rows(
     assert results["tables"]["quotesum/dev"]["foreign"] == results["tables"]["quotesum/dev"]["records"]
     (out / "results.json").unlink()
     monkeypatch.setattr(
-        "rcattr.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
+        "rcattr.runtime.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
     )
     main([*common, "--report-only"])
     assert json.loads((out / "results.json").read_text()) == results

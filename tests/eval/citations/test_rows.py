@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rcattr.eval.citations.rows import foreign_sentence, gold_documents, held_back
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
-from rcattr.segmentation import TextSpan
+from rcattr.text.segmentation import TextSpan
 
 
 def _record(identifier: str, question: str, answer: str) -> AttributionRecord:

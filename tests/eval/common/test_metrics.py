@@ -18,7 +18,7 @@ from rcattr.eval.common.metrics import (
     source_hits,
     top_spans,
 )
-from rcattr.segmentation import TextSpan
+from rcattr.text.segmentation import TextSpan
 
 CHUNKS = ["Alpha one. Alpha two.", "Beta one. Beta two."]
 

@@ -13,7 +13,7 @@ from rcattr.eval.common.sharding import Processes, Shard
 
 def test_the_model_goes_to_the_process_device_or_is_spread_by_device_map(monkeypatch) -> None:
     loads = []
-    monkeypatch.setattr("rcattr.models.load_model", lambda name, **placement: loads.append(placement))
+    monkeypatch.setattr("rcattr.runtime.models.load_model", lambda name, **placement: loads.append(placement))
     alone = Processes.start()
     assert alone.count == 1 and alone.is_main and alone.shard == Shard()
     load_run_model("some/model", None, alone)

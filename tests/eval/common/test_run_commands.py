@@ -186,7 +186,7 @@ def no_model(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr("rcattr.models.load_model", refuse)
+    monkeypatch.setattr("rcattr.runtime.models.load_model", refuse)
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
@@ -266,7 +266,7 @@ def test_a_second_run_is_refused_before_its_start_up_while_the_first_is_still_st
         raise ModelLoads
 
     # the first gone, the second goes on to its model with the lock it took at its start
-    monkeypatch.setattr("rcattr.models.load_model", load_model)
+    monkeypatch.setattr("rcattr.runtime.models.load_model", load_model)
     with pytest.raises(ModelLoads):
         runpy.run_module(package, run_name="__main__")
     assert holders == [os.getpid()]

@@ -7,14 +7,14 @@ import random
 import pytest
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.groundedness.answer_level import ANSWER_SIGNALS, answer_signals, auroc_table
 from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.groundedness.pairs import (
     Answering,
 )
-from rcattr.prompting import ContextInput
-from rcattr.selectors import TopHeads
+from rcattr.heads.selectors import TopHeads
+from rcattr.text.prompting import ContextInput
 from tests.helpers import char_tokenizer
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.groundedness.attributionbench import (
     ClaimRecord,
     claim_row,
@@ -15,7 +15,7 @@ from rcattr.eval.groundedness.attributionbench import (
     load_claims,
     without_markers,
 )
-from rcattr.prompting import ContextInput
+from rcattr.text.prompting import ContextInput
 from tests.helpers.data import attributionbench_lines
 
 

@@ -22,7 +22,7 @@ def test_report_only_rewrites_the_report_from_the_rows_without_the_model(monkeyp
     results = json.loads((out / "results.json").read_text())
     (out / "results.json").unlink()
     monkeypatch.setattr(
-        "rcattr.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
+        "rcattr.runtime.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
     )
     main([*common, "--model", str(saved_llama), "--report-only"])
     assert json.loads((out / "results.json").read_text()) == results
@@ -43,7 +43,7 @@ def test_attributionbench_rows_and_the_report_rewritten_from_them_without_the_mo
     assert set(results["auroc"]) >= {"support", "coverage", "judge", "combined"}
     assert "AttributionBench: 24 claims" in (out / "results.md").read_text()
     monkeypatch.setattr(
-        "rcattr.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
+        "rcattr.runtime.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
     )
     main([*common, "--model", str(saved_llama), "--report-only"])
     assert json.loads((out / "results.json").read_text())["attributionbench"] == results

@@ -17,7 +17,7 @@ from rcattr.eval.groundedness.claim_levers import (
     sigmoid,
     signal_matrix,
 )
-from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD
+from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD
 
 
 def row(**changes) -> dict:

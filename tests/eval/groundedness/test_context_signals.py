@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
-from rcattr.capture import LogitCapture, LogitStore
 from rcattr.eval.groundedness.context_signals import LookbackReducer, PeakSuperiorityReducer
+from rcattr.runtime.capture import LogitCapture, LogitStore
 from tests.helpers import tiny_model
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.groundedness.judge import JUDGE_INSTRUCTION, JUDGE_QUESTION, answer_ids, judge_log_odds
-from rcattr.prompting import ContextInput, render_prompt
+from rcattr.text.prompting import ContextInput, render_prompt
 
 
 def test_answer_ids_take_each_spelling_and_leave_out_a_shared_first_token(tokenizer) -> None:

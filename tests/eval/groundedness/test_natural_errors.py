@@ -114,7 +114,7 @@ def test_an_errors_run_labels_its_rows_and_reports_from_them_without_the_model(
     assert sum(results["natural_errors"]["labels"].values()) == 5
     (out / "results.json").unlink()
     monkeypatch.setattr(
-        "rcattr.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
+        "rcattr.runtime.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")
     )
     main([*common, "--model", str(saved_llama), "--report-only"])
     assert json.loads((out / "results.json").read_text()) == results

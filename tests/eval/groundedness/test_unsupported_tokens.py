@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from rcattr.attributor import RCAttributor
+from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
 from rcattr.eval.groundedness.answer_edits import Edit, EditedAnswer
@@ -17,8 +17,8 @@ from rcattr.eval.groundedness.unsupported_tokens import (
     token_auroc_table,
     token_rows,
 )
-from rcattr.selectors import TopHeads
-from rcattr.support import SUPPORT_LOG_ODDS_THRESHOLD
+from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD
+from rcattr.heads.selectors import TopHeads
 from tests.helpers import char_tokenizer
 
 RECORD = AttributionRecord(

@@ -13,7 +13,7 @@ from rcattr.eval.kv.methods import (
 )
 from rcattr.eval.kv.registry import KVFamily
 from rcattr.eval.kv.tables import markdown_table
-from rcattr.models import load_model
+from rcattr.runtime.models import load_model
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,61 @@
+"""What a result's scores refer to: the context's spans in their documents (:class:`AttributedContext`), and
+the answer's output units and tokens (:class:`AttributedAnswer`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rcattr.grounding.citations import SentenceRows
+from rcattr.text.documents import Document
+from rcattr.text.segmentation import TextSpan
+
+
+@dataclass(frozen=True)
+class AttributedContext:
+    """The context an answer is attributed to.
+
+    Attributes
+    ----------
+    documents : list of Document
+        The context's documents with their ids and metadata, as the input gave them.
+    spans : list of TextSpan
+        The context spans scored, in order; ``span.source`` indexes ``documents`` and the offsets its text.
+    evidence : list of str or None
+        The texts an answer's numbers, dates and names are checked against (:mod:`rcattr.grounding.claims`): the
+        documents and the question, never the template's labels (:attr:`rcattr.text.prompting.Prompt.evidence`);
+        None: the documents alone.
+    """
+
+    documents: Sequence[Document]
+    spans: Sequence[TextSpan]
+    evidence: Sequence[str] | None = None
+
+    @classmethod
+    def of_texts(
+        cls, texts: Sequence[str], spans: Sequence[TextSpan], evidence: Sequence[str] | None = None
+    ) -> AttributedContext:
+        """The context of plain texts, one document each."""
+        return cls([Document(text) for text in texts], spans, evidence)
+
+
+@dataclass(frozen=True)
+class AttributedAnswer:
+    """The answer whose parts are attributed.
+
+    Attributes
+    ----------
+    text : str
+        The answer.
+    units : list of TextSpan
+        The output units scored (answer, sentences or tokens), offsets into ``text``.
+    tokens : list of TextSpan
+        The answer's tokens, which the per-token signals follow.
+    sentence_rows : SentenceRows or None
+        With a whole-answer unit and several answer sentences, each sentence's rows from the same pass.
+    """
+
+    text: str
+    units: Sequence[TextSpan]
+    tokens: Sequence[TextSpan]
+    sentence_rows: SentenceRows | None = None

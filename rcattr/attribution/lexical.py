@@ -1,0 +1,33 @@
+"""BM25 between each output unit's text and each context span (bm25s, Lucene's variant): the lexical
+evidence of :class:`~rcattr.baselines.BM25Attributor` and of :mod:`rcattr.attribution.fusion`."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from rcattr.attribution.base import Example
+
+_WORD = re.compile(r"\w+")
+
+
+def bm25_terms(text: str) -> list[str]:
+    """Lower-cased word tokens (``\\w+``), the terms BM25 matches on."""
+    return _WORD.findall(text.lower())
+
+
+def bm25_scores(example: Example) -> tuple[torch.Tensor, torch.Tensor]:
+    """BM25 of the example's answer ``[n_spans]`` and of each output unit ``[n_outputs, n_spans]`` against
+    its context spans (float64, raw scores)."""
+    import bm25s  # only when asked for: RCAttributor imports this module, most of its calls need no BM25
+
+    corpus = [bm25_terms(span.text) for span in example.context_spans]
+    if not any(corpus):
+        raise ValueError("BM25 needs context spans with words in them; every span is empty")
+    index = bm25s.BM25(method="lucene")
+    index.index(corpus, show_progress=False)
+    units = [index.get_scores(bm25_terms(unit.text)) for unit in example.output_spans]
+    token_attr = torch.stack([torch.as_tensor(scores, dtype=torch.float64) for scores in units])
+    seq_attr = torch.as_tensor(index.get_scores(bm25_terms(example.answer)), dtype=torch.float64)
+    return seq_attr, token_attr

@@ -1,0 +1,350 @@
+"""Citations: which documents (and sentences) support each sentence of an answer, as applications show them.
+
+:meth:`RCAttributionResult.citations <rcattr.attribution.result.RCAttributionResult.citations>` turns a result's scores
+into one :class:`Citation` per answer sentence, whatever unit was attributed: :func:`sentence_groups` pairs
+the output units with the sentences they lie in (a sentence's tokens are averaged into it). A whole-answer
+unit (``output_granularity="answer"``) is scored per sentence too (the result's :class:`SentenceRows`), which
+are cited instead; a unit over several sentences without such rows (given character spans, a method that
+scores fewer rows) cannot be split, so they are cited once, after the last. :func:`cited_sources` is the rule: a sentence cites the documents whose share of its attribution is at
+least ``min_share`` of its best document's, at most ``max_sources`` of them, and none when its context
+reliance (the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen on
+part of QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
+docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from rcattr.grounding.claims import Claim, context_parts
+from rcattr.grounding.vouching import UNSUPPORTED_BELOW, partly_held, sentence_status, sentence_vouching
+from rcattr.text.documents import Document
+from rcattr.text.segmentation import TextSpan, sentence_spans
+
+if TYPE_CHECKING:
+    from rcattr.attribution.result import RCAttributionResult
+
+# Chosen on the dev part of QuoteSum and Veri-Gran (docs/benchmarks.md, "Citations"): the rule with the best
+# mean F1 of the cited documents over both files, 91.5% and 90.0% there, 87.7% and 86.1% on the held-back part.
+# Withholding by any signal lowered F1 on both files' answers (reliance by 0.9 and 2.9 points), so it is off.
+MIN_SHARE = 0.8
+MAX_SOURCES = 3
+MIN_RELIANCE = 0.0
+
+
+@dataclass(frozen=True)
+class CitedSpan:
+    """A context span (a sentence, with ``granularity="sentence"``) of a cited document.
+
+    ``start`` and ``end`` are character offsets into the document's text; ``score`` is the span's share of
+    the unit's attribution."""
+
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class CitedSource:
+    """A document cited for an output unit.
+
+    Attributes
+    ----------
+    document : int
+        0-based index of the document in the context (``result.documents``).
+    number : int
+        The mark's number: ``document + 1``, as the prompt numbers it (``Document [n]``).
+    score : float
+        The document's share of the unit's attribution: its best span's score, normalised over the documents
+        (:func:`document_shares`).
+    id, metadata
+        The document's own, as the input gave them.
+    spans : list of CitedSpan
+        The document's best spans for the unit, when asked for (``sentences=``).
+    """
+
+    document: int
+    number: int
+    score: float
+    id: str | None
+    metadata: Mapping[str, Any]
+    spans: list[CitedSpan] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """The sources of one answer sentence (of several, when one output unit spans them).
+
+    Attributes
+    ----------
+    start, end : int
+        Character offsets of the sentence in the answer (from its first sentence's start to its last one's
+        end when it covers several).
+    text : str
+        ``answer[start:end]``.
+    sources : list of CitedSource
+        The cited documents, best first; empty when the unit gets no citation.
+    context_reliance : float or None
+        The unit's context reliance (None for baselines), which the rule compares with ``min_reliance``.
+    uncited : str or None
+        Why the unit has no citation: ``"low reliance"``, ``"no context scores"`` or ``"unsupported"`` (support
+        below the rule's ``min_support``); None when it has one.
+    n_sentences : int
+        How many answer sentences the citation covers: 1, unless an output unit of the result spans several
+        and the result has no rows of its own for them (:class:`SentenceRows`): its scores cannot be split.
+    support : float or None
+        How much the context vouches for the whole sentence, in [0, 1] (:func:`rcattr.grounding.vouching.sentence_support`; None for
+        baselines, which have no token support).
+    status : str or None
+        ``"supported"``, ``"weak"`` (support below :data:`rcattr.grounding.vouching.WEAK_BELOW`) or ``"unsupported"`` (below
+        :data:`~rcattr.grounding.vouching.UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); ``"partial"`` when the sentence
+        mixes held and unheld claims (:attr:`partly_held`) and its held part is supported; None for baselines.
+        A partly held sentence's status is its held part's (:attr:`held_support`), ``"partial"`` in place of
+        ``"supported"``.
+    claims : list of Claim
+        The sentence's numbers, dates and names, each held by a sentence of the documents or the question as a
+        whole or not (:mod:`rcattr.grounding.claims`).
+    held_support : float or None
+        The support of the sentence's held part: :attr:`support` without the tokens of its unheld claims, when
+        it has a held claim too (:attr:`partly_held`); :attr:`support` otherwise. It decides the citation: a
+        half-right sentence keeps the sources of its held part, and its unheld claims are marked where they
+        stand.
+    """
+
+    start: int
+    end: int
+    text: str
+    sources: list[CitedSource]
+    context_reliance: float | None
+    uncited: str | None = None
+    n_sentences: int = 1
+    support: float | None = None
+    status: str | None = None
+    claims: list[Claim] = field(default_factory=list)
+    held_support: float | None = None
+
+    @property
+    def unheld_claims(self) -> list[Claim]:
+        """The claims no sentence of the documents or the question holds whole."""
+        return [claim for claim in self.claims if not claim.held]
+
+    @property
+    def partly_held(self) -> bool:
+        """Whether the sentence mixes held and unheld claims: its held part is cited, its unheld claims are
+        marked where they stand."""
+        return partly_held(self.claims)
+
+
+@dataclass(frozen=True)
+class SentenceRows:
+    """Each answer sentence's scores, kept when the result's output units are coarser than its sentences (the
+    whole answer, ``output_granularity="answer"``), so that citations are per sentence all the same.
+
+    Attributes
+    ----------
+    spans : list of TextSpan
+        The answer's sentences.
+    scores : Tensor, shape [n_sentences, n_spans]
+        Their rows, as ``token_attr``'s for output units.
+    context_reliance : Tensor, shape [n_sentences], or None
+        Their context reliance, as ``unit_context_reliance``'s (None for baselines).
+    """
+
+    spans: list[TextSpan]
+    scores: torch.Tensor
+    context_reliance: torch.Tensor | None = None
+
+
+def sentence_groups(
+    sentences: Sequence[TextSpan], units: Sequence[TextSpan]
+) -> list[tuple[range, list[int]]]:
+    """The answer's sentences with the output units that cover them, in answer order.
+
+    A unit inside one sentence (a token, a sentence) joins that sentence; a unit over several (the whole
+    answer) joins them all into one group, as do units that overlap across them. Units over whitespace
+    only, and sentences that no unit covers, are left out.
+
+    Parameters
+    ----------
+    sentences : sequence of TextSpan
+        The answer's sentences, in order and disjoint.
+    units : sequence of TextSpan
+        The result's output units, as character spans of the answer.
+
+    Returns
+    -------
+    list of (range, list of int)
+        Per group, the indices of its sentences (consecutive) and of its units.
+    """
+    covers = [
+        [
+            index
+            for index, sentence in enumerate(sentences)
+            if unit.start < sentence.end and sentence.start < unit.end
+        ]
+        for unit in units
+    ]
+    merged: list[list[int]] = []
+    for first, last in sorted((cover[0], cover[-1]) for cover in covers if cover):
+        if merged and first <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return [
+        (
+            range(first, last + 1),
+            [unit for unit, cover in enumerate(covers) if cover and first <= cover[0] <= last],
+        )
+        for first, last in merged
+    ]
+
+
+def document_shares(scores: torch.Tensor, sources: torch.Tensor, n_documents: int) -> torch.Tensor:
+    """Each document's share of a unit's attribution: the score of its best span, normalised to sum to 1 over
+    the documents (a document without spans: 0).
+
+    Not its spans' scores summed: a sum grows with the document's length, so a long document of middling
+    sentences outranks a short one that holds the answer (docs/benchmarks.md, "Sources of different lengths").
+    With one span per document (``granularity="chunk"``) both are the span's share.
+
+    Parameters
+    ----------
+    scores : Tensor, shape [n_spans]
+        The unit's context span scores.
+    sources : Tensor of int64, shape [n_spans]
+        Each span's document.
+    n_documents : int
+        How many documents the context has.
+
+    Returns
+    -------
+    Tensor, shape [n_documents]
+    """
+    best = scores.new_zeros(n_documents).scatter_reduce_(0, sources, scores, "amax", include_self=False)
+    total = best.sum()
+    return best / total if total > 0 else best
+
+
+def cited_sources(
+    shares: Sequence[float],
+    reliance: float | None,
+    *,
+    min_share: float = MIN_SHARE,
+    max_sources: int = MAX_SOURCES,
+    min_reliance: float = MIN_RELIANCE,
+) -> tuple[list[int], str | None]:
+    """The documents one unit cites, best first, and why there are none (None when there are some).
+
+    ``shares`` holds each document's share of the unit's attribution; ``reliance`` the unit's context
+    reliance (None: not known, never a reason to withhold).
+    """
+    check_rule(min_share, max_sources, min_reliance)
+    if reliance is not None and reliance < min_reliance:
+        return [], "low reliance"
+    best = max(shares, default=0.0)
+    if best <= 0:
+        return [], "no context scores"
+    order = sorted(range(len(shares)), key=lambda d: (-shares[d], d))
+    return [d for d in order if shares[d] >= min_share * best][:max_sources], None
+
+
+def check_rule(
+    min_share: float, max_sources: int, min_reliance: float, min_support: float = UNSUPPORTED_BELOW
+) -> None:
+    """Refuse a rule outside its range, naming the argument."""
+    if not 0 <= min_support <= 1:
+        raise ValueError(f"min_support must be in [0, 1] (support is a probability), got {min_support!r}")
+    if not 0 < min_share <= 1:
+        raise ValueError(f"min_share must be in (0, 1] (a share of the best document's), got {min_share!r}")
+    if isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1:
+        raise ValueError(f"max_sources must be a whole number >= 1, got {max_sources!r}")
+    if not 0 <= min_reliance <= 1:
+        raise ValueError(
+            f"min_reliance must be in [0, 1] (context reliance is a ratio), got {min_reliance!r}"
+        )
+
+
+def sentence_citations(
+    result: RCAttributionResult,
+    min_share: float = MIN_SHARE,
+    max_sources: int = MAX_SOURCES,
+    min_reliance: float = MIN_RELIANCE,
+    sentences: int = 0,
+    min_support: float = UNSUPPORTED_BELOW,
+) -> list[Citation]:
+    """:meth:`RCAttributionResult.citations <rcattr.attribution.result.RCAttributionResult.citations>`: one citation per
+    answer sentence (per group of :func:`sentence_groups`), with a warning at its caller's caller for one over
+    several."""
+    if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
+        raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
+    check_rule(min_share, max_sources, min_reliance, min_support)
+    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    rows = result.sentence_rows or SentenceRows(
+        result.output_spans, result.token_attr, result.unit_context_reliance
+    )
+    answer_sentences = sentence_spans(result.answer)
+    sources_of = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
+    context = context_parts(result.evidence if result.evidence is not None else result.chunks)
+    citations = []
+    for covered, units in sentence_groups(answer_sentences, rows.spans):
+        scores = rows.scores[units].mean(0)  # [n_spans]
+        reliance = None if rows.context_reliance is None else float(rows.context_reliance[units].mean())
+        shares = document_shares(scores.cpu(), sources_of, len(result.chunks)).tolist()
+        start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
+        claims, support, held_support = sentence_vouching(result, start, end, context)
+        status = None if held_support is None else sentence_status(held_support, claims)
+        cited, uncited = cited_sources(
+            shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
+        )
+        if held_support is not None and held_support < min_support:
+            cited, uncited = [], "unsupported"
+        found = [
+            source(result.documents[d], d, shares[d], _best_spans(result, scores, d, sentences))
+            for d in cited
+        ]
+        citations.append(
+            Citation(
+                start,
+                end,
+                result.answer[start:end],
+                found,
+                reliance,
+                uncited,
+                len(covered),
+                support,
+                status,
+                claims,
+                held_support,
+            )
+        )
+    merged = [citation.n_sentences for citation in citations if citation.n_sentences > 1]
+    if merged:
+        warnings.warn(
+            f"{merged[0]} sentences of the answer are cited together, after the last: one output unit of the "
+            "result spans them and its scores cannot be split; attribute with output_granularity='answer', "
+            "'sentence' or 'token' for a citation per sentence",
+            stacklevel=3,  # the caller of citations() or cited_answer()
+        )
+    return citations
+
+
+def _best_spans(result: RCAttributionResult, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:
+    """The ``k`` context spans of ``document`` with the highest ``[n_spans]`` scores (ties in span order)."""
+    order = torch.argsort(scores, descending=True, stable=True).tolist()
+    ranked = [i for i in order if result.context_spans[i].source == document][:k]
+    return [
+        CitedSpan(span.start, span.end, span.text, float(scores[i]))
+        for i in ranked
+        for span in [result.context_spans[i]]
+    ]
+
+
+def source(document: Document, index: int, score: float, spans: list[CitedSpan]) -> CitedSource:
+    """The :class:`CitedSource` of document ``index``."""
+    return CitedSource(index, index + 1, score, document.id, document.metadata, spans)

@@ -1,0 +1,79 @@
+"""What only RC knows about an answer (:class:`RCSignals`): per answer token, its grounding in the context,
+and the heads it was read from. A result carries them as ``result.rc`` (None for a baseline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from rcattr.heads.selection import HeadSelection
+
+if TYPE_CHECKING:
+    from rcattr.attribution.result import RCAttributionResult
+
+
+@dataclass(frozen=True)
+class RCSignals:
+    """The RC signals of one answer, from the pass that attributed it.
+
+    Attributes
+    ----------
+    groundedness : Tensor, shape [n_answer_tokens]
+        Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with X = the
+        token's logits to the context and Y = Y(g, g), the answer's self-contextualization (one reference for
+        every token, so early tokens are not judged on a tiny sample). In [0, 1]: low values mark answer
+        tokens whose contextualization comes from the answer, not the context.
+    lookback : Tensor, shape [n_answer_tokens]
+        Per answer token, the lookback ratio (Chuang et al. 2024) averaged over the selected heads: the mean
+        attention on a context token over that plus the mean attention on an answer token the row sees. In
+        [0, 1]; :attr:`context_reliance` is its mean.
+    unit_context_reliance : Tensor, shape [n_outputs]
+        Each output unit's mean ``lookback`` over its tokens.
+    token_logprob : Tensor, shape [n_answer_tokens]
+        Each answer token's log-probability under the model, given the prompt and the answer before it.
+    token_peak : Tensor, shape [n_answer_tokens]
+        Per answer token, on the support heads (:attr:`support_heads`, not the selected ones), the mean
+        P(max X > Y): the share of the answer's self logits Y(g, g) below the token's highest logit to the
+        context. A token copied from the context has heads that find its match there; a token the context lacks
+        does not.
+    token_support : Tensor, shape [n_answer_tokens]
+        Per answer token, ``sigmoid(token_logprob + logit(token_peak))`` (each head's peak smoothed,
+        :func:`rcattr.grounding.support.support_log_odds`): the evidence that the context holds the token, in [0, 1].
+    head_selection : HeadSelection
+        Every head's score and the selected heads.
+    notes : tuple of str
+        What the attributor warned of when it made the result: few or no heads that see the whole context from
+        the answer, or no selected head that sees any of it (every span scores 0). A caller that attributes many
+        inputs at once (a service) reads each one's here rather than from the warnings of the whole batch.
+    support_heads : Tensor of long, shape [k, 2], optional
+        The ``(layer, head)`` pairs :attr:`token_peak` and :attr:`token_support` are read on: the 20 best heads
+        by this example's head scores (:data:`rcattr.grounding.support.SUPPORT_HEADS`; all heads of a smaller model),
+        whatever rule chose the voting heads (``heads=``), since the peak is a max over the context, noisy on
+        few heads (measured in docs/benchmarks.md). Groundedness and lookback are read on the selected heads.
+    """
+
+    groundedness: torch.Tensor
+    lookback: torch.Tensor
+    unit_context_reliance: torch.Tensor
+    token_logprob: torch.Tensor
+    token_peak: torch.Tensor
+    token_support: torch.Tensor
+    head_selection: HeadSelection
+    notes: tuple[str, ...] = ()
+    support_heads: torch.Tensor | None = None
+
+    @property
+    def context_reliance(self) -> float:
+        """How much the whole answer relies on the context: the mean :attr:`lookback` of its tokens, in [0, 1]."""
+        return float(self.lookback.double().mean())
+
+    @classmethod
+    def of(cls, result: RCAttributionResult) -> RCSignals:
+        """The RC signals of ``result``; ValueError naming its method when it has none (a baseline's)."""
+        if result.rc is None:
+            raise ValueError(
+                f"this needs an RC result (RCAttributor's); the result of {result.span_scorer!r} has no RC signals"
+            )
+        return result.rc

@@ -1,0 +1,48 @@
+"""The per-token signals of one attributed answer (:class:`~rcattr.grounding.signals.RCSignals`), measured from its pass
+apart from the vote: groundedness and lookback on the heads that voted, token support on its own heads."""
+
+from __future__ import annotations
+
+import torch
+
+from rcattr.attribution.base import Example, unit_sum
+from rcattr.attribution.reduction import Reducer
+from rcattr.grounding.signals import RCSignals
+from rcattr.grounding.support import support_heads, support_log_odds
+from rcattr.heads.selection import HeadSelection
+
+__all__ = ["token_signals"]
+
+
+def token_signals(
+    example: Example, reducer: Reducer, selection: HeadSelection, notes: tuple[str, ...] = ()
+) -> RCSignals:
+    """The signals of ``example``'s answer tokens from its ``reducer``'s pass.
+
+    ``groundedness`` and ``lookback`` are read on the heads of ``selection`` (those that voted); token support
+    on :func:`~rcattr.grounding.support.support_heads`, the 20 best heads by the same head scores whatever rule chose the
+    voters (their per-row statistics are computed here where the vote did not compute them). ``notes`` are what the
+    attributor warned of for this result.
+    """
+    out, heads = reducer.out, selection.heads
+    reducer.score_heads(heads)  # a no-op after the vote, which scored them
+    context = out.gather(out.context_rc, heads).sum(0)
+    groundedness = context / (context + out.gather(out.self_rc, heads).sum(0)).clamp_min(1e-30)
+    lookback = out.gather(out.lookback, heads).mean(0).float().cpu()
+    peak_heads = support_heads(selection.scores)
+    reducer.score_heads(peak_heads)  # the ones not selected
+    peak = out.gather(out.context_peak, peak_heads)  # [k, A]
+    assert out.token_logprob is not None  # set by the pass
+    n_self = torch.tensor([out.self_size[layer] for layer in peak_heads[:, 0].tolist()])
+    return RCSignals(
+        groundedness=groundedness.float().cpu(),
+        lookback=lookback,
+        unit_context_reliance=unit_sum(lookback, example.unit_ranges)
+        / torch.tensor([len(rows) for rows in example.unit_ranges]),
+        token_logprob=out.token_logprob.float().cpu(),
+        token_peak=peak.mean(0).float().cpu(),
+        token_support=torch.sigmoid(support_log_odds(out.token_logprob, peak, n_self)).float().cpu(),
+        head_selection=selection,
+        notes=notes,
+        support_heads=peak_heads.cpu(),
+    )

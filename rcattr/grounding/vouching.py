@@ -1,0 +1,87 @@
+"""How much the documents vouch for an answer sentence (issue 50): its token support and its claims, read
+against fixed odds.
+
+:func:`sentence_support` scores a sentence from its tokens' support (:mod:`rcattr.grounding.support`) and its claims
+(:mod:`rcattr.grounding.claims`); :func:`support_status` reads a score as ``"supported"``, ``"weak"`` or
+``"unsupported"``. A sentence that mixes held and unheld claims is judged by its held part as well
+(:func:`sentence_vouching`, issue 59): it keeps that part's citation, and its unheld claims are marked where
+they stand. :func:`rcattr.grounding.citations.sentence_citations` gives each citation these figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rcattr.grounding.claims import Claim, citation_markers, find_claims
+from rcattr.grounding.support import SUPPORT_THRESHOLD
+from rcattr.text.segmentation import tokens_within
+
+if TYPE_CHECKING:
+    from rcattr.attribution.result import RCAttributionResult
+
+# A sentence's support (:func:`sentence_support`) is a probability that the context holds it, so the cut-offs
+# are the odds, the same on every model: below even odds it is weak, below 1 to 3 (token support's cut-off)
+# unsupported. Measured, not fitted, on the natural-error benchmark (docs/benchmarks.md).
+WEAK_BELOW = 0.5
+UNSUPPORTED_BELOW = SUPPORT_THRESHOLD
+# Names are found by their capitals, so some are not claims (a title's words, a heading): one no sentence of the
+# documents or the question holds makes its sentence weak, not unsupported, and keeps its citation.
+UNHELD_NAME = UNSUPPORTED_BELOW
+
+
+def sentence_support(token_support: Sequence[float], claims: Sequence[Claim]) -> float:
+    """How much the context vouches for one answer sentence: the mean token support of its (non-blank)
+    tokens (1 with none), however likely each token is, 0 when no sentence of the documents or the question
+    holds one of its numbers or dates whole, and at most :data:`UNHELD_NAME` when none holds one of its
+    names."""
+    mean = sum(token_support) / len(token_support) if token_support else 1.0
+    return min([mean, *(UNHELD_NAME if claim.kind == "name" else 0.0 for claim in claims if not claim.held)])
+
+
+def support_status(support: float) -> str:
+    """``"supported"``, ``"weak"`` or ``"unsupported"``: ``support`` against :data:`WEAK_BELOW` and
+    :data:`UNSUPPORTED_BELOW`."""
+    return "unsupported" if support < UNSUPPORTED_BELOW else "weak" if support < WEAK_BELOW else "supported"
+
+
+def partly_held(claims: Sequence[Claim]) -> bool:
+    """Whether ``claims`` mix held and unheld ones: then the sentence's held part is judged on its own
+    (:func:`sentence_vouching`, :func:`sentence_status`)."""
+    return any(claim.held for claim in claims) and not all(claim.held for claim in claims)
+
+
+def sentence_status(held_support: float, claims: Sequence[Claim]) -> str:
+    """:func:`support_status` of a sentence's held part, ``"partial"`` in place of ``"supported"`` when it is
+    :func:`partly_held`."""
+    status = support_status(held_support)
+    return "partial" if status == "supported" and partly_held(claims) else status
+
+
+def sentence_vouching(
+    result: RCAttributionResult, start: int, end: int, context: Sequence[frozenset[str]]
+) -> tuple[list[Claim], float | None, float | None]:
+    """The claims of ``result.answer[start:end]`` (offsets in the answer) with their least token support,
+    the sentence's :func:`sentence_support` and its held part's (:attr:`Citation.held_support`); both None
+    without token support. Citation markers (``[1]``) are neither claims nor tokens of the sentence."""
+    text = result.answer[start:end]
+    claims = [
+        replace(claim, start=claim.start + start, end=claim.end + start)
+        for claim in find_claims(text, context)
+    ]
+    if result.token_support is None:
+        return claims, None, None
+    support = result.token_support.tolist()
+    markers = [(a + start, b + start) for a, b in citation_markers(text)]
+
+    def inside(a: int, b: int, left_out: Sequence[tuple[int, int]] = ()) -> list[float]:
+        skipped = {i for x, y in [*markers, *left_out] for i in tokens_within(result.answer_tokens, x, y)}
+        return [support[i] for i in tokens_within(result.answer_tokens, a, b) if i not in skipped]
+
+    claims = [replace(claim, support=min(inside(claim.start, claim.end), default=None)) for claim in claims]
+    whole = sentence_support(inside(start, end), claims)
+    if not partly_held(claims):
+        return claims, whole, whole
+    unheld = [(claim.start, claim.end) for claim in claims if not claim.held]
+    return claims, whole, sentence_support(inside(start, end, unheld), [])
