@@ -23,7 +23,7 @@ from rcattr.attribution.fusion import LexicalFusion
 from rcattr.attribution.reduction import Layout, Reducer, Reduction, forward, forward_batch
 from rcattr.attribution.result import RCAttributionResult
 from rcattr.attribution.scorers import AttentionScorer, SpanScorer, scorer_name
-from rcattr.attribution.voting import HEAD_VOTES, HeadEvidence, HeadVote, HeadVotes
+from rcattr.attribution.voting import HeadEvidence, HeadVote, HeadVotes
 from rcattr.grounding.token_signals import token_signals
 from rcattr.heads.scores import HeadScore
 from rcattr.heads.selection import HeadSelection
@@ -116,8 +116,10 @@ class RCAttributor(SpanAttributor):
     ) -> None:
         super().__init__(model, tokenizer)
         check_supported(model)
-        if not isinstance(votes, HeadVote) and votes not in HEAD_VOTES:
-            raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)} or a HeadVote")
+        if isinstance(votes, HeadVote) and lexical:
+            raise ValueError(
+                f"lexical=True makes the vote a LexicalFusion; with votes={votes!r} give LexicalFusion(...) itself"
+            )
         if heads is not None and not isinstance(heads, HeadSelector):
             raise ValueError(
                 f"heads={heads!r}: give a HeadSelector, e.g. OutlierHeads(), TopHeads(20) or "
@@ -129,8 +131,9 @@ class RCAttributor(SpanAttributor):
                 "RC-expectation scorers are rcattr.eval.attribution.rc_span_scorers'"
             )
         self.scorer = AttentionScorer() if span_scorer is None else span_scorer
-        voting = votes if isinstance(votes, HeadVote) else HeadVote(votes)
-        self.voting: HeadVote = LexicalFusion(voting.votes) if lexical else voting
+        self.voting = (
+            votes if isinstance(votes, HeadVote) else (LexicalFusion if lexical else HeadVote)(votes)
+        )
         config = model.config.get_text_config()
         self.n_layers, self.n_heads = config.num_hidden_layers, config.num_attention_heads
         self.heads = (OutlierHeads() if heads is None else heads).for_model(self.n_layers, self.n_heads)

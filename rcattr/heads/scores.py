@@ -199,7 +199,7 @@ def min_heads(total: int) -> int:
     """The stated minimum of a selection from a model of ``total`` heads: :data:`MIN_HEAD_SHARE` of them,
     rounded up (4 of Gemma-3-270m's 72, 14 of SmolLM2's 270, 17 of a 24 x 14 model), at least 1. A
     selection below it rests on few heads' votes, and the result says so
-    (:attr:`rcattr.attribution.result.HeadSelection.few_heads`)."""
+    (:attr:`rcattr.heads.selection.HeadSelection.few_heads`)."""
     return max(1, math.ceil(MIN_HEAD_SHARE * total - 1e-9))
 
 

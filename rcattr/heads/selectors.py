@@ -2,7 +2,7 @@
 
 A selector is a small frozen dataclass (kvpress's press pattern): ``score`` names how heads are ranked,
 and :meth:`HeadSelector.select` turns this example's ``[L, H]`` head scores into a
-:class:`~rcattr.attribution.result.HeadSelection`. The attributor checks it once against the model
+:class:`~rcattr.heads.selection.HeadSelection`. The attributor checks it once against the model
 (:meth:`HeadSelector.for_model`). To add a rule: subclass :class:`HeadSelector` and implement
 ``select``, choosing among the heads that see the whole context (:func:`~rcattr.heads.scores.seeing_heads` of the
 ``reach`` it is given).

@@ -41,5 +41,7 @@ def test_the_attributor_takes_a_vote_strategy_as_its_votes(llama) -> None:
     by_name = RCAttributor(llama, tokenizer, TopHeads(4), votes="mass")
     by_object = RCAttributor(llama, tokenizer, TopHeads(4), votes=HeadVote("mass"))
     assert by_object.votes == "mass" and by_object.voting == HeadVote("mass")
+    with pytest.raises(ValueError, match="give LexicalFusion"):
+        RCAttributor(llama, tokenizer, votes=HeadVote("mass"), lexical=True)  # not silently replaced
     ours, theirs = (a.attribute(INPUT, ANSWER, output_granularity="sentence") for a in (by_name, by_object))
     assert torch.equal(ours.seq_attr, theirs.seq_attr) and torch.equal(ours.token_attr, theirs.token_attr)

@@ -170,7 +170,7 @@ def unit_head_scores(
 
 @dataclass(frozen=True)
 class UnitHeadSelection(HeadSelection):
-    """A :class:`~rcattr.attribution.result.HeadSelection` with the heads chosen for each output unit from its own
+    """A :class:`~rcattr.heads.selection.HeadSelection` with the heads chosen for each output unit from its own
     head scores (``heads`` serve the whole answer).
 
     Attributes

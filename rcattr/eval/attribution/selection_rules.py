@@ -59,11 +59,11 @@ class SelectionRule(HeadSelector):
 
 def _top(scores: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``count`` best heads (1 to all of them), equal weights."""
-    heads = top_heads(scores, max(1, min(count, scores.numel())))
-    return heads, torch.ones(len(heads), dtype=scores.dtype)
+    return _equal(top_heads(scores, max(1, min(count, scores.numel()))), scores)
 
 
 def _equal(heads: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``heads`` with equal weights, in the scores' dtype."""
     return heads, torch.ones(len(heads), dtype=scores.dtype)
 
 
