@@ -49,9 +49,13 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -m "not real_model and not kvpress and not slow" -q
 
-# the suite on transformers 5.2 with kvpress, whose tests must run there rather than skip
+# what differs on transformers' 5.2 line with kvpress (CI's second leg): the kvpress tests, which must run there
+# rather than skip, the tests of every module that knows transformers' versions or internals, and a real-model smoke
+# test (tests/test_transformers_line.py checks the selection). `make test-kvpress TRANSFORMERS_LINE_TESTS=` runs the
+# whole suite there
+TRANSFORMERS_LINE_TESTS ?= kvpress or transformers_line
 test-kvpress: setup-kvpress
-	RCATTR_REQUIRE_KVPRESS=1 $(KVPRESS_VENV)/bin/python -m pytest
+	RCATTR_REQUIRE_KVPRESS=1 $(KVPRESS_VENV)/bin/python -m pytest -m "$(TRANSFORMERS_LINE_TESTS)"
 
 bench: setup
 	$(PY) benchmarks/bench_stats.py

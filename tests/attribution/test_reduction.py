@@ -12,6 +12,8 @@ from rcattr.text.prompting import ContextInput
 from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.attribution import ANSWER, INPUT
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_the_layout_indexes_the_examples_context_and_answer_rows(llama, tokenizer) -> None:
     example = RandomAttributor(llama, tokenizer).prepare(INPUT, ANSWER, "chunk", "sentence")

@@ -12,6 +12,8 @@ from rcattr.kvcache import Ratio, TokenBudget
 from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.eviction import Scored
 
+pytestmark = pytest.mark.transformers_line
+
 
 @dataclass(frozen=True)
 class Recorded(Scored):

@@ -23,6 +23,8 @@ from rcattr.kvcache import (
 )
 from tests.helpers import char_tokenizer, kv_model, prompt, tiny_configs, tiny_model
 
+pytestmark = pytest.mark.transformers_line
+
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_c_zero_generates_exactly_like_the_default_cache(arch, attn) -> None:

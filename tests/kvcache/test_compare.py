@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.transformers_line
+
 
 @pytest.mark.parametrize(
     ("reference", "other", "first", "agreement"),

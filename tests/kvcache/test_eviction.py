@@ -20,6 +20,8 @@ from tests.reference.kv import (
     assert_equals_masking_the_evicted_positions,
 )
 
+pytestmark = pytest.mark.transformers_line
+
 
 @pytest.mark.parametrize(("batch", "pad"), [(1, 0), (2, 5)])
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])

@@ -13,6 +13,8 @@ from rcattr.kvcache import (
 )
 from tests.helpers import kv_model, prompt
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_bytes_held_match_the_kept_entries() -> None:
     model = kv_model("gemma3")  # a sliding layer, kept as transformers keeps it, beside a full one

@@ -14,6 +14,8 @@ from rcattr.kvcache import (
 from rcattr.runtime.capture import LogitCapture, LogitStore
 from tests.helpers import kv_model, prompt
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_a_cache_used_by_another_model_is_refused() -> None:
     model, other = kv_model("llama"), kv_model("llama")

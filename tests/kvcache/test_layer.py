@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache, RCLayer, TokenBudget
 from tests.helpers import kv_model, prompt
+
+pytestmark = pytest.mark.transformers_line
 
 
 def test_each_evicting_layer_owns_its_state_and_the_cache_only_reads_it() -> None:

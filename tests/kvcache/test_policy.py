@@ -20,6 +20,8 @@ from tests.reference.kv import (
     assert_equals_masking_the_evicted_positions,
 )
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_protected_keys_are_kept_and_count_in_the_budget() -> None:
     scores = torch.tensor([[[0.0, 1.0, 2.0, 5.0, 4.0, 3.0]]])

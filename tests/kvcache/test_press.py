@@ -12,6 +12,8 @@ from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, WindowScorer
 from tests.helpers import char_tokenizer, tiny_model
 
+pytestmark = pytest.mark.transformers_line
+
 WINDOW = 6
 
 

@@ -22,6 +22,8 @@ from tests.helpers import kv_model, prompt
 from tests.helpers.blocks import random_window
 from tests.reference.kv import brute_scores
 
+pytestmark = pytest.mark.transformers_line
+
 
 @settings(max_examples=40, deadline=None)
 @given(

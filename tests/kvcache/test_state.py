@@ -7,6 +7,8 @@ import torch
 
 from rcattr.kvcache import Eviction, LayerState
 
+pytestmark = pytest.mark.transformers_line
+
 
 def _eviction(kept: list[list[list[bool]]], present: list[list[bool]], start: int = 0) -> Eviction:
     kept_tensor = torch.tensor(kept)

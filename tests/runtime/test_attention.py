@@ -15,6 +15,8 @@ from rcattr.runtime.compat import registered_attention
 from tests.helpers import tiny_model
 from tests.reference import next_logits
 
+pytestmark = pytest.mark.transformers_line
+
 KERNELS = ("sdpa", "eager", "flex_attention")
 
 

@@ -11,6 +11,8 @@ from rcattr.runtime.compat import registered_attention
 from tests.helpers import tiny_configs, tiny_model
 from tests.reference import float64_logits, record_eager_qk
 
+pytestmark = pytest.mark.transformers_line
+
 SEQ = 12
 ROWS = slice(4, None)
 

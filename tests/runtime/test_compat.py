@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from rcattr.kvcache import (
@@ -9,6 +10,8 @@ from rcattr.kvcache import (
     cache_argument,
 )
 from tests.helpers import char_tokenizer, tiny_model
+
+pytestmark = pytest.mark.transformers_line
 
 
 def test_cache_argument_names_the_cache_as_the_installed_transformers_wants() -> None:

@@ -13,6 +13,8 @@ from rcattr.runtime.generation import DEFAULT_GEN_ARGS, generation_options, gree
 from rcattr.text.prompting import ContextInput
 from tests.helpers import char_tokenizer
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_the_window_is_the_models_max_positions(llama) -> None:
     assert model_window(llama) == llama.config.max_position_embeddings == 256

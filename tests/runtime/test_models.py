@@ -8,6 +8,8 @@ import pytest
 
 from rcattr.runtime import models
 
+pytestmark = pytest.mark.transformers_line
+
 
 @pytest.fixture
 def fake_model(tmp_path, monkeypatch):

@@ -14,6 +14,8 @@ from rcattr.heads.selectors import TopHeads
 from tests.helpers.blocks import answer_block, random_layer
 from tests.reference.spans import brute_mass
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_per_unit_head_scores_match_brute_force() -> None:
     cross, cross_visible, own, own_visible = random_layer()

@@ -11,6 +11,8 @@ from rcattr.heads.selectors import TopHeads
 from tests.helpers import char_tokenizer
 from tests.helpers.attribution import ANSWER, INPUT
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_span_scores_of_heads_that_were_not_scored_are_refused(llama) -> None:
     tokenizer = char_tokenizer()

@@ -28,6 +28,8 @@ from tests.helpers import (
     wide_llama,
 )
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_the_default_variant_is_rckvcaches_defaults() -> None:
     default = RCKVCache(tiny_model("llama"))

@@ -12,6 +12,8 @@ from rcattr.eval.kv.metrics import LastLayerHeadOutputs
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
 from tests.helpers import KV_CONTEXT, KV_QUESTION, char_tokenizer, tiny_model
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_split_prompt_cuts_the_chat_template_between_context_and_question() -> None:
     tokenizer = char_tokenizer()

@@ -15,6 +15,8 @@ from rcattr.eval.kv_long.runner import decode
 from rcattr.kvcache import RCKVCache
 from tests.helpers import wide_llama
 
+pytestmark = pytest.mark.transformers_line
+
 
 def test_question_window_without_decode_time_eviction_is_refused() -> None:
     with pytest.raises(ValueError, match="question_window=True needs decode_time=True"):
