@@ -24,10 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from rcattr.attribution.attributor import RCAttributor
-from rcattr.eval.common.auroc import table_lines
+from rcattr.eval.common.auroc import auroc, table_lines
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.groundedness.pairs import Answering
@@ -106,8 +105,8 @@ def auroc_table(
     def aurocs(signal: str) -> tuple[float, np.ndarray]:
         good = np.array([pair[positive][signal] for pair in complete])
         bad = np.array([pair[negative][signal] for pair in complete])
-        resampled = [roc_auc_score(labels, np.concatenate([good[d], bad[d]])) for d in draws]
-        return float(roc_auc_score(labels, np.concatenate([good, bad]))), np.array(resampled)
+        resampled = [auroc(labels, np.concatenate([good[d], bad[d]])) for d in draws]
+        return float(auroc(labels, np.concatenate([good, bad]))), np.array(resampled)
 
     base, base_draws = aurocs(reference)
     table: dict[str, dict[str, float]] = {}

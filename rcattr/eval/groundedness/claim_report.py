@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from rcattr.eval.common.auroc import auroc_table, paired_table
+from rcattr.eval.common.auroc import auroc, auroc_table, paired_table
 from rcattr.eval.groundedness.claim_levers import (
     LEVERS,
     REFERENCE,
@@ -164,7 +163,7 @@ def per_source(
             continue
         out[source] = {
             "claims": len(index),
-            **{name: float(roc_auc_score(y, [signals[i][name] for i in index])) for name in signals[0]},
+            **{name: float(auroc(y, [signals[i][name] for i in index])) for name in signals[0]},
         }
     return out
 

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import context_input
+from rcattr.eval.common.auroc import auroc
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.answer_edits import EDIT_KINDS, EditedAnswer
 from rcattr.eval.groundedness.context_signals import token_signals
@@ -116,16 +116,16 @@ def token_auroc_table(
 
     def aurocs(signal: str) -> tuple[float, np.ndarray, dict[str, float]]:
         scores, labels = pooled(signal, range(len(rows)))
-        value = float(roc_auc_score(labels != "", scores))
+        value = float(auroc(labels != "", scores))
         by_kind = {}
         for kind in EDIT_KINDS:
             keep = (labels == kind) | (labels == "")
             if (labels == kind).any():
-                by_kind[kind] = float(roc_auc_score(labels[keep] == kind, scores[keep]))
+                by_kind[kind] = float(auroc(labels[keep] == kind, scores[keep]))
         resampled = []
         for draw in draws:
             scores, labels = pooled(signal, draw)
-            resampled.append(roc_auc_score(labels != "", scores))
+            resampled.append(auroc(labels != "", scores))
         return value, np.array(resampled), by_kind
 
     base, base_draws, _ = aurocs(reference)

@@ -8,8 +8,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from rcattr.eval.common.auroc import auroc_table, paired_table
+from rcattr.eval.common.auroc import auroc, auroc_table, paired_table
 from rcattr.eval.groundedness.claim_report import macro_f1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.25, 0.5, 1.0]) | st.floats(-1e6, 1e6), st.booleans()), max_size=60
+    )
+)
+def test_auroc_equals_sklearn_ties_included(items) -> None:
+    labels, values = [label for _, label in items], [x for x, _ in items]
+    if len(set(labels)) < 2:
+        assert np.isnan(auroc(labels, values))
+        return
+    assert auroc(labels, values) == pytest.approx(roc_auc_score(labels, values), rel=0, abs=1e-15)
+    assert auroc(np.array(labels), np.array(values)) == auroc(labels, values)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_auroc_refuses_what_sklearn_refuses(bad: float) -> None:
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        auroc([0, 1, 1], [0.1, bad, 0.3])
+    with pytest.raises(ValueError, match="one length"):
+        auroc([0, 1, 1], [0.1, 0.3])
 
 
 @settings(max_examples=30, deadline=None)
