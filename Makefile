@@ -43,7 +43,7 @@ tutorials: setup
 # mypy over the rcattr package (with rcattr.baselines and rcattr.eval), then the whole suite: what CI runs
 test: setup
 	$(PY) -m mypy -p rcattr
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # the unit tests alone (tiny random models; no real-model, kvpress or slow end-to-end tests), for everyday work
 test-fast: setup

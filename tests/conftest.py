@@ -21,12 +21,21 @@ def _seed() -> None:
     torch.manual_seed(1234)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smollm2():
-    """The offline default model and its tokenizer, loaded afresh for each test module."""
+    """The offline default model and its tokenizer, loaded once for the session (a test that changes the model
+    changes a deep copy)."""
     from rcattr.runtime.models import load_model
 
     return load_model()
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    """The offline Gemma-3-270m and its tokenizer (the gemma extra), loaded once for the session."""
+    from rcattr.runtime.models import load_model
+
+    return load_model("gemma-3-270m")
 
 
 @pytest.fixture(params=ARCHITECTURES)

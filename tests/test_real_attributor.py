@@ -9,7 +9,6 @@ from captum.attr import TextTokenInput
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.demo import ANSWER, example_input
 from rcattr.heads.selectors import TopHeads
-from rcattr.runtime.models import load_model
 from rcattr.text.prompting import ContextInput
 from tests.default_methods import SPAN_SCORERS
 
@@ -34,6 +33,7 @@ def test_a_verbatim_copy_ranks_its_chunk_first(smollm2, scorer: str, copied: int
     assert int(result.seq_attr.argmax()) == copied
 
 
+@pytest.mark.transformers_line  # the 5.2 leg's smoke test of attribution
 def test_each_answer_sentence_goes_to_its_document(smollm2) -> None:
     result = RCAttributor(*smollm2).attribute(
         example_input(), ANSWER, granularity="chunk", output_granularity="sentence"
@@ -73,8 +73,8 @@ def test_a_hallucinated_sentence_is_less_grounded(smollm2) -> None:
     assert float(quoted.mean()) > float(invented.mean()) + 0.1
 
 
-def test_gemma_copy_and_head_selection_across_layers() -> None:
-    model, tokenizer = load_model("gemma-3-270m")
+def test_gemma_copy_and_head_selection_across_layers(gemma3) -> None:
+    model, tokenizer = gemma3
     inp = ContextInput(FACTS, "Tell me one fact.")
     result = RCAttributor(model, tokenizer).attribute(inp, FACTS[3], granularity="chunk")
     assert int(result.seq_attr.argmax()) == 3
@@ -105,11 +105,13 @@ COPIED = [  # (documents, question, answer, the copied numbers and names in it)
 ]
 
 
-@pytest.mark.parametrize("model_name", [None, "gemma-3-270m"])
-def test_numbers_and_names_copied_from_the_context_are_not_flagged_and_invented_ones_are(model_name) -> None:
+@pytest.mark.parametrize("model_name", ["smollm2", "gemma3"])
+def test_numbers_and_names_copied_from_the_context_are_not_flagged_and_invented_ones_are(
+    model_name, request
+) -> None:
     """The README's and tutorial 1's examples: no token of a number or name the context holds is flagged; a
     year and a name the context lacks are."""
-    attributor = RCAttributor(*load_model(model_name))
+    attributor = RCAttributor(*request.getfixturevalue(model_name))
     default = example_input()
     for documents, question, answer, copied in COPIED:
         inp = ContextInput(documents or default.chunks, question or default.question)

@@ -8,17 +8,12 @@ import pytest
 import torch
 
 from rcattr.runtime.capture import LogitCapture, LogitStore
-from rcattr.runtime.models import DEFAULT_MODEL, load_model
+from rcattr.runtime.models import DEFAULT_MODEL
 from tests.reference import float64_logits, record_eager_qk
 
 pytestmark = pytest.mark.real_model
 
 ANSWER_TOKENS = 24
-
-
-@pytest.fixture(scope="module")
-def gemma3():
-    return load_model("gemma-3-270m")
 
 
 def test_default_model_is_smollm2(smollm2):

@@ -78,6 +78,7 @@ def test_02_benchmark_attribution(tmp_path: Path) -> None:
 
 
 @pytest.mark.real_model
+@pytest.mark.transformers_line  # the 5.2 leg's tutorial: RCKVCache in generate() and RCPress beside kvpress's presses
 def test_03_kv_cache_in_generate(tmp_path: Path) -> None:
     out, printed = run_tutorial("03_kv_cache_in_generate", tmp_path)
     for plot in ("compression_per_head.png", "choosing_c.png"):

@@ -7,7 +7,6 @@ import torch
 
 from rcattr.eval.kv.data import load_squad
 from rcattr.kvcache import RCKVCache
-from rcattr.runtime.models import load_model
 from tests.reference import evicted_reference_logits, next_logits
 
 pytestmark = pytest.mark.real_model
@@ -40,6 +39,7 @@ def test_c_zero_generates_like_the_default_cache(smollm2, squad_prompt) -> None:
     assert torch.equal(default, kept_all)
 
 
+@pytest.mark.transformers_line  # the 5.2 leg's smoke test of the cache in generate()
 def test_c_one_evicts_most_of_the_context_and_still_answers(smollm2, squad_prompt) -> None:
     model, tokenizer = smollm2
     inputs, gold = squad_prompt
@@ -63,9 +63,9 @@ def test_logits_after_eviction_equal_the_masked_reference(smollm2, squad_prompt)
         torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
 
 
-def test_gemma3_global_layers_are_compressed_exactly() -> None:
+def test_gemma3_global_layers_are_compressed_exactly(gemma3) -> None:
     """Gemma-3-270m: sliding layers keep their window cache, the global ones evict; q/k norms, one key head."""
-    model, tokenizer = load_model("gemma-3-270m")
+    model, tokenizer = gemma3
     record = next(r for r in load_squad() if r.context.startswith("Computational complexity theory"))
     inputs = tokenizer(record.context + "\nQuestion: " + record.question, return_tensors="pt")
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
