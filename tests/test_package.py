@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import rcattr
 from rcattr import RCAttributor
 from rcattr.kvcache import RCKVCache
+from tests.helpers.layout import PACKAGE, TESTS, mirrored_test
 
-PACKAGE = Path(rcattr.__file__).parent
 MAX_LINES = 400
 MAX_FOLDER_MODULES = 15  # a folder with more is a flat list of parts: group them by concept
 MAX_PARAMETERS = 6  # counting model and tokenizer
@@ -109,21 +108,12 @@ def test_public_constructor_is_thin(cls: type) -> None:
     assert len(parameters) <= MAX_PARAMETERS, f"{cls.__name__}({', '.join(parameters)})"
 
 
-TESTS = Path(__file__).parent
-
-
-def _mirrored_test(module: Path) -> Path:
-    """``rcattr/<dir>/<name>.py`` -> ``tests/<dir>/test_<name>.py`` (a private ``_name`` -> ``test_name``)."""
-    relative = module.relative_to(PACKAGE)
-    return TESTS / relative.parent / f"test_{relative.stem.lstrip('_')}.py"
-
-
 @pytest.mark.parametrize(
     "module",
     [name for name, path in MODULES.items() if path.name not in ("__init__.py", "__main__.py")],
 )
 def test_every_module_has_its_mirrored_test_file(module: str) -> None:
-    expected = _mirrored_test(MODULES[module])
+    expected = mirrored_test(MODULES[module])
     assert expected.is_file(), f"{module} has no {expected.relative_to(TESTS.parent)}"
     package = expected.parent
     while package != TESTS.parent:  # the suite imports its tests as packages

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import rcattr
+from tests.helpers.layout import PACKAGE, TESTS, mirrored_test
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = Path(rcattr.__file__).parent
-TESTS = ROOT / "tests"
+ROOT = TESTS.parent
 # all of runtime/ (the attention layer, capture, generation, model loading) and kvcache/ (a transformers Cache)
 VERSIONED_FOLDERS = ("runtime", "kvcache")
 
@@ -56,19 +54,13 @@ def _versioned_modules() -> list[Path]:
     ]
 
 
-def _mirrored_test(module: Path) -> str:
-    relative = module.relative_to(PACKAGE)
-    return (Path("tests") / relative.parent / f"test_{relative.stem.lstrip('_')}.py").as_posix()
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every test of the suite: whether the 5.2 leg's expression selects it, and its markers."""
     out = tmp_path_factory.mktemp("selection") / "selection.json"
     environment = {**os.environ, "RCATTR_SELECTION_OUT": str(out)}
-    environment.pop(
-        "RCATTR_REQUIRE_KVPRESS", None
-    )  # kvpress tests are collected (skipped) where it is missing
+    # kvpress's tests are collected (and skipped) where it is missing
+    environment.pop("RCATTR_REQUIRE_KVPRESS", None)
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
     command += ["-p", "tests.helpers.selection", "-m", _expression(), "tests"]
     finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
@@ -94,7 +86,7 @@ def test_the_versioned_modules_are_found() -> None:
 def test_every_module_that_knows_transformers_versions_has_its_tests_in_the_5_2_leg(
     module: Path, collected: dict[str, dict]
 ) -> None:
-    mirrored = _mirrored_test(module)
+    mirrored = mirrored_test(module).relative_to(ROOT).as_posix()
     selected = _selected(collected, mirrored + "::")
     assert selected, f"{mirrored} has no tests"
     assert all(selected), (
@@ -117,9 +109,8 @@ def test_the_5_2_leg_runs_a_real_model_smoke_test(collected: dict[str, dict]) ->
 
     assert real_and_selected("tests/test_real_attributor.py::"), "no attribution on the default model"
     assert real_and_selected("tests/kvcache/test_real_cache.py::"), "no generation with RCKVCache on it"
-    assert collected["tests/test_tutorials.py::test_03_kv_cache_in_generate"][
-        "selected"
-    ]  # RCPress and kvpress
+    tutorial = collected["tests/test_tutorials.py::test_03_kv_cache_in_generate"]  # RCPress beside kvpress
+    assert tutorial["selected"], "not tutorial 3"
 
 
 def test_the_5_2_leg_is_a_selection_not_the_suite_again(collected: dict[str, dict]) -> None:

@@ -2,8 +2,9 @@
 (:mod:`.models`) and the benchmarks' tiny data (:mod:`.data`), re-exported here; in their own modules, the
 attribution tests' example (:mod:`.attribution`), synthetic logits blocks (:mod:`.blocks`), hypothesis strategies
 (:mod:`.samples`), hand-made results (:mod:`.results`, with documents
-:mod:`.cited`), citation row lines (:mod:`.citation_lines`), command lines run in a fresh interpreter (:mod:`.commands`) and the leak
-tests' entry points (:mod:`.entry_points`). Brute-force references are in :mod:`tests.reference`."""
+:mod:`.cited`), citation row lines (:mod:`.citation_lines`), command lines run in a fresh interpreter (:mod:`.commands`), the leak
+tests' entry points (:mod:`.entry_points`), the package's and tests' layout and the mirror rule (:mod:`.layout`) and a
+pytest plugin that reports what a marker expression selects (:mod:`.selection`). Brute-force references are in :mod:`tests.reference`."""
 
 from tests.helpers.data import (
     KV_CONTEXT,
