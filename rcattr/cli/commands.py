@@ -133,19 +133,14 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
-    from rcattr.kvcache import DecodeEviction, EvictionPolicy, Ratio, RCKVCache
+    from rcattr.kvcache import RCKVCache
     from rcattr.kvcache.compare import compare_generations
     from rcattr.runtime.models import load_model
     from rcattr.viz import save_head_heatmap
 
     model, tokenizer = load_model(args.model, verbose=args.verbose)
-    if args.ratio is None:  # --c, --ratio and --budget exclude each other
-        options = {"c": args.c, "budget": args.budget, "decode_every": args.decode_every}
-        cache = RCKVCache(model, window=args.window, **options)
-    else:
-        decode = None if args.decode_every is None else DecodeEviction(args.decode_every)
-        policy = EvictionPolicy(Ratio(args.ratio), decode=decode)
-        cache = RCKVCache(model, window=args.window, policy=policy)
+    options = {"c": args.c, "ratio": args.ratio, "budget": args.budget, "decode_every": args.decode_every}
+    cache = RCKVCache(model, window=args.window, **options)  # --c, --ratio and --budget exclude each other
     compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens)
     full, compressed = (
         str(tokenizer.decode(ids, skip_special_tokens=True)).strip()

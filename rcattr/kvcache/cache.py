@@ -14,7 +14,7 @@ from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import RCLayer
-from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Rule, Threshold, TokenBudget
+from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
 from rcattr.kvcache.scoring import WindowScorer
 from rcattr.kvcache.state import Eviction, LayerState
 from rcattr.runtime.attention import (
@@ -49,9 +49,14 @@ class RCKVCache(Cache):
         (:mod:`rcattr.runtime.attention`), which is transparent for other caches, until the cache is closed.
     c : float, optional
         Threshold multiplier, >= 0 (default 1.0): a token is evicted when ``score < c · mean score``.
-        ``c = 0`` keeps everything; larger ``c`` evicts more. Not with ``budget``.
+        ``c = 0`` keeps everything; larger ``c`` evicts more. Not with ``ratio`` or ``budget``.
     window : int, default 16
         The last prompt tokens that stand in for the generation (the paper uses 8 or 16).
+    ratio : float, optional
+        A fixed share of the prompt's entries to evict instead of the threshold, in [0, 1): the lowest scores
+        over every key head of every full-attention layer go first (``Ratio(ratio)``), window and sinks kept.
+        With ``decode_every``, each decode-time eviction evicts that share of the tokens generated since the
+        last.
     budget : int, optional
         A fixed token budget instead of the threshold: ``budget`` entries per key head on average, window
         and sinks included, shared by score by every key head of every full-attention layer. With
@@ -64,7 +69,7 @@ class RCKVCache(Cache):
         generated since the last eviction are judged against ``c`` times their mean score over the layer's
         key heads. Default: generated tokens are all kept.
     policy : EvictionPolicy, optional
-        The composable form, instead of ``c``, ``budget`` and ``decode_every``.
+        The composable form, instead of ``c``, ``ratio``, ``budget`` and ``decode_every``.
 
     Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
     cache, already bounded by their window; the compression figures count the full-attention layers.
@@ -74,6 +79,7 @@ class RCKVCache(Cache):
     >>> cache = RCKVCache(model, c=1.0, window=16)
     >>> out = model.generate(**inputs, **cache_argument(model, cache), max_new_tokens=32)
     >>> cache.compression_ratio, cache.nbytes(), cache.full_nbytes()
+    >>> RCKVCache(model, ratio=0.5)
     >>> RCKVCache(model, budget=256, decode_every=32)
     >>> RCKVCache(model, policy=EvictionPolicy(Ratio(0.6, scope="head"), decode=DecodeEviction(every=32)))
     """
@@ -84,13 +90,14 @@ class RCKVCache(Cache):
         c: float | None = None,
         window: int = 16,
         *,
+        ratio: float | None = None,
         budget: int | None = None,
         decode_every: int | None = None,
         policy: EvictionPolicy | None = None,
     ) -> None:
         if isinstance(window, bool) or not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window must be an int >= 1, got {window!r}")
-        policy = _policy(c, budget, decode_every, policy)
+        policy = _policy(c, ratio, budget, decode_every, policy)
         windows = 1 if policy.decode is None else policy.decode.windows
         for rule in (policy.rule, policy.decode_rule):
             room = window * windows + policy.scorer.sinks
@@ -279,25 +286,39 @@ class RCKVCache(Cache):
 
 
 def _policy(
-    c: float | None, budget: int | None, decode_every: int | None, policy: EvictionPolicy | None
+    c: float | None,
+    ratio: float | None,
+    budget: int | None,
+    decode_every: int | None,
+    policy: EvictionPolicy | None,
 ) -> EvictionPolicy:
-    """The policy of ``RCKVCache(model, c, budget=..., decode_every=..., policy=...)``, or a ValueError naming
-    the arguments that do not go together."""
+    """The policy of ``RCKVCache(model, c, ratio=..., budget=..., decode_every=..., policy=...)``, or a
+    ValueError naming the arguments that do not go together."""
+    given = {"c": c, "ratio": ratio, "budget": budget}
     if policy is not None:
-        given = {"c": c, "budget": budget, "decode_every": decode_every}
-        clashing = ", ".join(f"{name}={value!r}" for name, value in given.items() if value is not None)
+        clashing = ", ".join(
+            f"{name}={value!r}" for name, value in {**given, "decode_every": decode_every}.items() if value is not None
+        )
         if clashing:
             raise ValueError(
-                f"give policy alone or c, budget and decode_every without it, not both: {clashing}"
+                f"give policy alone or c, ratio, budget and decode_every without it, not both: {clashing}"
             )
         if not isinstance(policy, EvictionPolicy):
             raise ValueError(f"policy must be an EvictionPolicy, got {policy!r}")
         return policy
-    if c is not None and budget is not None:
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if len(chosen) > 1:
         raise ValueError(
-            f"give one of c (an adaptive threshold) and budget (entries to keep): c={c!r}, budget={budget!r}"
+            "give one of c (an adaptive threshold), ratio (a share to evict) and budget (entries to keep): "
+            + ", ".join(f"{name}={value!r}" for name, value in chosen.items())
         )
-    rule: Rule = TokenBudget(budget) if budget is not None else Threshold(1.0 if c is None else c)
+    rule: Rule
+    if budget is not None:
+        rule = TokenBudget(budget)
+    elif ratio is not None:
+        rule = Ratio(ratio)
+    else:
+        rule = Threshold(1.0 if c is None else c)
     # without a budget, decode-time eviction judges the new tokens against a threshold per layer
     decode_rule = Threshold(rule.c, scope="layer") if isinstance(rule, Threshold) else None
     decode = None if decode_every is None else DecodeEviction(decode_every, decode_rule)

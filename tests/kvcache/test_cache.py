@@ -15,6 +15,7 @@ from transformers import (
 )
 
 from rcattr.kvcache import (
+    DecodeEviction,
     EvictionPolicy,
     Ratio,
     RCKVCache,
@@ -125,6 +126,12 @@ def test_beam_search_through_c_zero_equals_the_default_caches_beams(arch) -> Non
         ({"window": 0}, "window must be"),
         ({"budget": 0}, "budget must be"),
         ({"c": 1.0, "budget": 100}, "give one of c"),
+        ({"c": 1.0, "ratio": 0.5}, r"give one of c .*: c=1.0, ratio=0.5"),
+        ({"ratio": 0.5, "budget": 100}, r"give one of c .*: ratio=0.5, budget=100"),
+        ({"ratio": 1.0}, r"ratio must be in \[0, 1\)"),
+        ({"ratio": -0.1}, r"ratio must be in \[0, 1\)"),
+        ({"ratio": True}, r"ratio must be in \[0, 1\)"),
+        ({"ratio": 0.5, "policy": EvictionPolicy()}, r"give policy alone .*: ratio=0.5"),
         ({"c": 1.0, "policy": EvictionPolicy()}, r"give policy alone .*: c=1.0"),
         ({"decode_every": 4, "policy": EvictionPolicy()}, r"give policy alone .*: decode_every=4"),
         ({"policy": Threshold(1.0)}, "policy must be an EvictionPolicy"),
@@ -133,6 +140,22 @@ def test_beam_search_through_c_zero_equals_the_default_caches_beams(arch) -> Non
 def test_bad_settings_are_refused(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         RCKVCache(kv_model("llama"), **kwargs)
+
+
+@pytest.mark.parametrize("decode_every", [None, 3])
+def test_ratio_is_the_ratio_rule_over_the_model(decode_every) -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2, pad=3)
+    by_word = RCKVCache(model, ratio=0.5, window=4, decode_every=decode_every)
+    decode = None if decode_every is None else DecodeEviction(decode_every)
+    composed = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.5), decode=decode))
+    assert by_word.policy == composed.policy
+    for cache in (by_word, composed):
+        model.generate(ids, attention_mask=mask, max_new_tokens=7, do_sample=False, past_key_values=cache)
+    for index in by_word.rc_layers:
+        for mine, theirs in zip(by_word.kept_indices[index], composed.kept_indices[index], strict=True):
+            assert torch.equal(mine, theirs)
+    assert by_word.compression_ratio == composed.compression_ratio > 0
 
 
 def test_right_padding_is_refused() -> None:
