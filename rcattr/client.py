@@ -148,9 +148,16 @@ def _document_json(item: Any, index: int) -> str | dict[str, Any]:
 
 
 def citation_of(data: Mapping[str, Any]) -> Citation:
-    """The :class:`~rcattr.Citation` of a response's citation (its JSON)."""
+    """The :class:`~rcattr.Citation` of a response's citation (its JSON; its sources' ``document`` counts from 1,
+    the library's from 0)."""
     sources = [
-        CitedSource(**{**source, "spans": [CitedSpan(**span) for span in source["spans"]]})
+        CitedSource(
+            **{
+                **source,
+                "document": source["document"] - 1,
+                "spans": [CitedSpan(**span) for span in source["spans"]],
+            }
+        )
         for source in data["sources"]
     ]
     return Citation(**{**data, "sources": sources, "claims": [Claim(**claim) for claim in data["claims"]]})

@@ -13,6 +13,7 @@ import pytest
 from rcattr import Citation
 from rcattr.client import CitationClient, ServiceError, citation_of
 from rcattr.serve.app import create_app
+from rcattr.serve.citing import citation_json
 from rcattr.serve.config import ServeConfig
 from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.serving import (
@@ -63,7 +64,15 @@ def test_cite_returns_the_library_s_citations(gated: GatedAttributor) -> None:
         },
     )
     assert all(isinstance(citation, Citation) for citation in cited.citations)
-    assert_close([dataclasses.asdict(citation) for citation in cited.citations], expected["citations"])
+    library = [  # the library counts documents from 0, the service (as its documents list) from 1
+        {
+            **served,
+            "sources": [{**source, "document": source["document"] - 1} for source in served["sources"]],
+        }
+        for served in expected["citations"]
+    ]
+    assert_close([dataclasses.asdict(citation) for citation in cited.citations], library)
+    assert cited.citations[0].sources[0].document == 0
     assert all(
         citation_of(item) == citation for item, citation in zip(_json(cited), cited.citations, strict=True)
     )
@@ -74,7 +83,7 @@ def test_cite_returns_the_library_s_citations(gated: GatedAttributor) -> None:
 
 def _json(cited: Any) -> list[dict[str, Any]]:
     """The citations as the service sent them (a round trip through JSON keeps every value)."""
-    return json.loads(json.dumps([dataclasses.asdict(citation) for citation in cited.citations]))
+    return json.loads(json.dumps([citation_json(citation) for citation in cited.citations]))
 
 
 def test_refusals_are_service_errors_with_the_reason(gated: GatedAttributor) -> None:

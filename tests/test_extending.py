@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from rcattr.kvcache import DecodeEviction, EvictionPolicy, Ratio, RCKVCache
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 from tests.reference.logits import float64_logits, record_eager_qk
 
@@ -33,7 +34,7 @@ def test_the_eviction_score_recipe_decides_what_the_cache_keeps() -> None:
     cache = RCKVCache(model, window=window, policy=EvictionPolicy(Ratio(0.5, scope="head"), scorer))
     with torch.no_grad(), record_eager_qk(model) as records:
         model(ids, attention_mask=mask)
-        model(ids, attention_mask=mask, past_key_values=cache)
+        model(ids, attention_mask=mask, **cache_argument(model, cache))
     for layer, eviction in enumerate(cache.evictions):
         query, key = records[layer][0]  # the plain forward's
         logits = float64_logits(query[:, :, -window:], key)[..., : n - window]  # [B, H, w, m]
@@ -50,7 +51,7 @@ def test_the_eviction_score_recipe_decides_what_the_cache_keeps() -> None:
                 )
     decoding = RCKVCache(model, window=window, policy=EvictionPolicy(Ratio(0.5), scorer, DecodeEviction(3)))
     out = model.generate(
-        ids, attention_mask=mask, past_key_values=decoding, max_new_tokens=7, do_sample=False
+        ids, attention_mask=mask, **cache_argument(model, decoding), max_new_tokens=7, do_sample=False
     )
     assert out.shape == (2, n + 7)
     assert all(len(state.decode_evictions) == 2 for state in decoding.states.values())

@@ -229,6 +229,13 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device", default="cpu", help="where the model runs: cpu (default), cuda, cuda:1, ..."
     )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="info (default): a start-up line and one line per request (status, time, documents, tokens, or "
+        "why it was refused); warning: failed requests only; debug: uvicorn's own lines too",
+    )
     limits = parser.add_argument_group("limits")
     for option, default, meaning in (
         ("--max-documents", 64, "documents a request may give (more: 413)"),

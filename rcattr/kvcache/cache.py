@@ -297,7 +297,9 @@ def _policy(
     given = {"c": c, "ratio": ratio, "budget": budget}
     if policy is not None:
         clashing = ", ".join(
-            f"{name}={value!r}" for name, value in {**given, "decode_every": decode_every}.items() if value is not None
+            f"{name}={value!r}"
+            for name, value in {**given, "decode_every": decode_every}.items()
+            if value is not None
         )
         if clashing:
             raise ValueError(

@@ -16,9 +16,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.types import Receive
 
 import rcattr
@@ -27,6 +29,7 @@ from rcattr.runtime.generation import model_window
 from rcattr.serve.citing import context_input
 from rcattr.serve.config import ServeConfig
 from rcattr.serve.limits import BodyLimit, one_line_reason
+from rcattr.serve.logs import AccessLog
 from rcattr.serve.schema import CiteRequest, CiteResponse, Health, ModelInfo
 from rcattr.serve.worker import CitationWorker, Job, Outcome
 
@@ -64,6 +67,20 @@ def create_app(
     )
     app.state.worker = worker
     app.add_middleware(BodyLimit, max_bytes=config.max_request_bytes)
+    app.add_middleware(AccessLog)  # the outermost: it sees every answer, BodyLimit's too
+
+    def described() -> ModelInfo:
+        return ModelInfo(
+            model=model_name or str(getattr(attributor.model.config, "name_or_path", "")),
+            device=str(attributor.model.device),
+            window=model_window(attributor.model),
+            version=rcattr.__version__,
+            torch_threads=worker.torch_threads,
+            max_batch_size=config.max_batch_size,
+            max_batch_tokens=config.max_batch_tokens,
+        )
+
+    app.state.model_info, app.state.config = described, config
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
@@ -72,6 +89,17 @@ def create_app(
             return JSONResponse({"detail": detail}, status_code=415)
         status, detail = one_line_reason(error.errors())
         return JSONResponse({"detail": detail}, status_code=status)
+
+    @app.exception_handler(HTTPException)
+    async def unparsed(request: Request, error: HTTPException) -> Response:
+        reason = error.__cause__
+        if isinstance(reason, UnicodeDecodeError):  # FastAPI says only "There was an error parsing the body"
+            detail = (
+                f"the body is not UTF-8 text (byte {reason.object[reason.start]:#04x} at {reason.start} is "
+                f"{reason.reason}); send JSON encoded as UTF-8"
+            )
+            return JSONResponse({"detail": detail}, status_code=400)
+        return await http_exception_handler(request, error)
 
     @app.exception_handler(Refused)
     async def refused(request: Request, error: Refused) -> JSONResponse:
@@ -88,15 +116,7 @@ def create_app(
 
     @app.get("/v1/model", response_model=ModelInfo)
     async def model_info() -> ModelInfo:
-        return ModelInfo(
-            model=model_name or str(getattr(attributor.model.config, "name_or_path", "")),
-            device=str(attributor.model.device),
-            window=model_window(attributor.model),
-            version=rcattr.__version__,
-            torch_threads=worker.torch_threads,
-            max_batch_size=config.max_batch_size,
-            max_batch_tokens=config.max_batch_tokens,
-        )
+        return described()
 
     @app.post(
         "/v1/cite",
@@ -108,12 +128,14 @@ def create_app(
         },
     )
     async def cite(body: CiteRequest, request: Request) -> Any:
+        request.state.documents = len(body.documents)
         if len(body.documents) > config.max_documents:
             raise Refused(
                 413,
                 f"documents: {len(body.documents)} given, this service takes at most {config.max_documents}",
             )
         tokens = await run_in_threadpool(check, checker, body)
+        request.state.tokens = tokens
         outcome = await answered(worker, body, tokens, request)
         if outcome is None:  # the client went away: nobody reads this
             return Response(status_code=499)

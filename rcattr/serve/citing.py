@@ -8,11 +8,12 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.attribution.many import SkippedInputWarning
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.grounding.citations import Citation
 from rcattr.serve.schema import CiteRequest, CiteResponse
 from rcattr.text.documents import documents_json
 from rcattr.text.prompting import ContextInput
@@ -95,6 +96,15 @@ def cite_many(
     return outcomes
 
 
+def citation_json(citation: Citation) -> dict[str, Any]:
+    """``citation`` as the response gives it: its sources' ``document`` counted from 1, as the response's
+    ``documents`` and ``to_dict()`` count them (the library's :class:`~rcattr.CitedSource` counts from 0)."""
+    data = dataclasses.asdict(citation)
+    for source in data["sources"]:
+        source["document"] += 1
+    return data
+
+
 def response(
     request: CiteRequest, result: RCAttributionResult, batch_warnings: Sequence[str]
 ) -> CiteResponse:
@@ -110,7 +120,7 @@ def response(
         {
             "answer": result.answer,
             "generated": request.answer is None,
-            "citations": [dataclasses.asdict(citation) for citation in citations],
+            "citations": [citation_json(citation) for citation in citations],
             "cited_answer": cited,
             "documents": documents_json(result.documents),
             "context_reliance": result.context_reliance,

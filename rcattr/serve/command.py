@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import IO
 
 from rcattr.cli.inputs import CommandError
 
@@ -28,6 +29,7 @@ def serve(args: argparse.Namespace) -> int:
     from rcattr.cli.commands import attributor_of
     from rcattr.runtime.models import DEFAULT_MODEL
     from rcattr.serve.config import ServeConfig
+    from rcattr.serve.logs import AnnouncedServer, log_config, startup_line
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -41,7 +43,14 @@ def serve(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
     )
     app = create_app(attributor_of(args), config, model_name=args.model or DEFAULT_MODEL)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning")
+    settings = log_config(args.log_level)
+    uvicorn_level = settings["loggers"]["uvicorn"]["level"].lower()
+    options = {"log_config": settings, "log_level": uvicorn_level, "access_log": False}
+    server = AnnouncedServer(
+        uvicorn.Config(app, host=args.host, port=args.port, **options),
+        lambda url: startup_line(url, app.state.model_info(), config),
+    )
+    server.run()
     return 0
 
 
@@ -52,15 +61,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_service(*options: str, timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
+def start_service(
+    *options: str, timeout: float = 300.0, log: IO[str] | None = None
+) -> tuple[subprocess.Popen, str]:
     """``rcattr serve`` with ``options`` (``"--model", path``, ...) in a new process on a free 127.0.0.1 port,
     once ``GET /healthz`` answers: the process (stop it with ``send_signal(signal.SIGINT)``) and its url. Its output
-    goes to a temporary file, not a pipe nobody reads; RuntimeError with that output if it exits or does not
-    answer within ``timeout`` seconds."""
+    (its log) goes to ``log``, an open file, or else a temporary one, not a pipe nobody reads; RuntimeError with
+    that output if it exits or does not answer within ``timeout`` seconds."""
     import httpx
 
     port = free_port()
-    log = tempfile.TemporaryFile("w+")
+    log = tempfile.TemporaryFile("w+") if log is None else log
     command = [sys.executable, "-m", "rcattr", "serve", "--port", str(port), *options]
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout

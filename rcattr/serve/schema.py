@@ -11,12 +11,48 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rcattr.grounding.citations import MAX_SOURCES, MIN_RELIANCE, MIN_SHARE
 from rcattr.grounding.vouching import UNSUPPORTED_BELOW
+from rcattr.text.documents import TEXT_FIELDS
+from rcattr.text.prompting import check_text
+
+# Fields that LangChain's Document.model_dump(), LlamaIndex's TextNode.model_dump() / to_dict() and Haystack's
+# Document.to_dict(flatten=False) write besides the text, metadata and id: accepted, and not read.
+FRAMEWORK_FIELDS = frozenset(
+    {
+        "type",  # LangChain
+        "class_name",  # LlamaIndex
+        "embedding",
+        "extra_info",
+        "excluded_embed_metadata_keys",
+        "excluded_llm_metadata_keys",
+        "relationships",
+        "metadata_template",
+        "metadata_separator",
+        "metadata_seperator",
+        "text_template",
+        "text_resource",
+        "image_resource",
+        "audio_resource",
+        "video_resource",
+        "start_char_idx",
+        "end_char_idx",
+        "mimetype",
+        "hash",
+        "blob",  # Haystack
+        "score",
+        "sparse_embedding",
+        "content_type",
+        "id_hash_keys",
+        "dataframe",
+    }
+)
 
 
 class DocumentIn(BaseModel):
     """A document as RAG frameworks serialise one: its text in ``page_content`` (LangChain), ``text``
-    (LlamaIndex) or ``content`` (Haystack), with optional ``metadata`` (or ``meta``) and id; other fields are
-    ignored. The library reads it (:func:`rcattr.text.documents.as_document`) and refuses one without text."""
+    (LlamaIndex) or ``content`` (Haystack), with optional ``metadata`` (or ``meta``) and id. The other fields
+    those frameworks write are accepted and not read (:data:`FRAMEWORK_FIELDS`); any other field is refused, so
+    that a misspelt one is not lost. The library reads it (:func:`rcattr.text.documents.as_document`) and
+    refuses one without text."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -30,12 +66,15 @@ class DocumentIn(BaseModel):
     doc_id: str | int | None = None
 
 
+_DOCUMENT_FIELDS = FRAMEWORK_FIELDS | DocumentIn.model_fields.keys()
+
+
 class CiteRequest(BaseModel):
     """``POST /v1/cite``: the documents, the question and the answer to explain (None: the model answers),
     how the context is cut (``granularity``) and the answer explained (``output_granularity``; citations are per
     answer sentence either way), the citation rule and the cited answer's style."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     documents: list[str | DocumentIn] = Field(min_length=1, description="the retrieved documents, in order")
     question: str = ""
@@ -59,7 +98,7 @@ class CiteRequest(BaseModel):
     @classmethod
     def _documents_are_documents(cls, documents: Any) -> Any:
         """One line naming the document that is neither a string nor an object (pydantic's union error lists
-        every alternative)."""
+        every alternative), or the field of a document object that no framework writes."""
         if isinstance(documents, list):
             for index, document in enumerate(documents):
                 if not isinstance(document, (str, dict)):
@@ -67,7 +106,23 @@ class CiteRequest(BaseModel):
                         f"documents[{index}] is a {type(document).__name__}; give a string or an object with a "
                         "text, page_content or content string"
                     )
+                if isinstance(document, str) or not document.keys() & TEXT_FIELDS:
+                    continue  # the library names what a document without text lacks
+                unknown = sorted(document.keys() - _DOCUMENT_FIELDS)
+                if unknown:
+                    raise ValueError(
+                        f"documents[{index}] has an unknown field {unknown[0]!r}: a document object takes text "
+                        "(or page_content, content), metadata (or meta) and id (or id_, doc_id); put anything "
+                        "else in its metadata"
+                    )
         return documents
+
+    @field_validator("question")
+    @classmethod
+    def _question_is_text(cls, question: str) -> str:
+        """The library's refusal of a NUL or a lone surrogate, named after the question (not the documents)."""
+        check_text("question", question)
+        return question
 
     def library_documents(self) -> list[str | dict[str, Any]]:
         """The documents as :class:`~rcattr.ContextInput` reads them."""
@@ -97,7 +152,8 @@ class CitedSpanOut(BaseModel):
 
 
 class CitedSourceOut(BaseModel):
-    """:class:`~rcattr.CitedSource`: a cited document (``document`` 0-based, ``number`` its mark)."""
+    """:class:`~rcattr.CitedSource`: a cited document (``document`` 1-based, as in the response's ``documents``,
+    where the library's is 0-based; ``number`` its mark)."""
 
     document: int
     number: int

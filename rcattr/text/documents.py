@@ -21,7 +21,7 @@ from typing import Any
 
 from rcattr.text.segmentation import one_line
 
-_TEXT_FIELDS = ("page_content", "text", "content")
+TEXT_FIELDS = ("page_content", "text", "content")  # where a mapping or object holds its text, in order
 _METADATA_FIELDS = ("metadata", "meta")
 _ID_FIELDS = ("id", "id_", "doc_id")
 _LABEL_KEYS = ("title", "source", "file_name")
@@ -147,7 +147,7 @@ def as_document(item: Any, index: int) -> Document:
     if isinstance(item, str):
         return Document(item)
     read = item.get if isinstance(item, Mapping) else lambda name: getattr(item, name, None)
-    text = _first(read, _TEXT_FIELDS)
+    text = _first(read, TEXT_FIELDS)
     if not isinstance(text, str):
         found = "no page_content, text or content" if text is None else f"a {type(text).__name__} as its text"
         raise TypeError(

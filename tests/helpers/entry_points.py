@@ -14,6 +14,7 @@ from rcattr.baselines import BASELINES
 from rcattr.heads.selectors import TopHeads
 from rcattr.kvcache import RCKVCache
 from rcattr.runtime.capture import LogitCapture, LogitStore
+from rcattr.runtime.compat import cache_argument
 from rcattr.text.prompting import ContextInput
 from rcattr.viz import save_head_heatmap, save_html
 from tests.default_methods import baseline
@@ -27,12 +28,12 @@ EntryPoint = Callable[[torch.nn.Module, object, Path], object]
 def _generate_through_cache(model, tokenizer, tmp_path: Path) -> None:
     ids = torch.randint(3, 120, (1, 30))
     with RCKVCache(model, window=4) as cache:
-        model.generate(ids, past_key_values=cache, max_new_tokens=3, do_sample=False)
+        model.generate(ids, **cache_argument(model, cache), max_new_tokens=3, do_sample=False)
 
 
 def _drop_an_open_cache(model, tokenizer, tmp_path: Path) -> None:
     cache = RCKVCache(model, window=4)
-    model(torch.randint(3, 120, (1, 30)), past_key_values=cache)
+    model(torch.randint(3, 120, (1, 30)), **cache_argument(model, cache))
     del cache
     gc.collect()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,12 +26,16 @@ REQUESTS = [
 
 
 @contextmanager
-def served(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free 127.0.0.1 port; yields its base url, and stops it on exit."""
+def served(app: Any, announce: Callable[[str], str] | None = None) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free 127.0.0.1 port (logging ``announce(url)`` once it listens, as
+    ``rcattr serve`` does, when given); yields its base url, and stops it on exit."""
     import uvicorn
 
+    from rcattr.serve.logs import AnnouncedServer
+
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config) if announce is None else AnnouncedServer(config, announce)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

@@ -22,6 +22,7 @@ from rcattr.kvcache import (
     Threshold,
     WindowScorer,
 )
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import char_tokenizer, kv_model, prompt, tiny_configs, tiny_model
 
 pytestmark = pytest.mark.transformers_line
@@ -34,7 +35,7 @@ def test_c_zero_generates_exactly_like_the_default_cache(arch, attn) -> None:
     default = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False)
     cache = RCKVCache(model, c=0.0, window=4)
     kept_all = model.generate(
-        ids, attention_mask=mask, max_new_tokens=10, do_sample=False, past_key_values=cache
+        ids, attention_mask=mask, max_new_tokens=10, do_sample=False, **cache_argument(model, cache)
     )
     assert torch.equal(default, kept_all)
     assert cache.compression_ratio == 0.0
@@ -44,16 +45,20 @@ def test_eviction_leaves_other_caches_untouched() -> None:
     model = kv_model("llama")
     ids, _ = prompt()
     before = model(ids).logits
-    model.generate(ids, max_new_tokens=4, do_sample=False, past_key_values=RCKVCache(model, c=1.5, window=4))
+    model.generate(
+        ids, max_new_tokens=4, do_sample=False, **cache_argument(model, RCKVCache(model, c=1.5, window=4))
+    )
     torch.testing.assert_close(model(ids).logits, before, rtol=0, atol=0)
-    torch.testing.assert_close(model(ids, past_key_values=DynamicCache(config=model.config)).logits, before)
+    torch.testing.assert_close(
+        model(ids, **cache_argument(model, DynamicCache(config=model.config))).logits, before
+    )
 
 
 def test_window_is_kept_and_evictions_are_per_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=3)
     cache = RCKVCache(model, c=1.0, window=6)
-    model(ids, attention_mask=mask, past_key_values=cache)
+    model(ids, attention_mask=mask, **cache_argument(model, cache))
     for eviction in cache.evictions:
         assert eviction is not None
         assert eviction.kept[..., -6:].all()
@@ -86,7 +91,9 @@ def test_a_prompt_no_longer_than_the_window_is_kept_whole(window, policy, batch,
     model = kv_model("gemma3")
     ids, mask = prompt(batch=batch, length=5, pad=pad)
     cache = RCKVCache(model, window=window, policy=policy)
-    out = model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=cache)
+    out = model.generate(
+        ids, attention_mask=mask, max_new_tokens=3, do_sample=False, **cache_argument(model, cache)
+    )
     assert out.shape == (batch, 8) and cache.compression_ratio == 0.0
 
 
@@ -96,7 +103,7 @@ def test_compression_grows_with_c() -> None:
     ratios = []
     for c in [0.0, 0.5, 1.0, 1.5, 2.0, 4.0]:
         cache = RCKVCache(model, c=c, window=8)
-        model(ids, past_key_values=cache)
+        model(ids, **cache_argument(model, cache))
         ratios.append(cache.compression_ratio)
     assert ratios == sorted(ratios)
     assert ratios[0] == 0.0 and ratios[-1] > ratios[2] > 0.0
@@ -109,11 +116,13 @@ def test_beam_search_through_c_zero_equals_the_default_caches_beams(arch) -> Non
     options = {"max_new_tokens": 6, "num_beams": 3, "num_return_sequences": 3, "do_sample": False}
     options |= {"output_scores": True, "return_dict_in_generate": True}
     default = model.generate(ids, attention_mask=mask, **options)
-    kept_all = model.generate(ids, attention_mask=mask, past_key_values=RCKVCache(model, c=0.0), **options)
+    kept_all = model.generate(
+        ids, attention_mask=mask, **cache_argument(model, RCKVCache(model, c=0.0)), **options
+    )
     assert torch.equal(default.sequences, kept_all.sequences)
     torch.testing.assert_close(default.sequences_scores, kept_all.sequences_scores)
     compressed = model.generate(
-        ids, attention_mask=mask, past_key_values=RCKVCache(model, window=4), **options
+        ids, attention_mask=mask, **cache_argument(model, RCKVCache(model, window=4)), **options
     )
     assert compressed.sequences.shape == default.sequences.shape
 
@@ -151,7 +160,9 @@ def test_ratio_is_the_ratio_rule_over_the_model(decode_every) -> None:
     composed = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.5), decode=decode))
     assert by_word.policy == composed.policy
     for cache in (by_word, composed):
-        model.generate(ids, attention_mask=mask, max_new_tokens=7, do_sample=False, past_key_values=cache)
+        model.generate(
+            ids, attention_mask=mask, max_new_tokens=7, do_sample=False, **cache_argument(model, cache)
+        )
     for index in by_word.rc_layers:
         for mine, theirs in zip(by_word.kept_indices[index], composed.kept_indices[index], strict=True):
             assert torch.equal(mine, theirs)
@@ -163,7 +174,7 @@ def test_right_padding_is_refused() -> None:
     ids, mask = prompt(batch=2)
     mask[-1, -3:] = 0
     with pytest.raises(ValueError, match="left padding"):
-        model(ids, attention_mask=mask, past_key_values=RCKVCache(model))
+        model(ids, attention_mask=mask, **cache_argument(model, RCKVCache(model)))
 
 
 def test_unsupported_models_are_refused() -> None:
@@ -191,11 +202,17 @@ def test_bfloat16_models_are_compressed() -> None:
     ids, mask = prompt(batch=2, pad=4)
     default = model.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=False)
     kept_all = model.generate(
-        ids, attention_mask=mask, max_new_tokens=6, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+        ids,
+        attention_mask=mask,
+        max_new_tokens=6,
+        do_sample=False,
+        **cache_argument(model, RCKVCache(model, c=0.0)),
     )
     assert torch.equal(default, kept_all)
     cache = RCKVCache(model, c=1.0, window=4)
-    model.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=False, past_key_values=cache)
+    model.generate(
+        ids, attention_mask=mask, max_new_tokens=6, do_sample=False, **cache_argument(model, cache)
+    )
     assert cache.compression_ratio > 0.2
     assert cache.layers[0].keys.dtype == torch.bfloat16
 
@@ -204,7 +221,9 @@ def test_assisted_decoding_is_refused_before_any_work() -> None:
     model, assistant = kv_model("llama"), kv_model("llama")
     cache = RCKVCache(model)
     with pytest.raises(NotImplementedError, match="assisted or speculative decoding"):
-        model.generate(prompt()[0], assistant_model=assistant, past_key_values=cache, max_new_tokens=4)
+        model.generate(
+            prompt()[0], assistant_model=assistant, **cache_argument(model, cache), max_new_tokens=4
+        )
     if hasattr(DynamicCache, "activate_past_recording"):  # transformers asks for it first since 5.3
         assert cache.get_seq_length() == 0
 
@@ -223,13 +242,13 @@ def test_a_deep_copy_is_open_on_the_same_model_until_closed() -> None:
     ids, mask = prompt(batch=2, pad=5)
     chunk = torch.randint(3, 120, (2, 1))
     cache = RCKVCache(model, window=4)
-    model(ids, attention_mask=mask, past_key_values=cache)
+    model(ids, attention_mask=mask, **cache_argument(model, cache))
     twin = copy.deepcopy(cache)
     assert twin.compression_ratio == cache.compression_ratio > 0
     longer = torch.cat([mask, torch.ones_like(chunk)], -1)
-    original = model(chunk, attention_mask=longer, past_key_values=cache).logits
+    original = model(chunk, attention_mask=longer, **cache_argument(model, cache)).logits
     cache.close()
-    copied = model(chunk, attention_mask=longer, past_key_values=twin).logits  # still open
+    copied = model(chunk, attention_mask=longer, **cache_argument(model, twin)).logits  # still open
     torch.testing.assert_close(copied, original, rtol=0, atol=0)
     twin.close()
     assert model.config._attn_implementation == "sdpa" and registered_attention() == before

@@ -13,6 +13,7 @@ from rcattr.kvcache import (
     adaptive_keep,
     window_rc_scores,
 )
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 from tests.reference import evicted_reference_logits, next_logits
 from tests.reference.kv import (
@@ -119,7 +120,7 @@ def test_a_budget_keeps_the_cache_bounded_however_long_the_generation() -> None:
     sizes = []
     for step in range(40):
         token = ids if step == 0 else torch.randint(3, 120, (1, 1))
-        model(token, past_key_values=cache)
+        model(token, **cache_argument(model, cache))
         sizes.append(cache.nbytes())
     per_token = cache.layers[cache.rc_layers[0]].slot_nbytes()
     heads, layers = cache.layers[cache.rc_layers[0]].kv_heads, len(cache.rc_layers)
@@ -134,9 +135,9 @@ def test_without_a_budget_decode_time_eviction_judges_each_entry_once() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
     cache = RCKVCache(model, c=1.0, window=4, decode_every=4)
-    model(ids, past_key_values=cache)
+    model(ids, **cache_argument(model, cache))
     for _ in range(24):
-        model(torch.randint(3, 120, (1, 1)), past_key_values=cache)
+        model(torch.randint(3, 120, (1, 1)), **cache_argument(model, cache))
     for state in cache.states.values():
         evictions = state.decode_evictions
         assert [e.seen for e in evictions] == [34, 38, 42, 46, 50, 54]
@@ -153,7 +154,7 @@ def test_decode_time_eviction_keeps_the_sinks_and_refuses_bad_settings() -> None
     model = kv_model("llama")
     ids, _ = prompt()
     cache = RCKVCache(model, c=3.0, window=4, decode_every=2)
-    model.generate(ids, max_new_tokens=6, do_sample=False, past_key_values=cache)
+    model.generate(ids, max_new_tokens=6, do_sample=False, **cache_argument(model, cache))
     for index in cache.rc_layers:
         for eviction in cache.states[index].decode_evictions:
             assert eviction.held[..., :4].all() and eviction.threshold is not None

@@ -11,6 +11,7 @@ from transformers import (
 from rcattr.kvcache import (
     RCKVCache,
 )
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 
 pytestmark = pytest.mark.transformers_line
@@ -20,9 +21,11 @@ def test_bytes_held_match_the_kept_entries() -> None:
     model = kv_model("gemma3")  # a sliding layer, kept as transformers keeps it, beside a full one
     ids, mask = prompt(batch=2, pad=4)
     cache = RCKVCache(model, c=1.0, window=4)
-    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=cache)
+    model.generate(
+        ids, attention_mask=mask, max_new_tokens=3, do_sample=False, **cache_argument(model, cache)
+    )
     full = DynamicCache(config=model.config)
-    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, past_key_values=full)
+    model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False, **cache_argument(model, full))
     held = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v, *_ in full)
     assert cache.full_nbytes() == held
 
@@ -45,7 +48,7 @@ def test_kept_indices_name_the_stored_positions() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
     cache = RCKVCache(model, c=1.0, window=4)
-    model(ids, past_key_values=cache)
+    model(ids, **cache_argument(model, cache))
     for indices, eviction in zip(cache.kept_indices, cache.evictions, strict=True):
         for h in range(2):
             assert indices[h][0].tolist() == eviction.kept[0, h].nonzero().flatten().tolist()
@@ -54,6 +57,6 @@ def test_kept_indices_name_the_stored_positions() -> None:
 def test_cropping_is_refused() -> None:
     model = kv_model("llama")
     cache = RCKVCache(model)
-    model(prompt()[0], past_key_values=cache)
+    model(prompt()[0], **cache_argument(model, cache))
     with pytest.raises(NotImplementedError, match="cropped"):
         cache.crop(-2)

@@ -12,6 +12,7 @@ from rcattr.kvcache import (
     RCKVCache,
 )
 from rcattr.runtime.capture import LogitCapture, LogitStore
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 
 pytestmark = pytest.mark.transformers_line
@@ -22,12 +23,14 @@ def test_a_cache_used_by_another_model_is_refused() -> None:
     ids, _ = prompt()
     cache = RCKVCache(model)
     with pytest.raises(RuntimeError, match="other than the one this RCKVCache was created for"):
-        other(ids, past_key_values=cache)  # the other model's attention is not routed through RCKVCache
+        # the other model's attention is not routed through RCKVCache
+        other(ids, **cache_argument(other, cache))
     held = RCKVCache(other)  # now it is, for as long as one of its own caches is open  # noqa: F841
     with pytest.raises(RuntimeError, match="other than the one this RCKVCache was created for"):
-        other(ids, past_key_values=RCKVCache(model))
+        other(ids, **cache_argument(other, RCKVCache(model)))
     own = RCKVCache(model)
-    model.generate(ids, max_new_tokens=2, past_key_values=own, do_sample=False)  # its own model still works
+    # its own model still works
+    model.generate(ids, max_new_tokens=2, **cache_argument(model, own), do_sample=False)
     assert own.compression_ratio > 0
 
 
@@ -52,7 +55,7 @@ def test_wrappers_accept_dropout_by_position_as_kvpress_patches_them(monkeypatch
     def generated_and_captured() -> tuple[torch.Tensor, torch.Tensor]:
         cache = RCKVCache(model, window=4)
         tokens = model.generate(
-            ids, attention_mask=mask, past_key_values=cache, max_new_tokens=4, do_sample=False
+            ids, attention_mask=mask, **cache_argument(model, cache), max_new_tokens=4, do_sample=False
         )
         store = LogitStore()
         with LogitCapture(model, store, query_positions=slice(20, None)):
@@ -81,7 +84,7 @@ def test_a_cache_bypassed_by_a_later_attention_switch_is_refused() -> None:
     cache = RCKVCache(model)
     model.set_attn_implementation("eager")
     with pytest.raises(RuntimeError, match="bypasses RCKVCache"):
-        model(prompt()[0], past_key_values=cache)
+        model(prompt()[0], **cache_argument(model, cache))
 
 
 def test_a_closed_cache_leaves_the_model_and_transformers_as_they_were() -> None:
@@ -95,7 +98,7 @@ def test_a_closed_cache_leaves_the_model_and_transformers_as_they_were() -> None
     with RCKVCache(model, window=4) as cache:
         assert model.config._attn_implementation != implementation
         other = RCKVCache(model)  # a second open cache of the same model shares the route
-        model.generate(ids, max_new_tokens=3, do_sample=False, past_key_values=cache)
+        model.generate(ids, max_new_tokens=3, do_sample=False, **cache_argument(model, cache))
         other.close()
         assert model.config._attn_implementation != implementation  # ``cache`` is still open
         with LogitCapture(model, LogitStore()):  # a capture on top, closed first
@@ -124,7 +127,9 @@ def test_a_dropped_cache_is_freed_without_the_garbage_collector(budget) -> None:
     gc.disable()
     try:
         cache = RCKVCache(model, window=4, decode_every=2, **threshold)
-        model.generate(prompt(length=30)[0], max_new_tokens=5, do_sample=False, past_key_values=cache)
+        model.generate(
+            prompt(length=30)[0], max_new_tokens=5, do_sample=False, **cache_argument(model, cache)
+        )
         dropped = weakref.ref(cache)
         del cache
         assert dropped() is None

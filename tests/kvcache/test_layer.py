@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rcattr.kvcache import DecodeEviction, EvictionPolicy, RCKVCache, RCLayer, TokenBudget
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 
 pytestmark = pytest.mark.transformers_line
@@ -15,7 +16,7 @@ def test_each_evicting_layer_owns_its_state_and_the_cache_only_reads_it() -> Non
     model = kv_model("gemma3")  # layers 0 and 2 slide: transformers' own layers, not RCLayer
     cache = RCKVCache(model, window=4, decode_every=3)
     assert [type(layer) is RCLayer for layer in cache.layers] == [False, True, False]
-    model(prompt()[0], past_key_values=cache)
+    model(prompt()[0], **cache_argument(model, cache))
     layer = cache.layers[1]
     assert isinstance(layer, RCLayer) and cache.states == {1: layer.state}
     assert layer.state.prefilled and cache.evictions == [None, layer.state.evictions[0], None]
@@ -28,7 +29,12 @@ def test_beam_search_reorders_each_layers_state_with_its_entries() -> None:
     policy = EvictionPolicy(TokenBudget(20), decode=DecodeEviction(3))
     cache = RCKVCache(model, window=4, policy=policy)
     model.generate(
-        ids, attention_mask=mask, past_key_values=cache, max_new_tokens=7, num_beams=3, do_sample=False
+        ids,
+        attention_mask=mask,
+        **cache_argument(model, cache),
+        max_new_tokens=7,
+        num_beams=3,
+        do_sample=False,
     )
     for layer in cache.evicting_layers.values():
         assert layer.state.recent.shape[0] == 6  # 2 rows x 3 beams, as the layer's entries
@@ -44,11 +50,11 @@ def test_a_reset_cache_decides_as_a_new_one() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=30)
     cache = RCKVCache(model, budget=12, window=4)
-    model(prompt(length=20)[0], past_key_values=cache)
+    model(prompt(length=20)[0], **cache_argument(model, cache))
     cache.reset()
     assert all(not state.prefilled for state in cache.states.values())
-    model(ids, past_key_values=cache)
+    model(ids, **cache_argument(model, cache))
     fresh = RCKVCache(model, budget=12, window=4)
-    model(ids, past_key_values=fresh)
+    model(ids, **cache_argument(model, fresh))
     for ours, theirs in zip(cache.evictions, fresh.evictions, strict=True):
         assert torch.equal(ours.kept, theirs.kept)

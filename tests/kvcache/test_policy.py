@@ -14,6 +14,7 @@ from rcattr.kvcache import (
     TokenBudget,
     WindowScorer,
 )
+from rcattr.runtime.compat import cache_argument
 from tests.default_methods import POLICIES
 from tests.helpers import kv_model, prompt
 from tests.reference.kv import (
@@ -48,7 +49,7 @@ def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=4)
     cache = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(1.2, "model"), WindowScorer(sinks=0)))
-    model(ids, attention_mask=mask, past_key_values=cache)
+    model(ids, attention_mask=mask, **cache_argument(model, cache))
     evictions = [e for e in cache.evictions if e is not None]
     scores = torch.stack([e.scores[..., :-4] for e in evictions])  # [L, B, Hkv, m]
     for row in range(2):
@@ -59,7 +60,7 @@ def test_model_budget_is_one_threshold_over_every_layer_and_head() -> None:
     per_layer = cache.layer_compression_ratio
     assert per_layer.max() - per_layer.min() > 0.01  # budgets differ across layers
     ratio = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.6, "model")))
-    model(ids, past_key_values=ratio)
+    model(ids, **cache_argument(model, ratio))
     assert ratio.compression_ratio == pytest.approx(0.6, abs=1 / (3 * 2 * 40))
 
 
@@ -70,7 +71,7 @@ def test_the_paper_recipe_is_per_layer_thresholds_on_expected_rc_alone() -> None
     assert paper.policy == EvictionPolicy(Threshold(1.0, "head"), WindowScorer(value_norm=False, sinks=0))
     default = RCKVCache(model, c=1.0, window=4)
     assert default.policy == EvictionPolicy(Threshold(1.0, "model"), WindowScorer(value_norm=True, sinks=4))
-    model(ids, past_key_values=paper)
+    model(ids, **cache_argument(model, paper))
     for eviction in paper.evictions:  # each key head's own threshold: c times its own mean score
         before = eviction.scores[..., :-4]
         torch.testing.assert_close(eviction.threshold, before.mean(-1))
@@ -80,11 +81,11 @@ def test_ratio_mode_evicts_the_asked_share_of_every_head() -> None:
     model = kv_model("llama")
     ids, _ = prompt(length=50)
     cache = RCKVCache(model, window=5, policy=EvictionPolicy(Ratio(0.6, "head")))
-    model(ids, past_key_values=cache)
+    model(ids, **cache_argument(model, cache))
     assert all(int(e.kept[0, h].sum()) == 20 for e in cache.evictions if e is not None for h in range(2))
     assert cache.compression_ratio == pytest.approx(0.6)
     adaptive = RCKVCache(model, c=1.0, window=5)
-    model(ids, past_key_values=adaptive)
+    model(ids, **cache_argument(model, adaptive))
     for fixed, free in zip(
         cache.evictions, adaptive.evictions, strict=True
     ):  # same scores, different decisions
@@ -122,7 +123,7 @@ def test_a_budget_keeps_the_best_budget_entries_of_the_model_or_of_every_layer(l
     else:
         policy = EvictionPolicy(TokenBudget(10, scope="layer"), decode=DecodeEviction(every=4))
         cache = RCKVCache(model, window=4, policy=policy)
-    model(ids, past_key_values=cache)
+    model(ids, **cache_argument(model, cache))
     prefill = [state.evictions[0] for state in cache.states.values()]
     per_head = torch.stack([eviction.kept[0].sum(-1) for eviction in prefill])
     assert per_head.unique().numel() > 1  # shared by the heads by score, not 10 each
@@ -135,7 +136,7 @@ def test_a_budget_keeps_the_best_budget_entries_of_the_model_or_of_every_layer(l
     if layer_budget == "model":  # neither sinks nor window: the best of the model are kept
         assert float(scores[kept].min()) >= float(scores[~kept].max())
     for _ in range(8):
-        model(torch.randint(3, 120, (1, 1)), past_key_values=cache)
+        model(torch.randint(3, 120, (1, 1)), **cache_argument(model, cache))
     for evictions in zip(*(state.decode_evictions for state in cache.states.values()), strict=True):
         held = torch.stack([e.held[0].sum(-1) for e in evictions])  # [layers, heads]
         if layer_budget == "layer":

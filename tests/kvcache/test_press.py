@@ -10,6 +10,7 @@ from transformers import DynamicCache
 
 from rcattr.eval.kv.scorers import AblationScorer
 from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, WindowScorer
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import char_tokenizer, tiny_model
 
 pytestmark = pytest.mark.transformers_line
@@ -31,7 +32,7 @@ def _recorded_scores(monkeypatch, press, model, ids) -> tuple[dict[int, torch.Te
     monkeypatch.setattr(RCPress, "score", recording)
     cache = DynamicCache(config=model.config)
     with torch.no_grad(), press(model):
-        model(ids, past_key_values=cache)
+        model(ids, **cache_argument(model, cache))
     return recorded, cache
 
 
@@ -40,7 +41,7 @@ def _kept_positions(model, ids, cache: DynamicCache, layer: int) -> list[set[int
     in score order, so each is found among the full prompt's keys)."""
     full = DynamicCache(config=model.config)
     with torch.no_grad():
-        model(ids, past_key_values=full)
+        model(ids, **cache_argument(model, full))
     everything, kept = full.layers[layer].keys[0], cache.layers[layer].keys[0]  # [Hkv, n | k, d]
     distance = (kept[:, :, None] - everything[:, None]).abs().amax(-1)  # [Hkv, k, n]
     assert bool((distance.amin(-1) == 0).all()), "a kept key is none of the prompt's"
@@ -67,7 +68,7 @@ def test_press_scores_are_rckvcaches_scores(monkeypatch, arch, scorer) -> None:
     press = RCPress(compression_ratio=0.5, window=WINDOW, scorer=scorer)
     recorded, _ = _recorded_scores(monkeypatch, press, model, ids)
     with torch.no_grad(), RCKVCache(model, window=WINDOW, policy=EvictionPolicy(scorer=scorer)) as cache:
-        model(ids, past_key_values=cache)
+        model(ids, **cache_argument(model, cache))
     compared = [layer for layer, eviction in enumerate(cache.evictions) if eviction is not None]
     assert compared  # gemma3 and qwen2: the full-attention layers that RCKVCache evicts
     sinks = press.scorer.sinks
@@ -93,7 +94,7 @@ def test_press_keeps_kvpress_share_with_window_and_sinks(monkeypatch, ratio, sin
     _, cache = _recorded_scores(monkeypatch, press, model, ids)
     policy = EvictionPolicy(Ratio(ratio, scope="head"), scorer)
     with torch.no_grad(), RCKVCache(model, window=WINDOW, policy=policy) as rc:
-        model(ids, past_key_values=rc)
+        model(ids, **cache_argument(model, rc))
     always = {*range(sinks), *range(n - WINDOW, n)}
     for layer in range(model.config.num_hidden_layers):
         assert cache.layers[layer].keys.shape[2] == int(n * (1 - ratio))
@@ -110,7 +111,7 @@ def test_press_at_ratio_zero_leaves_the_cache_whole() -> None:
     model = tiny_model("llama")
     cache = DynamicCache(config=model.config)
     with torch.no_grad(), RCPress(window=WINDOW)(model):
-        model(torch.randint(3, 120, (1, 20)), past_key_values=cache)
+        model(torch.randint(3, 120, (1, 20)), **cache_argument(model, cache))
     assert [layer.keys.shape[2] for layer in cache.layers] == [20] * model.config.num_hidden_layers
 
 
@@ -151,7 +152,7 @@ def test_press_around_generate_and_inside_adakv() -> None:
         with torch.no_grad(), press(model):
             out = model.generate(
                 ids,
-                past_key_values=cache,
+                **cache_argument(model, cache),
                 max_new_tokens=5,
                 min_new_tokens=5,
                 do_sample=False,
@@ -194,7 +195,7 @@ def test_press_refuses_a_prompt_no_longer_than_window_and_sinks(n, window) -> No
         rf"RCPress\(window={window}\) with 4 sinks needs a context longer than {window + 4} tokens, got {n}"
     )
     with pytest.raises(ValueError, match=message), torch.no_grad(), RCPress(0.5, window=window)(model):
-        model(torch.randint(3, 120, (1, n)), past_key_values=cache)
+        model(torch.randint(3, 120, (1, n)), **cache_argument(model, cache))
 
 
 @pytest.mark.kvpress
@@ -205,7 +206,9 @@ def test_press_refuses_to_compress_an_rckvcache() -> None:
     ids = torch.randint(3, 120, (1, 60))
     with pytest.raises(TypeError, match="RCPress cannot compress an RCKVCache.*use one or the other"):
         with torch.no_grad(), RCKVCache(model) as cache, RCPress(0.5, window=WINDOW)(model):
-            model.generate(ids, past_key_values=cache, max_new_tokens=2, do_sample=False, pad_token_id=0)
+            model.generate(
+                ids, **cache_argument(model, cache), max_new_tokens=2, do_sample=False, pad_token_id=0
+            )
     assert not [m for m in model.modules() if m._forward_hooks], "the press left hooks on the model"
 
 

@@ -7,6 +7,7 @@ import torch
 
 from rcattr.eval.kv.data import load_squad
 from rcattr.kvcache import RCKVCache
+from rcattr.runtime.compat import cache_argument
 from tests.reference import evicted_reference_logits, next_logits
 
 pytestmark = pytest.mark.real_model
@@ -34,7 +35,7 @@ def test_c_zero_generates_like_the_default_cache(smollm2, squad_prompt) -> None:
     inputs, _ = squad_prompt
     default = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False)
     kept_all = model.generate(
-        **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+        **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, **cache_argument(model, RCKVCache(model, c=0.0))
     )
     assert torch.equal(default, kept_all)
 
@@ -44,7 +45,7 @@ def test_c_one_evicts_most_of_the_context_and_still_answers(smollm2, squad_promp
     model, tokenizer = smollm2
     inputs, gold = squad_prompt
     cache = RCKVCache(model, c=1.0, window=16)
-    out = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False, past_key_values=cache)
+    out = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False, **cache_argument(model, cache))
     answer = tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     assert cache.compression_ratio > 0.4
     assert cache.nbytes() < 0.7 * cache.full_nbytes()
@@ -71,7 +72,11 @@ def test_gemma3_global_layers_are_compressed_exactly(gemma3) -> None:
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     default = model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
     kept_all = model.generate(
-        ids, attention_mask=mask, max_new_tokens=8, do_sample=False, past_key_values=RCKVCache(model, c=0.0)
+        ids,
+        attention_mask=mask,
+        max_new_tokens=8,
+        do_sample=False,
+        **cache_argument(model, RCKVCache(model, c=0.0)),
     )
     assert torch.equal(default, kept_all)
 

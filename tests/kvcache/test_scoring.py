@@ -18,6 +18,7 @@ from rcattr.kvcache import (
     leading_tokens,
     window_rc_scores,
 )
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 from tests.helpers.blocks import random_window
 from tests.reference.kv import brute_scores
@@ -74,8 +75,8 @@ def test_value_norm_multiplies_each_score_by_its_value_norm() -> None:
     ids, _ = prompt()
     plain = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(0.0), WindowScorer(value_norm=False)))
     weighted = RCKVCache(model, c=0.0, window=4)
-    model(ids, past_key_values=plain)
-    model(ids, past_key_values=weighted)
+    model(ids, **cache_argument(model, plain))
+    model(ids, **cache_argument(model, weighted))
     for index in plain.rc_layers:
         norms = plain.layers[index].values[:, :, :-4].float().norm(dim=-1)  # nothing evicted at c = 0
         torch.testing.assert_close(
@@ -87,7 +88,7 @@ def test_sinks_are_kept_in_every_head() -> None:
     model = kv_model("llama")
     ids, mask = prompt(batch=2, pad=4)
     cache = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(3.0), WindowScorer(sinks=2)))
-    model(ids, attention_mask=mask, past_key_values=cache)
+    model(ids, attention_mask=mask, **cache_argument(model, cache))
     for eviction in cache.evictions:
         assert eviction.kept[0, :, :2].all() and eviction.kept[1, :, 4:6].all()
         assert not eviction.kept[1, :, :4].any()

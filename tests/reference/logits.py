@@ -10,7 +10,7 @@ import torch
 from transformers import DynamicCache
 
 from rcattr.runtime.attention import mask_allows
-from rcattr.runtime.compat import register_attention
+from rcattr.runtime.compat import cache_argument, register_attention
 
 
 @contextmanager
@@ -96,7 +96,7 @@ def next_logits(
 ) -> list[torch.Tensor]:
     """Prefill ``ids`` into ``cache``, then feed each chunk of new tokens (through ``chunk_attention``
     when given, after calling ``before_chunk(tokens seen)``); the logits of every chunk."""
-    model(ids, attention_mask=mask, past_key_values=cache)
+    model(ids, attention_mask=mask, **cache_argument(model, cache))
     implementation = model.config._attn_implementation
     model.set_attn_implementation(chunk_attention or implementation)
     out = []
@@ -105,7 +105,7 @@ def next_logits(
             if before_chunk is not None:
                 before_chunk(mask.shape[-1])
             mask = torch.cat([mask, torch.ones_like(chunk)], dim=-1)
-            out.append(model(chunk, attention_mask=mask, past_key_values=cache).logits)
+            out.append(model(chunk, attention_mask=mask, **cache_argument(model, cache)).logits)
     finally:
         model.set_attn_implementation(implementation)
     return out

@@ -11,7 +11,7 @@ import torch
 from rcattr.kvcache import RCKVCache
 from rcattr.runtime import attention
 from rcattr.runtime.capture import LogitCapture, LogitStore
-from rcattr.runtime.compat import registered_attention
+from rcattr.runtime.compat import cache_argument, registered_attention
 from tests.helpers import tiny_model
 from tests.reference import next_logits
 
@@ -86,7 +86,7 @@ def test_capture_is_the_same_under_every_kernel(arch) -> None:
             model(
                 more,
                 attention_mask=torch.cat([mask, torch.ones_like(more)], -1),
-                past_key_values=out.past_key_values,
+                **cache_argument(model, out.past_key_values),
             )
         captured[kernel] = store
     reference = captured["sdpa"]
@@ -150,7 +150,9 @@ def test_capture_and_cache_leave_the_model_and_transformers_as_they_were(kernel)
     plain = model(ids, attention_mask=mask).logits
     with RCKVCache(model, window=4) as cache, LogitCapture(model, LogitStore()):
         assert model.config._attn_implementation == attention.PREFIX + kernel  # one route for both
-        model.generate(ids, attention_mask=mask, past_key_values=cache, max_new_tokens=2, do_sample=False)
+        model.generate(
+            ids, attention_mask=mask, **cache_argument(model, cache), max_new_tokens=2, do_sample=False
+        )
     assert model.config._attn_implementation == kernel
     assert registered_attention() == before
     assert not attention._ROUTES and not attention._BY_MODULE

@@ -7,7 +7,7 @@ import torch
 from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.runtime.capture import LogitCapture, LogitStore, raw_logits
-from rcattr.runtime.compat import registered_attention
+from rcattr.runtime.compat import cache_argument, registered_attention
 from tests.helpers import tiny_configs, tiny_model
 from tests.reference import float64_logits, record_eager_qk
 
@@ -136,13 +136,14 @@ def test_a_capture_on_a_prefilled_cache_reports_the_true_positions(arch, left_pa
     mask = torch.ones_like(ids)
     mask[1, :left_pad] = 0
     cache = DynamicCache(config=model.config)
-    out = model(ids, attention_mask=mask, past_key_values=cache)  # 12 tokens before the capture starts
+    # 12 tokens before the capture starts
+    out = model(ids, attention_mask=mask, **cache_argument(model, cache))
     store = LogitStore()
     with LogitCapture(model, store):
         model(
             out.logits[:, -1:].argmax(-1),
             attention_mask=torch.cat([mask, mask[:, :1]], -1),
-            past_key_values=cache,
+            **cache_argument(model, cache),
         )
     layer_types = (
         getattr(model.config, "layer_types", None) or ["sliding_attention"] * model.config.num_hidden_layers

@@ -73,6 +73,23 @@ BAD = [
     (json.dumps({"documents": ["ok"], "answer": "  "}).encode(), 422, "answer: the answer is empty"),
     (json.dumps({"documents": ["ok"], "granularity": "page"}).encode(), 422, "granularity:"),
     (json.dumps({"documents": ["ok"], "answr": "typo"}).encode(), 422, "answr: Extra inputs"),
+    ('{"documents": ["caf\xe9"]}'.encode("latin-1"), 400, "the body is not UTF-8 text (byte 0xe9 at 19"),
+    (b'{"documents": ["ok"], "answer": "ok", "min_share": NaN}', 422, "min_share: Input should be a finite"),
+    (
+        b'{"documents": ["ok"], "answer": "ok", "min_reliance": -Infinity}',
+        422,
+        "min_reliance: Input should be a fin",
+    ),
+    (
+        json.dumps({"documents": ["ok"], "question": "a\x00b"}).encode(),
+        422,
+        "question: the question contains a NUL",
+    ),
+    (
+        json.dumps({"documents": ["ok", {"text": "ok", "titel": "T"}]}).encode(),
+        422,
+        "documents[1] has an unknown field 'titel'",
+    ),
     (json.dumps(_too_long()).encode(), 422, "documents: the prompt"),
     (json.dumps({"documents": ["ok"], "answer": "y" * 300}).encode(), 422, "answer: prompt"),
     (json.dumps({"documents": ["d"] * 5}).encode(), 413, "documents: 5 given"),

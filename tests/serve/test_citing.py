@@ -6,7 +6,7 @@ import pytest
 
 from rcattr import FixedHeads
 from rcattr.attribution.attributor import NO_SCORES
-from rcattr.serve.citing import cite_many, with_warnings
+from rcattr.serve.citing import cite_many, context_input, response, with_warnings
 from rcattr.serve.schema import CiteRequest, CiteResponse
 from tests.helpers import char_tokenizer, tiny_model
 from tests.helpers.serving import REQUESTS, GatedAttributor, assert_close, single_call
@@ -70,3 +70,18 @@ def test_with_warnings_records_every_warning() -> None:
         return 3
 
     assert with_warnings(warn_twice) == (3, ["same place", "same place"])
+
+
+def test_a_source_counts_its_document_from_one_as_the_response_s_documents(gated: GatedAttributor) -> None:
+    request = CiteRequest.model_validate({**REQUESTS[1], "min_share": 1e-6, "max_sources": 3})
+    result = gated.attribute(context_input(request), request.answer)
+    library = result.citations(**request.rule())
+    served = response(request, result, []).model_dump(mode="json")
+    cited = [
+        (source["document"], source["number"]) for item in served["citations"] for source in item["sources"]
+    ]
+    assert len(cited) > 1 and all(document == number for document, number in cited)
+    assert [document for document, _ in cited] == [
+        source.document + 1 for citation in library for source in citation.sources
+    ]
+    assert {document for document, _ in cited} <= {document["document"] for document in served["documents"]}
