@@ -1,5 +1,6 @@
 """The citation service's HTTP application (FastAPI): ``POST /v1/cite``, ``GET /healthz``, ``GET /v1/model``
-and the OpenAPI schema at ``/openapi.json`` (``/docs`` shows it).
+and the OpenAPI schema at ``/openapi.json``, which ``/docs`` (Swagger UI) and ``/redoc`` show from files served
+here (fastapi-offline's), so that they work without internet.
 
 A request is checked before any model work (its body's size, its JSON and fields, then the library's own check
 of the prompt against the model's window: :meth:`~rcattr.RCAttributor.check_input`) and answered 4xx with one
@@ -19,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.types import Receive
@@ -58,7 +60,7 @@ def create_app(
         yield
         await run_in_threadpool(worker.stop)
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from fastapi-offline's files, not a CDN: they work offline
         title="rcattr citation service",
         version=rcattr.__version__,
         description="Cite and check an answer against its documents from the statistics of raw attention logits "

@@ -5,6 +5,7 @@ away, a request that fails inside a batch while its neighbours succeed, and torc
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -195,3 +196,39 @@ def test_the_model_and_torch_threads_are_reported_as_the_operator_set(gated: Gat
         torch.set_num_threads(before)
     assert model["torch_threads"] == 1 and model["window"] == 256 and model["model"] == "tiny-llama"
     assert "/v1/cite" in schema["paths"] and "CiteRequest" in schema["components"]["schemas"]
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any connection the process opens to an address other than the loopback fails, as on a closed network."""
+    connect = socket.socket.connect
+
+    def loopback_only(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in ("127.0.0.1", "::1"):
+            raise OSError(f"the network is unplugged in this test: {address}")
+        return connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+
+
+REFERENCE = re.compile(r"""(?:src|href|spec-url)=["']([^"']+)|url: *'([^']+)'""")
+
+
+@pytest.mark.parametrize(("page", "assets"), [("/docs", 4), ("/redoc", 3)])
+def test_the_api_pages_load_everything_from_the_service(
+    gated: GatedAttributor, no_network, page, assets
+) -> None:
+    with served(_app(gated)) as url, httpx.Client(base_url=url) as client:
+        html = client.get(page)
+        assert html.status_code == 200 and "text/html" in html.headers["content-type"]
+        assert not re.search(r"https?://", html.text)  # no CDN, no web font
+        references = [first or second for first, second in REFERENCE.findall(html.text)]
+        assert len(references) == assets and "/openapi.json" in references, references
+        for reference in references:
+            assert reference.startswith("/") and not reference.startswith("//"), reference
+            asset = client.get(reference)
+            assert asset.status_code == 200 and len(asset.content) > 100, reference
+        schema = client.get("/openapi.json").json()
+    assert {"/v1/cite", "/healthz", "/v1/model"} <= schema["paths"].keys()
+    with pytest.raises(httpx.TransportError, match="unplugged"):  # the network was unplugged all along
+        httpx.get("http://192.0.2.1/", timeout=2)
