@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rcattr import moved
 from rcattr.lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+moved.install()  # the module paths that moved in 0.2.0 import, with a DeprecationWarning, until 0.3.0
 
 
 if TYPE_CHECKING:

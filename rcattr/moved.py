@@ -1,0 +1,128 @@
+"""The module paths that moved in rcattr 0.2.0 (the core's folders: runtime, text, heads, attribution, grounding),
+still importable until rcattr 0.3.0 with a :class:`DeprecationWarning` that names the new path.
+
+``import rcattr`` adds :class:`MovedModules` to the end of ``sys.meta_path``: it is asked only for the paths
+nothing else finds, and answers an old path with the new module itself (``rcattr.selectors is
+rcattr.heads.selectors``), so that names, ``isinstance`` and pickles agree. The names of the old module
+``rcattr.heads`` (now a package) come from ``rcattr.heads.scores`` the same way (:func:`moved_name`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
+
+REMOVED_IN = "0.3.0"
+
+MOVED_MODULES: dict[str, str] = {
+    "rcattr.attributed": "rcattr.attribution.attributed",
+    "rcattr.attributor": "rcattr.attribution.attributor",
+    "rcattr.base": "rcattr.attribution.base",
+    "rcattr.example": "rcattr.attribution.example",
+    "rcattr.fusion": "rcattr.attribution.fusion",
+    "rcattr.lexical": "rcattr.attribution.lexical",
+    "rcattr.many": "rcattr.attribution.many",
+    "rcattr.reduction": "rcattr.attribution.reduction",
+    "rcattr.result": "rcattr.attribution.result",
+    "rcattr.scorers": "rcattr.attribution.scorers",
+    "rcattr.spans": "rcattr.attribution.spans",
+    "rcattr.voting": "rcattr.attribution.voting",
+    "rcattr.citations": "rcattr.grounding.citations",
+    "rcattr.claims": "rcattr.grounding.claims",
+    "rcattr.signals": "rcattr.grounding.signals",
+    "rcattr.support": "rcattr.grounding.support",
+    "rcattr.token_signals": "rcattr.grounding.token_signals",
+    "rcattr.vouching": "rcattr.grounding.vouching",
+    "rcattr.head_selection": "rcattr.heads.selection",
+    "rcattr.selectors": "rcattr.heads.selectors",
+    "rcattr.attention": "rcattr.runtime.attention",
+    "rcattr.capture": "rcattr.runtime.capture",
+    "rcattr.compat": "rcattr.runtime.compat",
+    "rcattr.generation": "rcattr.runtime.generation",
+    "rcattr.models": "rcattr.runtime.models",
+    "rcattr.documents": "rcattr.text.documents",
+    "rcattr.prompting": "rcattr.text.prompting",
+    "rcattr.segmentation": "rcattr.text.segmentation",
+    "rcattr.eval.attribution.head_selection": "rcattr.eval.attribution.selection_rules",
+    "rcattr.baselines.ablation": "rcattr.baselines.perturbation",
+}
+"""Old module path -> where it lives now."""
+
+MOVED_NAMES: dict[str, tuple[str, Sequence[str]]] = {
+    "rcattr.heads": (
+        "rcattr.heads.scores",
+        (
+            "OUTLIER_SIGMAS",
+            "MIN_HEAD_SHARE",
+            "FULL_REACH",
+            "LayerRC",
+            "LayerSuperiority",
+            "layer_superiority",
+            "layer_rc",
+            "peak_superiority",
+            "head_count",
+            "outlier_count",
+            "min_heads",
+            "seeing_heads",
+            "top_heads",
+            "outlier_heads",
+            "fixed_heads",
+        ),
+    ),
+}
+"""A module that became a package of the same name -> the module its names live in now, and those names."""
+
+
+def _warn(old: str, new: str, stacklevel: int) -> None:
+    """The warning, pointing at the user's line ``stacklevel`` frames up (warnings skips the import system's)."""
+    warnings.warn(
+        f"{old} moved to {new}: import it from there ({old} goes in rcattr {REMOVED_IN})",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+class MovedModules:
+    """A finder and loader (``importlib.abc.MetaPathFinder`` and ``Loader``'s protocol; not their subclass, whose
+    import would double ``import rcattr``'s time) of the old paths of :data:`MOVED_MODULES`: the new module, with a
+    warning."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", self))
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new = MOVED_MODULES[spec.name]
+        _warn(spec.name, new, stacklevel=2)  # this method, then the importing line
+        return importlib.import_module(new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: :meth:`create_module` gave the new module, already imported."""
+
+
+def install() -> None:
+    """Answer the old paths from now on (once per process)."""
+    import sys
+
+    if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
+        sys.meta_path.append(MovedModules())
+
+
+def moved_name(package: str, name: str) -> Any:
+    """``package.name`` for a name of :data:`MOVED_NAMES` (with a warning naming its module now); AttributeError
+    for any other name, as a module's ``__getattr__`` must."""
+    module, names = MOVED_NAMES.get(package, ("", ()))
+    if name not in names:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    _warn(f"{package}.{name}", f"{module}.{name}", stacklevel=3)  # this, the package's __getattr__, the user
+    return getattr(importlib.import_module(module), name)
