@@ -33,12 +33,10 @@ MOVED_MODULES: dict[str, str] = {
     "rcattr.result": "rcattr.attribution.result",
     "rcattr.scorers": "rcattr.attribution.scorers",
     "rcattr.spans": "rcattr.attribution.spans",
-    "rcattr.voting": "rcattr.attribution.voting",
     "rcattr.citations": "rcattr.grounding.citations",
     "rcattr.claims": "rcattr.grounding.claims",
     "rcattr.signals": "rcattr.grounding.signals",
     "rcattr.support": "rcattr.grounding.support",
-    "rcattr.token_signals": "rcattr.grounding.token_signals",
     "rcattr.vouching": "rcattr.grounding.vouching",
     "rcattr.head_selection": "rcattr.heads.selection",
     "rcattr.selectors": "rcattr.heads.selectors",
@@ -51,7 +49,6 @@ MOVED_MODULES: dict[str, str] = {
     "rcattr.prompting": "rcattr.text.prompting",
     "rcattr.segmentation": "rcattr.text.segmentation",
     "rcattr.eval.attribution.head_selection": "rcattr.eval.attribution.selection_rules",
-    "rcattr.baselines.ablation": "rcattr.baselines.perturbation",
 }
 """Old module path -> where it lives now."""
 
@@ -72,7 +69,6 @@ MOVED_NAMES: dict[str, tuple[str, Sequence[str]]] = {
             "min_heads",
             "seeing_heads",
             "top_heads",
-            "outlier_heads",
             "fixed_heads",
         ),
     ),

@@ -72,3 +72,25 @@ def test_a_script_shows_the_warning_under_python_s_default_filters() -> None:
         "<string>:1: DeprecationWarning: rcattr.citations moved to rcattr.grounding.citations: import it from there"
         in done.stderr
     )
+
+
+def test_the_changelog_lists_every_moved_path() -> None:
+    """The table of CHANGELOG.md (``rcattr.a``, ``.b`` -> ``rcattr.x.a``, ``.b``) is MOVED_MODULES, with the old
+    module rcattr.heads."""
+    from tests.helpers.layout import PACKAGE
+
+    moves = set()
+    for line in (PACKAGE.parent / "CHANGELOG.md").read_text().splitlines():
+        cells = line.strip("|").split("|")
+        if len(cells) != 2 or "`rcattr." not in cells[0]:
+            continue
+        old, new = ([name.strip(" `") for name in cell.split(",")] for cell in cells)
+        old_base, new_base = old[0].rsplit(".", 1)[0], new[0].rsplit(".", 1)[0]
+        for before, after in zip(old, new, strict=True):
+            moves.add(
+                (
+                    before if before.startswith("rcattr") else old_base + before,
+                    after if after.startswith("rcattr") else new_base + after,
+                )
+            )
+    assert moves == {*MOVED_MODULES.items(), ("rcattr.heads", MOVED_NAMES["rcattr.heads"][0])}
