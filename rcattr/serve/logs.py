@@ -15,6 +15,7 @@ from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.config import LOGGING_CONFIG
 
 from rcattr.serve.config import ServeConfig
 from rcattr.serve.schema import ModelInfo
@@ -25,8 +26,6 @@ logger = logging.getLogger("rcattr.serve")
 def log_config(level: str) -> dict[str, Any]:
     """uvicorn's logging configuration with ``rcattr.serve`` at ``level`` on its stderr handler; uvicorn's own
     lines (its start-up chatter, its access log) only from ``warning`` up, unless ``level`` is ``debug``."""
-    from uvicorn.config import LOGGING_CONFIG
-
     config = copy.deepcopy(LOGGING_CONFIG)
     uvicorn_level = "DEBUG" if level == "debug" else max(level.upper(), "WARNING", key=logging.getLevelName)
     config["loggers"]["uvicorn"]["level"] = uvicorn_level
