@@ -50,6 +50,7 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import Cache
 
 from rcattr import load_model
+from rcattr.eval.common.metrics import paired_difference
 from rcattr.eval.kv.config import INSTRUCTIONS
 from rcattr.eval.kv.data import squad_articles
 from rcattr.eval.kv.metrics import answer_match
@@ -319,16 +320,20 @@ def warm_up(model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
 
 
 def report(contexts: list[dict[str, Any]], settings: dict[str, Any]) -> None:
-    """The markdown table per ``c`` and the cost lines, in wall-clock and in CPU seconds (``settings``: the
-    run's ``args`` and ``threads``, as saved)."""
+    """The markdown table per ``c``, the paired differences and the cost lines, in wall-clock and in CPU seconds
+    (``settings``: the run's ``args``, ``threads`` and ``model``, as saved)."""
     cs: list[float] = settings["c"]
     rows = [row for context in contexts for row in context["rows"]]
     lengths = [context["context_tokens"] for context in contexts]
     print(
-        f"\nSmolLM2-135M-Instruct, {len(contexts)} SQuAD v2 dev contexts x {settings['questions']} questions, context "
+        f"\n{settings['model']}, {len(contexts)} SQuAD v2 dev contexts x {settings['questions']} questions, context "
         f"{min(lengths)}-{max(lengths)} tokens (mean {statistics.mean(lengths):.0f}), greedy, up to "
         f"{settings['max_new_tokens']} tokens, batch 1, {settings['threads']} CPU threads"
     )
+
+    def hits(method: str, field: str) -> list[list[bool]]:
+        """Per context, its questions' ``field`` under ``method``: the unit the bootstrap resamples."""
+        return [[bool(row["methods"][method][field]) for row in context["rows"]] for context in contexts]
 
     def mean(method: str, field: str) -> float:
         return statistics.mean(float(row["methods"][method][field]) for row in rows)
@@ -363,6 +368,18 @@ def report(contexts: list[dict[str, Any]], settings: dict[str, Any]) -> None:
                 f"| {per_question(method, 'wall'):.3f} | {per_question(method, 'cpu'):.3f} |"
             )
         name = f"once c={c:g}"
+        print(
+            "\nPaired differences, percentage points, with 95% bootstrap intervals (the contexts resampled, "
+            "their questions together):"
+        )
+        for field, label in (("identical", "answers identical to full cache"), ("gold_match", "gold answer")):
+            for method, reference in ((name, f"with_question c={c:g}"), (name, "full")):
+                if field == "identical" and reference == "full":
+                    continue  # full is its own reference: 100% by definition
+                difference, low, high = paired_difference(hits(method, field), hits(reference, field))
+                print(
+                    f"- {label}: {method} - {reference}: {100 * difference:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+                )
         prefill = [of_costs(name, "prefill_seconds", clock) for clock in ("wall", "cpu")]
         copied = [of_costs(name, "copy_seconds", clock) for clock in ("wall", "cpu")]
         answered = [per_question(name, clock, copy_included=False) for clock in ("wall", "cpu")]
@@ -433,7 +450,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report is not None:
         saved = json.loads(args.report.read_text())
-        report(saved["contexts"], {**saved["args"], "threads": saved["threads"]})
+        report(saved["contexts"], {**saved["args"], "threads": saved["threads"], "model": saved["model"]})
         return
     model, tokenizer = load_model()
     contexts = build_contexts(tokenizer, args.contexts, args.questions, args.context_tokens)
@@ -443,7 +460,7 @@ def main() -> None:
         for context in contexts:
             results.append(run_context(model, tokenizer, context, args.c, args.max_new_tokens, progress))
             save(args.out, model, args, results)
-    report(results, {**vars(args), "threads": torch.get_num_threads()})
+    report(results, {**vars(args), "threads": torch.get_num_threads(), "model": model.config.name_or_path})
     print(f"\nrows: {args.out}")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
@@ -108,8 +109,6 @@ class MovedModules:
 
 def install() -> None:
     """Answer the old paths from now on (once per process)."""
-    import sys
-
     if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
         sys.meta_path.append(MovedModules())
 

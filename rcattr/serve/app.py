@@ -82,7 +82,7 @@ def create_app(
             max_batch_tokens=config.max_batch_tokens,
         )
 
-    app.state.model_info, app.state.config = described, config
+    app.state.model_info = described  # what rcattr serve's start-up line reports
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:

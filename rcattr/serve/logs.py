@@ -38,10 +38,11 @@ def startup_line(url: str, info: ModelInfo, config: ServeConfig) -> str:
     """The line the service logs once it listens at ``url``."""
     window = "no window" if info.window is None else f"a {info.window}-token window"
     tokens = "" if config.max_batch_tokens is None else f" and {config.max_batch_tokens} tokens"
+    threads = f"{info.torch_threads} torch thread{'' if info.torch_threads == 1 else 's'}"
     return (
-        f"rcattr {info.version} serves {info.model} on {info.device} ({window}, {info.torch_threads} torch "
-        f"thread{'' if info.torch_threads == 1 else 's'}) at {url} (API pages at {url}/docs): batches of up to {config.max_batch_size} requests{tokens}, "
-        f"gathered for {config.max_wait_ms:g} ms; {config.queue_size} requests may wait; a request takes up to "
+        f"rcattr {info.version} serves {info.model} on {info.device} ({window}, {threads}) at {url} (API pages "
+        f"at {url}/docs): batches of up to {config.max_batch_size} requests{tokens}, gathered for "
+        f"{config.max_wait_ms:g} ms; {config.queue_size} requests may wait; a request takes up to "
         f"{config.max_documents} documents and {config.max_request_bytes} bytes"
     )
 
