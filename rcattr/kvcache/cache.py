@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 import torch
@@ -36,8 +37,10 @@ class RCKVCache(Cache):
     RC against the last ``window`` prompt tokens times the norm of its value vector, and dropped when its
     score is below ``c`` times the mean score over every key head of every layer. The first 4 tokens
     (attention sinks) and the window are always kept, so budgets differ per head and per layer, set by
-    the one knob ``c``. Every later forward of more than one token (a chat's next turn) is scored against
-    its own last ``window`` tokens and compressed the same way; entries kept before stay. :meth:`paper`
+    the one knob ``c``. What comes after the prompt (a question asked of the compressed context, a chat's
+    next turn) is kept whole; inside ``with cache.compressing():`` (a turn that brings a new document) each
+    forward of more than one token is scored against its own last ``window`` tokens and compressed the same
+    way, entries kept before staying. :meth:`paper`
     gives the paper's recipe; ``policy`` takes any other (:class:`~rcattr.kvcache.EvictionPolicy`: a
     selection rule at a scope, a scorer, decode-time eviction).
 
@@ -81,6 +84,8 @@ class RCKVCache(Cache):
     >>> cache.compression_ratio, cache.nbytes(), cache.full_nbytes()
     >>> RCKVCache(model, ratio=0.5)
     >>> RCKVCache(model, budget=256, decode_every=32)
+    >>> with cache.compressing():  # a chat turn that brings a new document is compressed too
+    ...     model(**new_turn, **cache_argument(model, cache))
     >>> RCKVCache(model, policy=EvictionPolicy(Ratio(0.6, scope="head"), decode=DecodeEviction(every=32)))
     """
 
@@ -153,6 +158,40 @@ class RCKVCache(Cache):
         cannot be filled afterwards. Also done by ``with RCKVCache(model) as cache:`` and when the cache
         is garbage-collected."""
         self._release()
+
+    @contextmanager
+    def compressing(self, compress: bool = True) -> Iterator[RCKVCache]:
+        """Inside the block, every forward of more than one token after the prompt is compressed (``True``: a
+        chat turn that brings a new document) or kept whole (``False``), whatever ``policy.chunks`` says."""
+        if not isinstance(compress, bool):
+            raise ValueError(f"compress must be True or False, got {compress!r}")
+        layers = self.evicting_layers.values()
+        before = [layer.compress_chunks for layer in layers]
+        for layer in layers:
+            layer.compress_chunks = compress
+        try:
+            yield self
+        finally:
+            for layer, setting in zip(layers, before, strict=True):
+                layer.compress_chunks = setting
+
+    @contextmanager
+    def replaying(self, context: int) -> Iterator[RCKVCache]:
+        """Inside the block, the prefill reads ``context`` tokens, a prompt, then the same ``context`` tokens
+        again: each context key is scored against the replay's queries (the window), and the cache keeps the
+        context alone, cut by the rule (:func:`rcattr.kvcache.replay_prefill` does it all)."""
+        if isinstance(context, bool) or not isinstance(context, int) or context < 1:
+            raise ValueError(f"context must be an int >= 1, got {context!r}")
+        layers = self.evicting_layers.values()
+        if any(layer.state.prefilled for layer in layers):
+            raise RuntimeError("a replay scores the prefill, and this RCKVCache is already filled")
+        for layer in layers:
+            layer.replayed = context
+        try:
+            yield self
+        finally:
+            for layer in layers:
+                layer.replayed = None
 
     def __enter__(self) -> RCKVCache:
         return self
@@ -259,7 +298,7 @@ class RCKVCache(Cache):
     @property
     def compression_ratio(self) -> float:
         """Evicted prompt entries / all prompt entries, over the evicted-from layers, rows, key heads and
-        chunks (the prompt and every later multi-token forward)."""
+        compressed chunks (the prompt, and a later forward compressed by :meth:`compressing`)."""
         entries = [state.entries() for state in self._decided().values()]
         return 1.0 - sum(kept for kept, _ in entries) / max(sum(total for _, total in entries), 1)
 

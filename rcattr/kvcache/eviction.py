@@ -25,7 +25,7 @@ from rcattr.runtime.capture import raw_logits
 if TYPE_CHECKING:
     from rcattr.kvcache.layer import RCLayer
 
-__all__ = ["ChunkScores", "DecodeScores", "Scored", "score_chunk", "score_decoded"]
+__all__ = ["ChunkScores", "DecodeScores", "Scored", "score_chunk", "score_decoded", "score_replayed"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class ChunkScores(Scored):
         present, window = self.present, self.window
         batch, kv_heads = present.shape[0], len(self.slots)
         before = self.scores.view(batch, kv_heads, -1)
-        in_window = present[:, None, -window:].expand(batch, kv_heads, window)
+        in_window = present[:, None, present.shape[-1] - window :].expand(batch, kv_heads, window)
         kept = torch.cat([keep.view_as(before), in_window], dim=-1)
         window_scores = before.new_full((batch, kv_heads, window), float("inf"))
         scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
@@ -135,6 +135,35 @@ def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: 
         window,
         present,
         start,
+    )
+
+
+def score_replayed(
+    layer: HeadwiseLayer, call: AttentionCall, context: int, scorer: WindowScorer
+) -> ChunkScores:
+    """Score the first ``context`` tokens against a replay of them, then forget everything after them.
+
+    ``call`` is the attention call of a prefill that reads the context, a prompt, then the context again
+    (the replay, its last ``context`` tokens): every context key is scored against the replay's queries
+    (the window), and the prompt's and the replay's entries are dropped from ``layer``, so that it holds
+    the context alone, to be cut by the rule (window 0: no query of the context is protected but the sinks).
+    """
+    scored = score_chunk(layer, call, context, scorer)
+    batch, kv_heads = scored.present.shape[0], len(scored.slots)
+    if scored.start != 0 or layer.seen < 2 * context:
+        raise ValueError(
+            "a replay is scored in the prefill, which must hold the context, a prompt and the context"
+        )
+    first = [part.view(batch, kv_heads, -1)[..., :context] for part in (scored.scores, scored.protected)]
+    layer.keep_slots([positions < context for _, _, positions in layer.held()])
+    layer.seen = context
+    return ChunkScores(
+        first[0].reshape(batch, -1),
+        first[1].reshape(batch, -1),
+        [context] * kv_heads,
+        0,
+        scored.present[:, :context],
+        0,
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 
 from rcattr.kvcache.barrier import Barrier
-from rcattr.kvcache.eviction import score_chunk, score_decoded
+from rcattr.kvcache.eviction import score_chunk, score_decoded, score_replayed
 from rcattr.kvcache.headwise import HeadwiseLayer
 from rcattr.kvcache.policy import EvictionPolicy
 from rcattr.runtime.attention import AttentionCall, AttentionOutput
@@ -36,31 +36,46 @@ class RCLayer(HeadwiseLayer):
     ----------
     state : LayerState
         Its decisions so far and what decode-time eviction reads next (``policy.new_state()`` at the start).
+    compress_chunks : bool or None
+        Whether a forward of more than one token after the prompt is compressed; None: as ``policy.chunks``
+        says (set by :meth:`RCKVCache.compressing <rcattr.kvcache.RCKVCache.compressing>`).
+    replayed : int or None
+        Set while the prefill reads a context of this many tokens, a prompt and the context again: the
+        context is scored against its replay and the rest forgotten (:func:`~rcattr.kvcache.eviction.score_replayed`).
     """
 
     def __init__(self, policy: EvictionPolicy, window: int, barrier: Barrier) -> None:
         super().__init__()
         self.policy, self.window, self.barrier = policy, window, barrier
         self.state = policy.new_state()
+        self.compress_chunks: bool | None = None
+        self.replayed: int | None = None
 
     def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
         """The attention of ``call``'s queries over what the layer holds (the model's own kernel until
-        something is evicted), then the layer's eviction: of the chunk (the prompt, a chat's next turn), or
-        at decode time every ``every`` tokens."""
+        something is evicted), then the layer's eviction: of the prompt (and of a later chunk, a chat's next
+        turn, where :attr:`compress_chunks` or the policy says so), or at decode time every ``every`` tokens."""
         call = call.starting_at(self.seen - call.query.shape[-2])  # the layer knows where its tokens sit
         output = (self.attend(call), None) if self.packed else proceed()
         policy, state = self.policy, self.state
         decode = policy.decode
         if decode is not None:
             decode.observe(state, call.query, self.seen, self.window)
-        if not state.prefilled or call.query.shape[-2] > 1:
+        if not state.prefilled and self.replayed is not None:
+            self.barrier.submit(self, policy.rule, score_replayed(self, call, self.replayed, policy.scorer))
+        elif not state.prefilled or (call.query.shape[-2] > 1 and self.compresses_chunks):
             self.barrier.submit(self, policy.rule, score_chunk(self, call, self.window, policy.scorer))
-        elif decode is not None:
+        elif decode is not None and call.query.shape[-2] == 1:
             state.decoded += 1
             if state.decoded >= decode.every:
                 rule = policy.decode_rule
                 self.barrier.submit(self, rule, score_decoded(self, state, call, decode, rule, policy.scorer))
         return output
+
+    @property
+    def compresses_chunks(self) -> bool:
+        """Whether a forward of more than one token after the prompt is compressed."""
+        return self.policy.chunks == "every" if self.compress_chunks is None else self.compress_chunks
 
     def select_rows(self, select: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Apply a batch re-indexing (beam search, batch expansion) to what it stores and to its state."""

@@ -207,11 +207,17 @@ class EvictionPolicy:
     Parameters
     ----------
     rule : Threshold, Ratio or TokenBudget, default ``Threshold(1.0, scope="model")``
-        How each chunk (the prompt, a chat's next turn) is cut.
+        How each compressed chunk (the prompt, a chat's next turn) is cut.
     scorer : WindowScorer, default ``WindowScorer()``
         How its entries are scored (expected RC, value norm, sinks).
     decode : DecodeEviction, optional
         Evict again while generating. Default: generated tokens are all kept.
+    chunks : {"prompt", "every"}, default "prompt"
+        Which forwards of more than one token are compressed: the first alone (``"prompt"``: a question or
+        a chat turn asked of a compressed context is kept whole, as it is short and exactly what the answer
+        needs), or each of them (``"every"``, rcattr 0.1's behaviour). :meth:`RCKVCache.compressing
+        <rcattr.kvcache.RCKVCache.compressing>` chooses for the forwards of a block (a turn that brings a
+        new document).
 
     Examples
     --------
@@ -222,8 +228,11 @@ class EvictionPolicy:
     rule: Rule = field(default_factory=Threshold)
     scorer: WindowScorer = field(default_factory=WindowScorer)
     decode: DecodeEviction | None = None
+    chunks: Literal["prompt", "every"] = "prompt"
 
     def __post_init__(self) -> None:
+        if self.chunks not in ("prompt", "every"):
+            raise ValueError(f"chunks must be 'prompt' or 'every', got {self.chunks!r}")
         if not isinstance(self.rule, Rule):
             raise ValueError(f"rule must be a Threshold, Ratio or TokenBudget, got {self.rule!r}")
         if not isinstance(self.scorer, WindowScorer):

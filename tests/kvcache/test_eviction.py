@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rcattr.kvcache import (
+    EvictionPolicy,
     RCKVCache,
     Threshold,
     WindowScorer,
@@ -43,7 +44,7 @@ def test_a_later_turn_is_evicted_against_its_own_window_and_earlier_entries_stay
     chunks = [
         torch.randint(3, 120, (batch, q)) for q in (1, 2, 24, 1, 1)
     ]  # decode, a short turn, a long turn
-    cache = RCKVCache(model, c=1.0, window=4)
+    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(1.0), chunks="every"))
     got = next_logits(model, cache, ids, mask, chunks)
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
@@ -62,6 +63,34 @@ def test_a_later_turn_is_evicted_against_its_own_window_and_earlier_entries_stay
     kept = sum(int(e.kept.sum()) for state in cache.states.values() for e in state.evictions)
     entries = sum(e.prompt_entries for state in cache.states.values() for e in state.evictions)
     assert cache.compression_ratio == pytest.approx(1 - kept / entries)
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_what_follows_the_prompt_is_kept_whole_unless_compressing(arch, attn) -> None:
+    model = kv_model(arch, attn)
+    ids, mask = prompt(batch=2, pad=5)
+    question, turn = torch.randint(3, 120, (2, 24)), torch.randint(3, 120, (2, 24))
+    cache = RCKVCache(model, c=1.0, window=4)
+    got = next_logits(model, cache, ids, mask, [question, torch.randint(3, 120, (2, 1))])
+    want = evicted_reference_logits(model, cache, ids, mask, [question, torch.randint(3, 120, (2, 1))])
+    torch.testing.assert_close(got[0], want[0], rtol=0, atol=1e-4)  # only the prompt's eviction applies
+    assert all(len(state.evictions) == 1 for state in cache.states.values())
+    prompt_ratio = cache.compression_ratio
+    with cache.compressing() as same:  # a turn that brings a new document
+        assert same is cache
+        model(turn, **cache_argument(model, cache))
+    assert all(len(state.evictions) == 2 for state in cache.states.values())
+    assert all(layer.compress_chunks is None for layer in cache.evicting_layers.values())
+    assert cache.compression_ratio != prompt_ratio
+    every = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(1.0), chunks="every"))
+    model(ids, attention_mask=mask, **cache_argument(model, every))
+    with every.compressing(False):
+        model(question, **cache_argument(model, every))
+    assert all(len(state.evictions) == 1 for state in every.states.values())
+    with pytest.raises(ValueError, match="compress must be True or False"), every.compressing(1):  # type: ignore[arg-type]
+        pass
+    with pytest.raises(ValueError, match="chunks must be 'prompt' or 'every'"):
+        EvictionPolicy(chunks="all")  # type: ignore[arg-type]
 
 
 def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:

@@ -32,8 +32,10 @@ from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_co
 from rcattr.eval.kv.config import (
     DEFAULT_MAX_NEW_TOKENS,
     METHODS,
+    PROTOCOLS,
     KVBenchmarkConfig,
 )
+from rcattr.eval.kv.contexts import DEFAULT_QUESTIONS
 from rcattr.eval.kv.data import KV_DATASETS
 from rcattr.eval.kv.variants import RC_VARIANT_WORDS
 from rcattr.options import positive_int
@@ -96,6 +98,27 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-new-tokens", type=positive_int, help=f"answer length limit (default: {DEFAULT_MAX_NEW_TOKENS})"
     )
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=defaults.protocol,
+        help="question: each question right after its own context, compressed at prefill (the paper's); once: "
+        "each context compressed once without any question, every question asked of a copy of that cache, "
+        "the question kept whole (--context-tokens sets every context's length; default question)",
+    )
+    parser.add_argument(
+        "--questions",
+        type=positive_int,
+        help="--protocol once: questions per context, spread over it (needles per needle context; default "
+        f"{', '.join(f'{k} {v}' for k, v in DEFAULT_QUESTIONS.items())})",
+    )
+    parser.add_argument(
+        "--rc-ratios",
+        type=_list_of(float),
+        default=defaults.rc_ratios,
+        help="RCKVCache at these shares evicted too (RCKVCache(model, ratio=r)), each variant and window "
+        "(e.g. 0.5,0.75; default none)",
+    )
     return parser
 
 
@@ -114,10 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             context_tokens=args.context_tokens,
             max_new_tokens=args.max_new_tokens,
             model=args.model,
+            protocol=args.protocol,
+            questions=args.questions,
+            rc_ratios=args.rc_ratios,
         )
     except ValueError as error:
         raise SystemExit(str(error)) from error
     from rcattr.eval.kv.methods import import_kvpress
+    from rcattr.eval.kv.once import CompressOnce
+    from rcattr.eval.kv.once_report import once_markdown
     from rcattr.eval.kv.registry import default_kv_methods
     from rcattr.eval.kv.runner import KVBenchmark
     from rcattr.eval.kv.tables import markdown_table
@@ -131,8 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(
         args,
         config.model,
-        lambda model, tokenizer, shard: KVBenchmark(
+        lambda model, tokenizer, shard: (CompressOnce if config.protocol == "once" else KVBenchmark)(
             config, model, tokenizer, args.out, shard, methods=methods
         ),
-        markdown_table,
+        once_markdown if config.protocol == "once" else markdown_table,
     )

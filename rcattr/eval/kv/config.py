@@ -3,8 +3,8 @@ the records of its task."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from rcattr.eval.kv.data import KV_DATASETS, KVRecord, load_qmsum, load_squad
 from rcattr.eval.kv.needle import load_needle
@@ -26,7 +26,13 @@ INSTRUCTIONS = {
 }
 DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64, "needle": 32}  # needle answers restate the question
 QUALITY = {"squad": "rougeL", "qmsum": "rougeL", "needle": "match"}  # the task's answer-quality metric
-RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "rc_variants", "limit")  # may differ when resuming
+RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "rc_variants", "limit", "rc_ratios")
+PROTOCOLS = ("question", "once")
+LATER_DEFAULTS: dict[str, Any] = {
+    "protocol": "question",
+    "questions": None,
+    "rc_ratios": (),
+}  # may differ when resuming
 PROTOCOL = (
     "context compressed at prefill, question after it uncompressed (kvpress's pipeline); the full cache's "
     "greedy answer g teacher-forced through every cache for VER (last layer, per head, at the positions "
@@ -47,13 +53,34 @@ class KVBenchmarkConfig:
     window: tuple[int, ...] = (8, 16)
     rc_variants: tuple[str, ...] = (DEFAULT_RECIPE,)
     limit: int | None = None
-    context_tokens: int = 1024  # the QMSum excerpt's budget
+    context_tokens: int = 1024  # the QMSum excerpt's budget; with protocol "once", every context's
     max_new_tokens: int | None = None  # default per dataset
     model: str | None = None
+    protocol: str = "question"  # or "once" (rcattr.eval.kv.once)
+    questions: int | None = None  # protocol "once": questions per context (default DEFAULT_QUESTIONS)
+    rc_ratios: tuple[float, ...] = ()  # RCKVCache at these shares evicted too (Ratio), beside every c
 
     def __post_init__(self) -> None:
         if self.dataset not in KV_DATASETS:
             raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(KV_DATASETS)}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; choose from {', '.join(PROTOCOLS)}")
+        if self.questions is not None and (self.protocol != "once" or self.questions < 1):
+            raise ValueError("questions (per context, >= 1) goes with protocol 'once'")
+        for ratio in (*self.ratios, *self.rc_ratios):
+            if not 0.0 <= ratio < 1.0:
+                raise ValueError(f"a compression ratio is in [0, 1), got {ratio}")
+        for variant in self.rc_variants:
+            rc_options(variant)
+
+    def settings(self) -> dict[str, Any]:
+        """What ``config.json`` records: every field, but the ones added since rcattr 0.1 where they hold their
+        default (so the folders of earlier runs resume and render again)."""
+        return {
+            key: value
+            for key, value in asdict(self).items()
+            if key not in LATER_DEFAULTS or value != LATER_DEFAULTS[key]
+        }
         for variant in self.rc_variants:
             rc_options(variant)
 

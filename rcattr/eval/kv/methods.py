@@ -24,22 +24,42 @@ import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
 from rcattr.eval.kv.presses import EAGER_PRESSES, PRESSES, TOKENIZER_PRESSES
-from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.eval.kv.variants import PAPER_VARIANT, rc_options
-from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, WindowScorer, cache_nbytes
+from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, Threshold, WindowScorer, cache_nbytes
+from rcattr.kvcache.replay import REPLAY_PROMPT, replay_prefill
 from rcattr.runtime.compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.runtime.models import PACKAGED_MODELS, packaged_model_dir
 
 
-def rc_policy(variant: str, c: float = 1.0) -> EvictionPolicy:
-    """RCKVCache's policy for ``variant`` (:func:`rc_options`) at the threshold ``c``."""
+def rc_policy(
+    variant: str, c: float = 1.0, *, ratio: float | None = None, chunks: str = "every", scale: float = 1.0
+) -> EvictionPolicy:
+    """RCKVCache's policy for ``variant`` (:func:`rc_options`) at the threshold ``c``, or evicting the share
+    ``ratio``; ``chunks`` says whether the question after the context is compressed too ("every", the
+    question-after-context protocol's RCKVCache) or kept ("prompt"); ``scale`` is the model's attention
+    scaling (the softmax statistic's)."""
     options = rc_options(variant)
-    scorer = (
-        AblationScorer(options["value_norm"], options["sinks"], statistic=options["statistic"])
-        if options["statistic"] != "expected"
-        else WindowScorer(options["value_norm"], options["sinks"])
-    )
-    return EvictionPolicy(Threshold(c, scope=options["scope"]), scorer)
+    statistic, pooling = options["statistic"], options["pooling"]
+    scorer: WindowScorer
+    if statistic == "softmax":
+        scorer = SoftmaxMaxScorer(options["value_norm"], options["sinks"], scale=scale)
+    elif options["probe"] == "replay" or pooling == "max":
+        if statistic != "expected":
+            raise ValueError(
+                f"{variant!r}: a replay and max pooling go with the expected or softmax statistic"
+            )
+        # a replay's window is the whole context: each query is its own reference (the window's w x w own
+        # logits would cost O(n^2 log n) per head and layer)
+        kind = QueryMaxScorer if options["probe"] == "replay" else MaxPooledScorer
+        scorer = kind(options["value_norm"], options["sinks"])
+    elif statistic != "expected":
+        scorer = AblationScorer(options["value_norm"], options["sinks"], statistic=statistic)
+    else:
+        scorer = WindowScorer(options["value_norm"], options["sinks"])
+    scope = options["scope"]
+    rule = Threshold(c, scope=scope) if ratio is None else Ratio(ratio, scope=scope)
+    return EvictionPolicy(rule, scorer, chunks=chunks)  # type: ignore[arg-type]
 
 
 KVPRESS_HINT = (
@@ -141,35 +161,68 @@ class FullCache(KVMethod):
 
 @dataclass(frozen=True)
 class RCMethod(KVMethod):
-    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last ``window`` context tokens,
-    scored as ``variant`` says (:func:`rc_options`)."""
+    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last ``window`` context tokens (or of
+    a replay of the context), scored as ``variant`` says (:func:`rc_options`), cut at the threshold ``c`` or,
+    given ``ratio``, to that share. ``chunks`` is the policy's (:class:`~rcattr.kvcache.EvictionPolicy`)."""
 
     c: float
     window: int
     variant: str = PAPER_VARIANT
+    ratio: float | None = None
+    chunks: str = "every"
     name = "rc"
 
     def __post_init__(self) -> None:
-        rc_options(self.variant)
+        rc_policy(self.variant, self.c, ratio=self.ratio, chunks=self.chunks)
 
     @property
     def label(self) -> str:
         suffix = "" if self.variant == PAPER_VARIANT else f"/{self.variant}"
-        return f"rc/c={self.c:g}/w={self.window}{suffix}"
+        cut = f"c={self.c:g}" if self.ratio is None else f"r={self.ratio:g}"
+        return f"rc/{cut}/w={self.window}{suffix}"
 
     @property
     def setting(self) -> dict[str, Any]:
         variant = {} if self.variant == PAPER_VARIANT else {"variant": self.variant}
-        return {"c": self.c, "window": self.window, **variant}
+        cut = {"c": self.c} if self.ratio is None else {"ratio": self.ratio}
+        return {**cut, "window": self.window, **variant}
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
-        cache = RCKVCache(model, window=self.window, policy=rc_policy(self.variant, self.c))
-        model.model(input_ids=context_ids, **cache_argument(model.model, cache))
+        policy = rc_policy(
+            self.variant, self.c, ratio=self.ratio, chunks=self.chunks, scale=attention_scale(model)
+        )
+        cache = RCKVCache(model, window=self.window, policy=policy)
+        if rc_options(self.variant)["probe"] == "replay":
+            replay_prefill(model, cache, context_ids, replay_prompt_ids(model))
+        else:
+            model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache
 
     def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
         assert isinstance(cache, RCKVCache)
         return Compression(cache.compression_ratio, cache.nbytes() / cache.full_nbytes())
+
+
+def attention_scale(model: PreTrainedModel) -> float:
+    """The scaling ``model``'s attention applies to its logits (read off its first attention module)."""
+    for module in model.modules():
+        scaling = getattr(module, "scaling", None)
+        if isinstance(scaling, float):
+            return scaling
+    text = model.config.get_text_config()
+    return float(getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads) ** -0.5
+
+
+def replay_prompt_ids(model: PreTrainedModel) -> torch.Tensor:
+    """``[1, p]`` :data:`~rcattr.kvcache.replay.REPLAY_PROMPT` as the question part of the benchmark's prompt (the
+    chat template's end of the user turn and assistant opening), in ``model``'s tokenizer."""
+    from transformers import AutoTokenizer
+
+    from rcattr.eval.kv.protocol import split_prompt
+
+    with local_name_or_path(model):
+        tokenizer = AutoTokenizer.from_pretrained(model.config.name_or_path)
+    return split_prompt(tokenizer, "context", REPLAY_PROMPT).question_ids
 
 
 @dataclass(frozen=True)

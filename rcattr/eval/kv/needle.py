@@ -47,11 +47,25 @@ def place_needle(
     The haystack takes whole sentences while the needle and they fit in ``tokens``; sentences are joined
     by spaces, so a text's tokens are counted as the sum of its sentences' (``count_tokens`` of each).
     """
-    if not 0.0 <= depth <= 1.0:
-        raise ValueError(f"depth must lie in [0, 1], got {depth}")
-    budget = tokens - count_tokens(needle)
+    return place_needles(sentences, [(needle, depth)], count_tokens, tokens)
+
+
+def place_needles(
+    sentences: Iterable[str],
+    needles: Sequence[tuple[str, float]],
+    count_tokens: Callable[[str], int],
+    tokens: int,
+) -> str:
+    """:func:`place_needle` with several ``(needle, depth)``: the haystack takes whole sentences while every
+    needle and they fit in ``tokens``, and each needle goes after the sentence at its depth (needles at
+    the same place in the order given)."""
+    for _, depth in needles:
+        if not 0.0 <= depth <= 1.0:
+            raise ValueError(f"depth must lie in [0, 1], got {depth}")
+    needed = sum(count_tokens(needle) for needle, _ in needles)
+    budget = tokens - needed
     if budget <= 0:
-        raise ValueError(f"a {tokens}-token context cannot hold the needle ({count_tokens(needle)} tokens)")
+        raise ValueError(f"a {tokens}-token context cannot hold the needles ({needed} tokens)")
     haystack: list[str] = []
     lengths: list[int] = []
     used = 0
@@ -63,12 +77,18 @@ def place_needle(
         lengths.append(cost)
         used += cost
     if not haystack:
-        raise ValueError(f"no haystack sentence fits a {tokens}-token context beside the needle")
-    target, before, at = depth * used, 0, 0
-    while at < len(haystack) and abs(before + lengths[at] - target) < abs(before - target):
-        before += lengths[at]
-        at += 1
-    return " ".join([*haystack[:at], needle, *haystack[at:]])
+        raise ValueError(f"no haystack sentence fits a {tokens}-token context beside the needles")
+    after: dict[int, list[str]] = {}
+    for needle, depth in needles:
+        target, before, at = depth * used, 0, 0
+        while at < len(haystack) and abs(before + lengths[at] - target) < abs(before - target):
+            before += lengths[at]
+            at += 1
+        after.setdefault(at, []).append(needle)
+    pieces = [*after.get(0, [])]
+    for i, sentence in enumerate(haystack, start=1):
+        pieces += [sentence, *after.get(i, [])]
+    return " ".join(pieces)
 
 
 def load_needle(

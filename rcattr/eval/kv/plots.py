@@ -48,7 +48,7 @@ def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
             )
             for r in curve_rows:
                 axis.annotate(
-                    f"c={r['setting']['c']:g}",
+                    f"c={r['setting']['c']:g}" if "c" in r["setting"] else f"r={r['setting']['ratio']:g}",
                     (r["compression_ratio"], r[metric]),
                     fontsize=6,
                     xytext=(3, 3),

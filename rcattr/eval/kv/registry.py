@@ -41,17 +41,25 @@ class KVFamily(ABC):
 
 @dataclass(frozen=True)
 class RCFamily(KVFamily):
-    """RCKVCache at every scoring variant, window and threshold ``c`` of the config."""
+    """RCKVCache at every scoring variant, window, and threshold ``c`` or share ``rc_ratios`` of the config."""
 
     name: str = "rc"
 
     def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
-        return [
-            RCMethod(c, window, variant)
+        chunks = "prompt" if config.protocol == "once" else "every"  # the question asked after: kept, or cut
+        thresholds: list[KVMethod] = [
+            RCMethod(c, window, variant, chunks=chunks)
             for variant in config.rc_variants
             for window in config.window
             for c in config.c
         ]
+        ratios: list[KVMethod] = [
+            RCMethod(1.0, window, variant, ratio=ratio, chunks=chunks)
+            for variant in config.rc_variants
+            for window in config.window
+            for ratio in config.rc_ratios
+        ]
+        return thresholds + ratios
 
 
 @dataclass(frozen=True)

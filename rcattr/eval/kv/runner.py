@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import copy
 import time
+from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,10 @@ class _Measured:
     seconds: float
 
 
-class KVBenchmark(MethodRecordRun):
-    """Runs every method of ``config`` on every record (or on ``shard`` of the records), appending one line
-    per (method setting, record) to ``out/records.jsonl`` (:class:`~rcattr.eval.common.run_store.RunStore`).
+class KVRun(MethodRecordRun):
+    """What the KV benchmark's protocols share: every method of ``config`` on every record (or on ``shard`` of
+    the records), one line per (method setting, record or question) in ``out/records.jsonl``
+    (:class:`~rcattr.eval.common.run_store.RunStore`). Subclasses load the records and run one.
 
     Parameters
     ----------
@@ -76,10 +78,33 @@ class KVBenchmark(MethodRecordRun):
         methods: KVMethods | None = None,
     ) -> None:
         kv_methods = config.kv_methods(methods)  # unknown methods: refused before the folder is claimed
-        super().__init__(out, asdict(config), RESUMABLE_CHANGES, shard=shard)
+        super().__init__(out, config.settings(), RESUMABLE_CHANGES, shard=shard)
         self.config, self.model, self.tokenizer = config, model, tokenizer
-        self.records = load_records(config, tokenizer)
+        self.records = self.load()
         self.methods = kv_methods
+
+    @abstractmethod
+    def load(self) -> Sequence[Any]:
+        """The records the run goes over (what :meth:`run_record` takes)."""
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "config": self.config.settings(),
+            "model": self.model.config.name_or_path,
+            "protocol": PROTOCOL,
+            "question_format": f"{INSTRUCTIONS[self.config.dataset]} Question: {{question}}",
+            "max_new_tokens": self.config.answer_tokens,
+            "quality": QUALITY[self.config.dataset],
+        }
+
+
+class KVBenchmark(KVRun):
+    """The question-after-context protocol (:data:`~rcattr.eval.kv.config.PROTOCOL`): one line per (method
+    setting, record), each record's context compressed with its question after it (:class:`KVRun`'s
+    parameters)."""
+
+    def load(self) -> Sequence[KVRecord]:
+        return load_records(self.config, self.tokenizer)
 
     @property
     def progress_label(self) -> str:
@@ -98,16 +123,6 @@ class KVBenchmark(MethodRecordRun):
         if any(row.get("head_compression") for row in rows):
             plot_head_compression(results, rows, self.out / "head_compression.png")
         return results
-
-    def _header(self) -> dict[str, Any]:
-        return {
-            "config": asdict(self.config),
-            "model": self.model.config.name_or_path,
-            "protocol": PROTOCOL,
-            "question_format": f"{INSTRUCTIONS[self.config.dataset]} Question: {{question}}",
-            "max_new_tokens": self.config.answer_tokens,
-            "quality": QUALITY[self.config.dataset],
-        }
 
     def _measure(self, method: KVMethod, prompt: SplitPrompt) -> _Measured:
         """Prefill ``method``'s cache with the context, then answer greedily; timed together."""

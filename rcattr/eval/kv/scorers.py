@@ -11,9 +11,9 @@ import torch
 
 from rcattr.kvcache import WindowScorer
 from rcattr.kvcache.scoring import expected_rc, split_window
-from rcattr.stats import overlap_bounds
+from rcattr.stats import overlap_bounds, phi
 
-__all__ = ["AblationScorer"]
+__all__ = ["AblationScorer", "MaxPooledScorer", "QueryMaxScorer", "SoftmaxMaxScorer"]
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,106 @@ class AblationScorer(WindowScorer):
         grouped = score.view(batch, kv_heads, heads // kv_heads, n - w)
         reduced = grouped.mean(2) if self.group_reduce == "mean" else grouped.amax(2)
         return reduced.masked_fill(split.seen_by == 0, float("nan"))
+
+
+@dataclass(frozen=True)
+class MaxPooledScorer(WindowScorer):
+    """Each key's expected RC against the window, pooled by the **max** over the window queries and the query
+    heads of its key head instead of the mean: a key one query needs counts as much as one all of them read.
+
+    The reference sample Y is the own causal logits of the window's last ``reference`` queries. As
+    ``phi_Y`` increases with its argument, the max of ``phi_Y`` over queries is ``phi_Y`` of the largest logit.
+
+    Parameters
+    ----------
+    reference : int, default 16
+        The window's last queries whose logits on each other form Y (all of a shorter window).
+    """
+
+    reference: int = 16
+
+    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
+        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of
+        :func:`~rcattr.kvcache.window_rc_scores`); ``nan`` where no window query sees a key."""
+        batch, heads, w, n = logits.shape
+        if heads % kv_heads:
+            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
+        context, r = n - w, min(self.reference, w)
+        cross_visible = visible[:, None, :, :context]
+        seen = cross_visible.any(-2)  # [B, 1, m]
+        top = logits[..., :context].masked_fill(~cross_visible, float("-inf")).amax(-2)
+        own = logits[..., w - r :, n - r :].reshape(batch, heads, r * r)
+        own_visible = visible[:, None, w - r :, n - r :].reshape(batch, 1, r * r)
+        score = phi(torch.where(seen, top, 0.0), own, y_mask=own_visible, dtype=self.dtype)
+        grouped = score.view(batch, kv_heads, heads // kv_heads, context).amax(2)
+        return grouped.masked_fill(~seen, float("nan"))
+
+
+@dataclass(frozen=True)
+class QueryMaxScorer(WindowScorer):
+    """Each key's RC for each window query against **that query's own** logits (``phi_{Y_j}(x_ij)``, Y_j the
+    query's logits on every key it sees before the window), pooled by the max over the queries and the query
+    heads of the key's head: KVzip's max over a replay's queries, with RC in place of the softmax.
+
+    Only each query's ``top`` largest logits are scored (a key no query has among its ``top`` scores 0):
+    for those, ``#{y < x}`` and ``sum_{y < x} y`` follow from the query's sum and its top values, so the
+    statistic is exact there at the cost of one top-k per query.
+
+    Parameters
+    ----------
+    top : int, default 32
+        The keys each query scores.
+    """
+
+    top: int = 32
+
+    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
+        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of
+        :func:`~rcattr.kvcache.window_rc_scores`); ``nan`` where no window query sees a key."""
+        batch, heads, w, n = logits.shape
+        if heads % kv_heads:
+            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
+        context = n - w
+        cross = logits[..., :context].to(self.dtype)
+        cross_visible = visible[:, None, :, :context]
+        count = cross_visible.sum(-1, keepdim=True).clamp_min(1)  # [B, 1, w, 1]
+        total = cross.masked_fill(~cross_visible, 0.0).sum(-1, keepdim=True)  # [B, H, w, 1]
+        values, index = cross.masked_fill(~cross_visible, float("-inf")).topk(min(self.top, context), dim=-1)
+        rank = torch.arange(1, values.shape[-1] + 1, device=values.device, dtype=values.dtype)
+        real = values > float("-inf")
+        above = values.masked_fill(~real, 0.0).cumsum(-1)  # the sum of the values >= each one
+        per_query = (values * (count - rank) - (total - above)) / count  # phi_{Y_j} at each of its top values
+        per_query = per_query.masked_fill(~real, 0.0).clamp_min(0.0)
+        score = cross.new_zeros(batch, heads, context).scatter_reduce(
+            -1, index.flatten(-2), per_query.flatten(-2), reduce="amax"
+        )
+        grouped = score.view(batch, kv_heads, heads // kv_heads, context).amax(2)
+        return grouped.masked_fill(~cross_visible.any(-2), float("nan"))
+
+
+@dataclass(frozen=True)
+class SoftmaxMaxScorer(WindowScorer):
+    """KVzip's statistic: each key's largest attention weight (``softmax(scale · logits)``) over the window
+    queries and the query heads of its key head; with a replay as the window, KVzip's score. It tells the
+    probe's effect from the statistic's beside :class:`QueryMaxScorer`.
+
+    Parameters
+    ----------
+    scale : float, default 1.0
+        The model's attention scaling (``1 / sqrt(head_dim)`` for most), applied to the raw logits.
+    """
+
+    scale: float = 1.0
+
+    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
+        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits; ``nan`` where no window query sees a key."""
+        batch, heads, w, n = logits.shape
+        if heads % kv_heads:
+            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
+        context = n - w
+        weights = (
+            (logits.to(self.dtype) * self.scale).masked_fill(~visible[:, None], float("-inf")).softmax(-1)
+        )
+        top = weights[..., :context].nan_to_num(0.0).amax(-2)
+        grouped = top.view(batch, kv_heads, heads // kv_heads, context).amax(2)
+        return grouped.masked_fill(~visible[:, None, :, :context].any(-2), float("nan"))

@@ -18,10 +18,13 @@ def _format(value: float | None, spec: str) -> str:
 
 def _setting(row: dict[str, Any]) -> str:
     setting = row["setting"]
-    if "c" in setting:
-        variant = f", {setting['variant']}" if "variant" in setting else ""
-        return f"c = {setting['c']:g}, w = {int(setting['window'])}{variant}"
-    return f"ratio {setting['ratio']:g}" if setting else "—"
+    if not setting:
+        return "—"
+    cut = f"c = {setting['c']:g}" if "c" in setting else f"ratio {setting['ratio']:g}"
+    if "window" not in setting:  # a press
+        return cut
+    variant = f", {setting['variant']}" if "variant" in setting else ""
+    return f"{cut}, w = {int(setting['window'])}{variant}"
 
 
 def quality_metric(results: dict[str, Any]) -> str:

@@ -12,17 +12,28 @@ PAPER_OPTIONS: dict[str, Any] = {
     "value_norm": False,
     "sinks": 0,
     "scope": "head",
+    "pooling": "mean",
+    "probe": "window",
 }
 RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "value_norm": {"value_norm": True},
     "upper_bound": {"statistic": "upper_bound"},  # a measured loser: rcattr.eval.kv.scorers
     "model_budget": {"scope": "model"},
+    "max_pool": {
+        "pooling": "max"
+    },  # the max over the probe's queries and query heads (rcattr.eval.kv.scorers)
+    # the keys scored against a replay of the context (rcattr.kvcache.replay), each replay query its own
+    # reference, max-pooled (rcattr.eval.kv.scorers.QueryMaxScorer)
+    "replay": {"probe": "replay"},
+    # the max attention weight instead of RC (KVzip's statistic: rcattr.eval.kv.scorers.SoftmaxMaxScorer)
+    "softmax": {"statistic": "softmax", "pooling": "max"},
 }
 DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
 
 
 def rc_options(variant: str) -> dict[str, Any]:
-    """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope): "paper",
+    """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope, the pooling
+    over the probe's queries, the probe: the window or a replay of the context): "paper",
     or words of :data:`RC_VARIANT_WORDS` and ``sinks=N`` joined by "+", each a change to the paper's recipe.
     Every setting is spelled out, so a variant means the same cache whatever RCKVCache's defaults are."""
     options = dict(PAPER_OPTIONS)

@@ -11,12 +11,13 @@ from rcattr.eval.kv.methods import (
     FullCache,
     PressMethod,
     RCMethod,
+    attention_scale,
     import_kvpress,
     rc_policy,
 )
 from rcattr.eval.kv.presses import PRESSES
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt
-from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.eval.kv.variants import rc_options
 from rcattr.kvcache import RCKVCache
 from tests.helpers import (
@@ -33,15 +34,31 @@ pytestmark = pytest.mark.transformers_line
 
 def test_the_default_variant_is_rckvcaches_defaults() -> None:
     default = RCKVCache(tiny_model("llama"))
-    assert rc_policy(KVBenchmarkConfig("squad").rc_variants[0], c=1.0) == default.policy
+    variant = KVBenchmarkConfig("squad").rc_variants[0]
+    assert rc_policy(variant, c=1.0, chunks="prompt") == default.policy
+    assert rc_policy(variant, ratio=0.5, chunks="prompt") == RCKVCache(tiny_model("llama"), ratio=0.5).policy
+    assert rc_policy(variant).chunks == "every"  # the question-after-context protocol's RCKVCache, as in 0.1
     assert rc_options("paper") == {
         "statistic": "expected",
         "value_norm": False,
         "sinks": 0,
         "scope": "head",
+        "pooling": "mean",
+        "probe": "window",
     }
-    assert rc_policy("paper", c=0.7) == RCKVCache.paper(tiny_model("llama"), c=0.7).policy
+    paper = RCKVCache.paper(tiny_model("llama"), c=0.7).policy
+    assert rc_policy("paper", c=0.7, chunks="prompt") == paper
     assert isinstance(rc_policy("upper_bound").scorer, AblationScorer)
+
+
+def test_the_levers_variants_build_their_scorers() -> None:
+    assert type(rc_policy("max_pool").scorer) is MaxPooledScorer
+    assert type(rc_policy("replay").scorer) is QueryMaxScorer
+    softmax = rc_policy("replay+softmax", scale=0.125).scorer
+    assert isinstance(softmax, SoftmaxMaxScorer) and softmax.scale == 0.125
+    with pytest.raises(ValueError, match="expected or softmax"):
+        rc_policy("upper_bound+max_pool")
+    assert attention_scale(tiny_model("llama")) == pytest.approx(tiny_model("llama").config.head_dim ** -0.5)
 
 
 @pytest.mark.kvpress

@@ -15,6 +15,8 @@ def test_each_word_changes_the_paper_s_recipe_and_every_setting_is_spelled_out()
         "value_norm": True,
         "sinks": 4,
         "scope": "model",
+        "pooling": "mean",
+        "probe": "window",
     }
     assert rc_options("upper_bound")["statistic"] == "upper_bound"
 
