@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv clean
+.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv eval-kv-once clean
 
 setup: $(STAMP)
 
@@ -138,6 +138,19 @@ eval-kv: setup-kvpress
 		--out runs/kv-qmsum-extra-6
 	$(KV_RUN) --methods kvcompose,criticalkv_expected_attention,rc $(KV_DEFAULT) --dataset squad --limit 100 \
 		--c 0.6,0.7,1.2,1.3 --out runs/kv-squad-100-strong
+
+# the compress-once protocol (issue 72): every context compressed once, its questions asked of copies; KVzip
+# and RCKVCache at set ratios with the levers' variants, then RCKVCache's thresholds (docs/records/kv_once)
+KV_ONCE     := $(KV_RUN) --protocol once --context-tokens 2048
+KV_LEVERS   := model_budget+value_norm+sinks=4,model_budget+value_norm+sinks=4+max_pool,model_budget+value_norm+sinks=4+replay,model_budget+value_norm+sinks=4+replay+softmax
+eval-kv-once: setup-kvpress
+	for task in needle:6 squad:3 qmsum:3; do \
+		name=$${task%%:*}; limit=$${task##*:}; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods kvzip,rc --ratios 0.5,0.75 --c "" --rc-ratios 0.5,0.75 \
+			--window 16 --rc-variants $(KV_LEVERS) --out runs/kv_once/$$name-2048 || exit 1; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods rc --c 1.0,0.5 --window 16 \
+			--rc-variants model_budget+value_norm+sinks=4 --out runs/kv_once/$$name-2048-threshold || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info tutorial-output

@@ -13,12 +13,17 @@ only side-by-side figures mean anything):
 - ``snapkv``: kvpress's ``SnapKVPress`` at the compression ratio RCKVCache reached, when kvpress is
   importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
   compression column is the ratio it was given; its bytes held are measured.
+- with ``--ratio R``, what compressing a context once costs (issue 72): ``rc ratio``, ``RCKVCache(model,
+  ratio=R)``; ``rc ratio+replay``, the same scored against a replay of the prompt
+  (:func:`rcattr.kvcache.replay.replay_prefill`, a prefill of ``2n + p`` tokens; its decode starts from the
+  prompt's last token again); and ``kvzip``, kvpress's ``KVzipPress`` at ``R``, when kvpress is importable.
 
 Prefill is one ``model(prompt, **cache_argument(model, cache), logits_to_keep=1)``; decode feeds
 ``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
 
     python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
     python benchmarks/bench_kvcache.py --lengths 2000 --new-tokens 256 --decode-every 32 --budget 256 --question-window
+    python benchmarks/bench_kvcache.py --lengths 2000 --ratio 0.5 --new-tokens 8
 """
 
 from __future__ import annotations
@@ -33,14 +38,16 @@ import torch
 from transformers import DynamicCache
 
 from rcattr.eval.kv.data import load_squad
+from rcattr.eval.kv.methods import local_name_or_path, replay_prompt_ids
 from rcattr.eval.kv_long.question import QuestionWindow
 from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, TokenBudget, cache_argument, cache_nbytes
+from rcattr.kvcache.replay import replay_prefill
 from rcattr.runtime.models import load_model
 
 try:
-    from kvpress import SnapKVPress
+    from kvpress import KVzipPress, SnapKVPress
 except ImportError:  # kvpress needs transformers < 5.3
-    SnapKVPress = None
+    KVzipPress = SnapKVPress = None
 
 
 def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
@@ -65,39 +72,60 @@ def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
     )["input_ids"]
 
 
-def run(
-    model, ids: torch.Tensor, make_cache: Callable, press: contextlib.AbstractContextManager, new_tokens: int
-):
-    """Prefill seconds, decode seconds per token, and the cache after decoding."""
+def run(model, ids: torch.Tensor, make_cache: Callable, fill: Callable, new_tokens: int):
+    """Prefill seconds (``fill(cache)``: the next token ``[1, 1]``), decode seconds per token, and the cache
+    after decoding."""
     cache = make_cache()
     start = time.perf_counter()
-    with press:
-        logits = model(ids, **cache_argument(model, cache), logits_to_keep=1).logits
+    token = fill(cache)
     prefill = time.perf_counter() - start
-    token = logits[:, -1:].argmax(-1)
     start = time.perf_counter()
     for _ in range(new_tokens):
         token = model(token, **cache_argument(model, cache)).logits[:, -1:].argmax(-1)
     return prefill, (time.perf_counter() - start) / new_tokens, cache
 
 
+def prefill(model, ids: torch.Tensor, press: Callable = contextlib.nullcontext) -> Callable:
+    """Fill a cache with ``ids`` in one forward, inside ``press()``; the next greedy token."""
+
+    def fill(cache) -> torch.Tensor:
+        with press():
+            return model(ids, **cache_argument(model, cache), logits_to_keep=1).logits[:, -1:].argmax(-1)
+
+    return fill
+
+
+def replayed(model, ids: torch.Tensor) -> Callable:
+    """Fill an RCKVCache with ``ids`` scored against a replay of them; decoding starts from the last token."""
+    prompt = replay_prompt_ids(model)
+
+    def fill(cache) -> torch.Tensor:
+        replay_prefill(model, cache, ids, prompt)
+        return ids[:, -1:]
+
+    return fill
+
+
 def variants(
     model,
+    ids: torch.Tensor,
     c: float,
     window: int,
     ratio: float | None,
     decode_every: int | None,
     budget: int | None,
     question_window: bool,
+    once_ratio: float | None,
 ) -> Iterator[tuple[str, Callable, Callable]]:
     threshold = {"c": c} if budget is None else {"budget": budget}  # with a budget, at prefill too
-    yield "default", lambda: DynamicCache(config=model.config), contextlib.nullcontext
-    yield "rc", lambda: RCKVCache(model, window=window, **threshold), contextlib.nullcontext
+    plain = prefill(model, ids)
+    yield "default", lambda: DynamicCache(config=model.config), plain
+    yield "rc", lambda: RCKVCache(model, window=window, **threshold), plain
     if decode_every is not None:
         yield (
             "rc+decode",
             lambda: RCKVCache(model, window=window, decode_every=decode_every, **threshold),
-            contextlib.nullcontext,
+            plain,
         )
         if question_window:  # the long-generation benchmark's rc_question
             rule = TokenBudget(budget) if budget is not None else Threshold(c)
@@ -106,11 +134,27 @@ def variants(
             yield (
                 "rc+decode+question",
                 lambda: RCKVCache(model, window=window, policy=policy),
-                contextlib.nullcontext,
+                plain,
             )
     if SnapKVPress is not None and ratio is not None:
         press = SnapKVPress(compression_ratio=ratio, window_size=window)
-        yield "snapkv", lambda: DynamicCache(config=model.config), lambda: press(model)
+        yield "snapkv", lambda: DynamicCache(config=model.config), prefill(model, ids, lambda: press(model))
+    if once_ratio is not None:
+        yield "rc ratio", lambda: RCKVCache(model, window=window, ratio=once_ratio), plain
+        yield (
+            "rc ratio+replay",
+            lambda: RCKVCache(model, window=window, ratio=once_ratio),
+            replayed(model, ids),
+        )
+        if KVzipPress is not None:
+            kvzip = KVzipPress(compression_ratio=once_ratio)
+
+            @contextlib.contextmanager
+            def pressing() -> Iterator[None]:
+                with local_name_or_path(model), kvzip(model):
+                    yield
+
+            yield "kvzip", lambda: DynamicCache(config=model.config), prefill(model, ids, pressing)
 
 
 def main() -> None:
@@ -133,6 +177,12 @@ def main() -> None:
         type=int,
         default=None,
         help="entries per key head: rc and rc+decode keep this budget (instead of --c) at prefill too",
+    )
+    parser.add_argument(
+        "--ratio",
+        type=float,
+        default=None,
+        help="add what compressing once costs: RCKVCache(model, ratio=R), the same with a replay, KVzip at R",
     )
     parser.add_argument(
         "--question-window",
@@ -164,27 +214,35 @@ def main() -> None:
         times: dict[str, list[tuple[float, float]]] = {}
         caches = {}
         for _ in range(args.repeats):
-            for name, make_cache, press in variants(
-                model, args.c, args.window, ratio, args.decode_every, args.budget, args.question_window
+            for name, make_cache, fill in variants(
+                model,
+                ids,
+                args.c,
+                args.window,
+                ratio,
+                args.decode_every,
+                args.budget,
+                args.question_window,
+                args.ratio,
             ):
-                prefill, decode, caches[name] = run(model, ids, make_cache, press(), args.new_tokens)
-                times.setdefault(name, []).append((prefill, decode))
+                seconds, decode, caches[name] = run(model, ids, make_cache, fill, args.new_tokens)
+                times.setdefault(name, []).append((seconds, decode))
         base_prefill = statistics.median(t[0] for t in times["default"])
         base_decode = statistics.median(t[1] for t in times["default"])
         base_bytes = cache_nbytes(caches["default"])
         for name, measured in times.items():
-            prefill = statistics.median(t[0] for t in measured)
+            seconds = statistics.median(t[0] for t in measured)
             decode = statistics.median(t[1] for t in measured)
             cache = caches[name]
             held = cache_nbytes(cache)
             compression = (
                 cache.compression_ratio
                 if isinstance(cache, RCKVCache)
-                else (ratio if name == "snapkv" else 0.0)
+                else {"snapkv": ratio, "kvzip": args.ratio}.get(name, 0.0)
             )
             padding = cache.padding_nbytes() / held if isinstance(cache, RCKVCache) else 0.0
             print(
-                f"| {ids.shape[1]} | {name} | {prefill:.3f} | {prefill / base_prefill:.2f} | {decode * 1e3:.1f} "
+                f"| {ids.shape[1]} | {name} | {seconds:.3f} | {seconds / base_prefill:.2f} | {decode * 1e3:.1f} "
                 f"| {decode / base_decode:.2f} | {compression:.3f} | {held / 2**20:.1f} MiB "
                 f"| {held / base_bytes:.3f} | {padding:.3f} |"
             )

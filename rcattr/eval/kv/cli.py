@@ -14,6 +14,14 @@ match** (a gold answer, or the needle's value, standing in the answer as whole w
 measured on each cache after the prefill (entries evicted or masked, and bytes held). kvpress presses run
 at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and reaches its own ratio.
 
+``--protocol once`` (where users compress): each context (SQuAD v2 paragraphs of one article joined to
+``--context-tokens``, a haystack with several needles, or one QMSum meeting around several queries' gold
+turns) is compressed once without any question, and each of its ``--questions`` is asked of a copy of that
+cache, the question kept whole; rows are (method, question), and ``prefill × full`` is the compressing
+prefill's time over the full cache's (``rcattr.eval.kv.once``). ``--rc-ratios`` runs RCKVCache at set shares
+(``RCKVCache(model, ratio=r)``) beside the presses' ``--ratios``; the variants ``max_pool`` and ``replay`` (a replay
+of the context as the window, ``rcattr.kvcache.replay``) are the levers measured there.
+
 Each (method, record) result is one line of ``OUT/records.jsonl``, written as it goes, so an interrupted
 run resumes where it stopped; ``results.json``, ``results.md`` and the plots are rewritten at the end from
 every line on disk. ``--shard I/N`` and ``accelerate launch`` split the records among processes, each
