@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.eval.kv.scorers import AblationScorer
+from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.kvcache import EvictionPolicy, RCKVCache, WindowScorer
 from tests.helpers import kv_model, prompt
 from tests.helpers.blocks import random_window
@@ -60,3 +60,64 @@ def test_the_default_ablation_scores_like_the_window_scorer() -> None:
 def test_bad_ablation_settings_are_named(options, named) -> None:
     with pytest.raises(ValueError, match=named):
         AblationScorer(**options)
+
+
+def _pooled_brute_force(logits, visible, kv_heads, per_query) -> torch.Tensor:
+    """``[B, kv_heads, m]``: the max over the window queries that see a key, and over its key head's query heads, of
+    ``per_query(b, h, j, i)``; nan where no query sees it."""
+    batch, heads, w, n = logits.shape
+    m = n - w
+    out = torch.full((batch, heads, m), float("nan"), dtype=torch.float64)
+    for b in range(batch):
+        for h in range(heads):
+            for i in range(m):
+                values = [per_query(b, h, j, i) for j in range(w) if visible[b, j, i]]
+                if values:
+                    out[b, h, i] = max(values)
+    return out.view(batch, kv_heads, heads // kv_heads, m).amax(2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    window=st.integers(1, 5),
+    context=st.integers(1, 7),
+    pad=st.integers(0, 4),
+    kv_heads=st.sampled_from([1, 2]),
+)
+def test_the_max_pooled_scorers_equal_brute_force(seed, window, context, pad, kv_heads) -> None:
+    logits, visible = random_window(seed, window, context, pad)
+    n, m = window + context, context
+    reference = min(3, window)
+    own_rows = range(window - reference, window)
+
+    def window_rc(b, h, j, i):  # RC against the last `reference` window queries' own logits
+        own = [logits[b, h, r, c] for r in own_rows for c in range(n - reference, n) if visible[b, r, c]]
+        return sum(max(float(logits[b, h, j, i] - y), 0.0) for y in own) / len(own)
+
+    def query_rc(b, h, j, i):  # RC against the query's own logits on the keys before the window
+        own = [logits[b, h, j, c] for c in range(m) if visible[b, j, c]]
+        return sum(max(float(logits[b, h, j, i] - y), 0.0) for y in own) / len(own)
+
+    def weight(b, h, j, i):
+        row = logits[b, h, j].masked_fill(~visible[b, j], float("-inf")) * 0.5
+        return float(row.softmax(-1)[i])
+
+    scorers = [
+        (MaxPooledScorer(dtype=torch.float64, reference=reference), window_rc),
+        (QueryMaxScorer(dtype=torch.float64, top=n), query_rc),
+        (SoftmaxMaxScorer(dtype=torch.float64, scale=0.5), weight),
+    ]
+    for scorer, per_query in scorers:
+        got = scorer.key_head_scores(logits, visible, kv_heads)
+        torch.testing.assert_close(got, _pooled_brute_force(logits, visible, kv_heads, per_query), equal_nan=True)
+
+
+def test_a_query_scores_only_its_top_keys() -> None:
+    logits, visible = random_window(0, 4, 12, 0)
+    every = QueryMaxScorer(dtype=torch.float64, top=12).key_head_scores(logits, visible, 2)
+    top = QueryMaxScorer(dtype=torch.float64, top=2).key_head_scores(logits, visible, 2)
+    scored = top > 0
+    assert scored.any() and not scored.all()
+    assert bool((top <= every + 1e-12).all())  # a lower bound: some queries' values are left out
+    torch.testing.assert_close(top.amax(-1), every.amax(-1))  # the best key is some query's first
