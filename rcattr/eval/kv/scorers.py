@@ -62,7 +62,26 @@ class AblationScorer(WindowScorer):
 
 
 @dataclass(frozen=True)
-class MaxPooledScorer(WindowScorer):
+class _MaxOverQueries(WindowScorer):
+    """A key's score is the max over the window queries and its key head's query heads of a per-query value."""
+
+    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
+        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of
+        :func:`~rcattr.kvcache.window_rc_scores`); ``nan`` where no window query sees a key."""
+        batch, heads, w, n = logits.shape
+        if heads % kv_heads:
+            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
+        score = self.query_head_scores(logits, visible)
+        grouped = score.view(batch, kv_heads, heads // kv_heads, n - w).amax(2)
+        return grouped.masked_fill(~visible[:, None, :, : n - w].any(-2), float("nan"))
+
+    def query_head_scores(self, logits: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """``[B, H, m]`` every query head's score of every key before the window (any value where none sees it)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class MaxPooledScorer(_MaxOverQueries):
     """Each key's expected RC against the window, pooled by the **max** over the window queries and the query
     heads of its key head instead of the mean: a key one query needs counts as much as one all of them read.
 
@@ -77,25 +96,18 @@ class MaxPooledScorer(WindowScorer):
 
     reference: int = 16
 
-    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
-        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of
-        :func:`~rcattr.kvcache.window_rc_scores`); ``nan`` where no window query sees a key."""
+    def query_head_scores(self, logits: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         batch, heads, w, n = logits.shape
-        if heads % kv_heads:
-            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
         context, r = n - w, min(self.reference, w)
         cross_visible = visible[:, None, :, :context]
-        seen = cross_visible.any(-2)  # [B, 1, m]
         top = logits[..., :context].masked_fill(~cross_visible, float("-inf")).amax(-2)
         own = logits[..., w - r :, n - r :].reshape(batch, heads, r * r)
         own_visible = visible[:, None, w - r :, n - r :].reshape(batch, 1, r * r)
-        score = phi(torch.where(seen, top, 0.0), own, y_mask=own_visible, dtype=self.dtype)
-        grouped = score.view(batch, kv_heads, heads // kv_heads, context).amax(2)
-        return grouped.masked_fill(~seen, float("nan"))
+        return phi(torch.where(cross_visible.any(-2), top, 0.0), own, y_mask=own_visible, dtype=self.dtype)
 
 
 @dataclass(frozen=True)
-class QueryMaxScorer(WindowScorer):
+class QueryMaxScorer(_MaxOverQueries):
     """Each key's RC for each window query against **that query's own** logits (``phi_{Y_j}(x_ij)``, Y_j the
     query's logits on every key it sees before the window), pooled by the max over the queries and the query
     heads of the key's head: KVzip's max over a replay's queries, with RC in place of the softmax.
@@ -112,12 +124,8 @@ class QueryMaxScorer(WindowScorer):
 
     top: int = 32
 
-    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
-        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of
-        :func:`~rcattr.kvcache.window_rc_scores`); ``nan`` where no window query sees a key."""
+    def query_head_scores(self, logits: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         batch, heads, w, n = logits.shape
-        if heads % kv_heads:
-            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
         context = n - w
         cross = logits[..., :context].to(self.dtype)
         cross_visible = visible[:, None, :, :context]
@@ -129,15 +137,13 @@ class QueryMaxScorer(WindowScorer):
         above = values.masked_fill(~real, 0.0).cumsum(-1)  # the sum of the values >= each one
         per_query = (values * (count - rank) - (total - above)) / count  # phi_{Y_j} at each of its top values
         per_query = per_query.masked_fill(~real, 0.0).clamp_min(0.0)
-        score = cross.new_zeros(batch, heads, context).scatter_reduce(
+        return cross.new_zeros(batch, heads, context).scatter_reduce(
             -1, index.flatten(-2), per_query.flatten(-2), reduce="amax"
         )
-        grouped = score.view(batch, kv_heads, heads // kv_heads, context).amax(2)
-        return grouped.masked_fill(~cross_visible.any(-2), float("nan"))
 
 
 @dataclass(frozen=True)
-class SoftmaxMaxScorer(WindowScorer):
+class SoftmaxMaxScorer(_MaxOverQueries):
     """KVzip's statistic: each key's largest attention weight (``softmax(scale · logits)``) over the window
     queries and the query heads of its key head; with a replay as the window, KVzip's score. It tells the
     probe's effect from the statistic's beside :class:`QueryMaxScorer`.
@@ -150,15 +156,9 @@ class SoftmaxMaxScorer(WindowScorer):
 
     scale: float = 1.0
 
-    def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
-        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits; ``nan`` where no window query sees a key."""
-        batch, heads, w, n = logits.shape
-        if heads % kv_heads:
-            raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
-        context = n - w
+    def query_head_scores(self, logits: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        context = logits.shape[-1] - logits.shape[-2]
         weights = (
             (logits.to(self.dtype) * self.scale).masked_fill(~visible[:, None], float("-inf")).softmax(-1)
         )
-        top = weights[..., :context].nan_to_num(0.0).amax(-2)
-        grouped = top.view(batch, kv_heads, heads // kv_heads, context).amax(2)
-        return grouped.masked_fill(~visible[:, None, :, :context].any(-2), float("nan"))
+        return weights[..., :context].nan_to_num(0.0).amax(-2)
