@@ -1,9 +1,11 @@
 """Scoring what one :class:`~rcattr.kvcache.RCLayer` holds and applying a rule's decision to it: the steps the
 layer runs after its attention (the rule decides in between, :meth:`Rule.decide <rcattr.kvcache.Rule.decide>`).
 
-Every forward of more than one token (the prompt, and each later turn of a chat fed to the same cache) is a
-chunk: its tokens are scored against the chunk's own last ``window`` queries and evicted after its attention
-has run; entries kept from earlier chunks stay. With decode-time eviction, every ``every`` decoded tokens
+Every compressed forward of more than one token (the prompt, and a later turn of a chat fed to the same cache
+where the policy's ``chunks`` or :meth:`RCKVCache.compressing <rcattr.kvcache.RCKVCache.compressing>` says so) is
+a chunk: its tokens are scored against the chunk's own last ``window`` queries and evicted after its attention
+has run; entries kept from earlier chunks stay. A prefill that replays its context scores the context against
+the replay instead (:func:`score_replayed`). With decode-time eviction, every ``every`` decoded tokens
 all that a layer holds is scored against its last window of queries (:func:`score_decoded`).
 """
 

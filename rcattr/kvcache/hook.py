@@ -9,8 +9,9 @@ update is handed to the cache (:meth:`RCKVCache.attention`), which routes it to 
 - until something is evicted, runs the model's kernel unchanged;
 - once heads hold different tokens, runs once per key head, on that head's query heads and stored
   slots, where the model's own mask allows at the slots' positions (:meth:`RCLayer.attend`);
-- after the prefill, and after every later forward of more than one token (a chat's next turn), scores
-  and evicts that chunk, and with decode-time eviction does so every ``every`` decoded tokens.
+- after the prefill (and a later forward of more than one token, a chat's next turn, where the policy
+  compresses it), scores and evicts that chunk, and with decode-time eviction does so every ``every``
+  decoded tokens.
 
 Calls that fill another cache pass through unchanged. The update and the attention call of a layer are
 paired by the identity of the key tensor the cache returned, so a stale pairing can never leak into
