@@ -1,6 +1,6 @@
 """The compress-once protocol's ``results.json`` and ``results.md``: per cache setting, the means over the
 contexts every setting has finished, and paired differences whose bootstrap draws **contexts** (the questions
-of one context share its cache): answer match against the full cache, VER and answer match against KVzip at
+of one context share its cache): answer match and ROUGE-L against the full cache, VER and answer match against KVzip at
 the same ratio, and each RCKVCache variant against the default recipe at the same ratio and window."""
 
 from __future__ import annotations
@@ -104,7 +104,9 @@ def summarise_once(
             continue
         against: dict[str, Any] = {}
         if "full" in methods:
-            against["full"] = {"match": _difference(grouped[label], grouped["full"], "match")}
+            against["full"] = {
+                metric: _difference(grouped[label], grouped["full"], metric) for metric in ("match", "rougeL")
+            }
         twin = kvzip.get(row["setting"].get("ratio"))
         if twin is not None and twin != label:
             against["kvzip"] = {
@@ -159,8 +161,8 @@ def once_markdown(results: dict[str, Any]) -> str:
         f"{results['n_questions']} questions. Protocol: {results['protocol']}.",
         "",
         "| method | setting | evicted | bytes held | VER | answer match | ROUGE-L | same answer as full "
-        "| prefill × full | match − full | VER − KVzip | match − KVzip |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| prefill × full | match − full | ROUGE-L − full | VER − KVzip | match − KVzip |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     comparisons = results["comparisons"]
     for label, row in results["methods"].items():
@@ -170,6 +172,7 @@ def once_markdown(results: dict[str, Any]) -> str:
             f"| {row['name']} | {_cut(row)} | {row['compression_ratio']:.1%} | {row['bytes_ratio']:.1%} "
             f"| {row['ver']:.4f} | {row['match']:.3f} | {row['rougeL']:.3f} | {row['identical']:.3f} "
             f"| {row['prefill_cost']:.2f} | {_interval(against.get('full', {}).get('match'))} "
+            f"| {_interval(against.get('full', {}).get('rougeL'))} "
             f"| {_interval(kvzip.get('ver'), '+.4f')} | {_interval(kvzip.get('match'))} |"
         )
     levers = {label: against["default"] for label, against in comparisons.items() if "default" in against}
