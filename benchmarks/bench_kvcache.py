@@ -14,9 +14,9 @@ only side-by-side figures mean anything):
   importable (its environment pins transformers < 5.3), to compare the scoring cost at prefill. Its
   compression column is the ratio it was given; its bytes held are measured.
 - with ``--ratio R``, what compressing a context once costs (issue 72): ``rc ratio``, ``RCKVCache(model,
-  ratio=R)``; ``rc ratio+replay``, the same scored against a replay of the prompt
-  (:func:`rcattr.kvcache.replay.replay_prefill`, a prefill of ``2n + p`` tokens; its decode starts from the
-  prompt's last token again); and ``kvzip``, kvpress's ``KVzipPress`` at ``R``, when kvpress is importable.
+  ratio=R)``; ``rc ratio+replay``, the same share scored against a replay of the prompt by
+  the max attention weight (:func:`rcattr.kvcache.replay.replay_prefill` with ``SoftmaxMaxScorer``, a prefill of
+  ``2n + p`` tokens; its decode starts from the prompt's last token again); and ``kvzip``, kvpress's ``KVzipPress`` at ``R``, when kvpress is importable.
 
 Prefill is one ``model(prompt, **cache_argument(model, cache), logits_to_keep=1)``; decode feeds
 ``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
@@ -38,9 +38,18 @@ import torch
 from transformers import DynamicCache
 
 from rcattr.eval.kv.data import load_squad
-from rcattr.eval.kv.methods import local_name_or_path, replay_prompt_ids
+from rcattr.eval.kv.methods import attention_scale, local_name_or_path, replay_prompt_ids
+from rcattr.eval.kv.scorers import SoftmaxMaxScorer
 from rcattr.eval.kv_long.question import QuestionWindow
-from rcattr.kvcache import EvictionPolicy, RCKVCache, Threshold, TokenBudget, cache_argument, cache_nbytes
+from rcattr.kvcache import (
+    EvictionPolicy,
+    Ratio,
+    RCKVCache,
+    Threshold,
+    TokenBudget,
+    cache_argument,
+    cache_nbytes,
+)
 from rcattr.kvcache.replay import replay_prefill
 from rcattr.runtime.models import load_model
 
@@ -141,11 +150,10 @@ def variants(
         yield "snapkv", lambda: DynamicCache(config=model.config), prefill(model, ids, lambda: press(model))
     if once_ratio is not None:
         yield "rc ratio", lambda: RCKVCache(model, window=window, ratio=once_ratio), plain
-        yield (
-            "rc ratio+replay",
-            lambda: RCKVCache(model, window=window, ratio=once_ratio),
-            replayed(model, ids),
-        )
+        # the replay's best scorer (KVzip's statistic); RC's mean over the window would compare every key with
+        # the replay's w x w own logits
+        replay = EvictionPolicy(Ratio(once_ratio), SoftmaxMaxScorer(scale=attention_scale(model)))
+        yield "rc ratio+replay", lambda: RCKVCache(model, window=window, policy=replay), replayed(model, ids)
         if KVzipPress is not None:
             kvzip = KVzipPress(compression_ratio=once_ratio)
 

@@ -137,6 +137,10 @@ def kv(config: dict[str, Any]) -> Render:
         *option("--context-tokens", config["context_tokens"]),
         *option("--max-new-tokens", config["max_new_tokens"]),
         *option("--model", config["model"]),
+        # the keys issue 72 added, in config.json where they are not the default
+        *option("--protocol", config.get("protocol")),
+        *option("--questions", config.get("questions")),
+        *option("--rc-ratios", config.get("rc_ratios")),
     ]
     return Render("rcattr.eval.kv", args, needs_kvpress=config["methods"] != ["rc"])  # the others are presses
 

@@ -30,6 +30,12 @@ def replay_prefill(
             f"replay_prefill takes one row: context_ids and prompt_ids of shape [1, n], got "
             f"{tuple(context_ids.shape)} and {tuple(prompt_ids.shape)}"
         )
+    if not cache.policy.scorer.replayable:
+        raise ValueError(
+            f"{type(cache.policy.scorer).__name__} compares every key with the window's own w x w logits, which for "
+            "a replay as long as the context costs O(n^2 log n) per head and layer; give the cache a scorer whose "
+            "replayable is True (one reference per query, e.g. rcattr.eval.kv.scorers.QueryMaxScorer)"
+        )
     if len(cache.evicting_layers) != len(cache.layers):
         raise NotImplementedError(
             "replay_prefill needs every layer to evict: a sliding-window layer would keep the replay's entries"

@@ -15,7 +15,7 @@ prompt matrix.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import torch
 
@@ -127,6 +127,9 @@ class WindowScorer:
     value_norm: bool = True
     sinks: int = 4
     dtype: torch.dtype = torch.float32
+    # whether a window as long as the context (a replay, rcattr.kvcache.replay) is affordable: not when the
+    # statistic compares every key with the window's own w x w logits
+    replayable: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.value_norm, bool):

@@ -7,7 +7,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, WindowScorer
+from rcattr.eval.kv.scorers import QueryMaxScorer
+from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache
 from rcattr.kvcache.replay import replay_prefill
 from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model
@@ -24,7 +25,7 @@ def _question_logits(model, cache, n: int, question: torch.Tensor) -> torch.Tens
 def test_a_replay_that_evicts_nothing_leaves_the_plain_prefill(attn) -> None:
     model = kv_model("llama", attn)
     context, prompt, question = (torch.randint(3, 120, (1, n)) for n in (30, 5, 6))
-    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.0)))
+    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.0), QueryMaxScorer()))
     replay_prefill(model, cache, context, prompt)
     assert cache.get_seq_length() == 30 and cache.compression_ratio == 0.0
     for held in cache.kept_indices:
@@ -42,7 +43,7 @@ def test_a_replay_that_evicts_nothing_leaves_the_plain_prefill(attn) -> None:
 def test_a_replay_scores_the_context_against_the_replays_queries_and_cuts_it_by_the_rule() -> None:
     model = kv_model("llama", "sdpa")
     context, prompt = torch.randint(3, 120, (1, 40)), torch.randint(3, 120, (1, 5))
-    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.5), WindowScorer(sinks=2)))
+    cache = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.5), QueryMaxScorer(sinks=2)))
     replay_prefill(model, cache, context, prompt)
     assert cache.compression_ratio == pytest.approx(0.5, abs=1 / 40)
     for eviction in cache.evictions:
@@ -60,11 +61,16 @@ def test_a_replay_scores_the_context_against_the_replays_queries_and_cuts_it_by_
 def test_a_replay_is_refused_where_it_cannot_hold() -> None:
     model = kv_model("llama", "sdpa")
     context, prompt = torch.randint(3, 120, (1, 20)), torch.randint(3, 120, (1, 3))
+    policy = EvictionPolicy(Ratio(0.5), QueryMaxScorer())
     with pytest.raises(ValueError, match="one row"):
-        replay_prefill(model, RCKVCache(model, ratio=0.5), context.expand(2, -1), prompt)
-    filled = RCKVCache(model, ratio=0.5)
+        replay_prefill(model, RCKVCache(model, policy=policy), context.expand(2, -1), prompt)
+    with pytest.raises(
+        ValueError, match=r"WindowScorer compares every key with the window's own w x w logits"
+    ):
+        replay_prefill(model, RCKVCache(model, ratio=0.5), context, prompt)
+    filled = RCKVCache(model, policy=policy)
     model(context, **cache_argument(model, filled))
     with pytest.raises(RuntimeError, match="already filled"):
         replay_prefill(model, filled, context, prompt)
     with pytest.raises(NotImplementedError, match="sliding-window"):
-        replay_prefill(model, RCKVCache(kv_model("gemma3", "sdpa"), ratio=0.5), context, prompt)
+        replay_prefill(model, RCKVCache(kv_model("gemma3", "sdpa"), policy=policy), context, prompt)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -64,6 +64,8 @@ class AblationScorer(WindowScorer):
 @dataclass(frozen=True)
 class _MaxOverQueries(WindowScorer):
     """A key's score is the max over the window queries and its key head's query heads of a per-query value."""
+
+    replayable: ClassVar[bool] = True
 
     def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
         """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of

@@ -110,7 +110,9 @@ def test_the_max_pooled_scorers_equal_brute_force(seed, window, context, pad, kv
     ]
     for scorer, per_query in scorers:
         got = scorer.key_head_scores(logits, visible, kv_heads)
-        torch.testing.assert_close(got, _pooled_brute_force(logits, visible, kv_heads, per_query), equal_nan=True)
+        torch.testing.assert_close(
+            got, _pooled_brute_force(logits, visible, kv_heads, per_query), equal_nan=True
+        )
 
 
 def test_a_query_scores_only_its_top_keys() -> None:
