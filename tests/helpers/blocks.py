@@ -55,6 +55,19 @@ def random_layer(seed: int = 0) -> tuple[torch.Tensor, ...]:
     return cross, cross_visible, own, own_visible
 
 
+def window_strategies() -> dict:
+    """The hypothesis strategies of :func:`random_window`'s arguments, and the key heads to score them with."""
+    from hypothesis import strategies as st
+
+    return {
+        "seed": st.integers(0, 2**16),
+        "window": st.integers(1, 5),
+        "context": st.integers(1, 7),
+        "pad": st.integers(0, 4),
+        "kv_heads": st.sampled_from([1, 2]),
+    }
+
+
 def random_window(seed: int, window: int, context: int, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``[2, 4, w, n]`` float64 logits and their causal ``[2, w, n]`` visibility, the second row left-padded."""
     generator = torch.Generator().manual_seed(seed)

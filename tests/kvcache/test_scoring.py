@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from rcattr.kvcache import (
     EvictionPolicy,
@@ -20,20 +19,14 @@ from rcattr.kvcache import (
 )
 from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
-from tests.helpers.blocks import random_window
+from tests.helpers.blocks import random_window, window_strategies
 from tests.reference.kv import brute_scores
 
 pytestmark = pytest.mark.transformers_line
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    seed=st.integers(0, 2**16),
-    window=st.integers(1, 5),
-    context=st.integers(1, 7),
-    pad=st.integers(0, 4),
-    kv_heads=st.sampled_from([1, 2]),
-)
+@given(**window_strategies())
 def test_window_scores_equal_brute_force(seed, window, context, pad, kv_heads) -> None:
     logits, visible = random_window(seed, window, context, pad)
     got = window_rc_scores(logits, visible, kv_heads, dtype=torch.float64)

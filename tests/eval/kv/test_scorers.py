@@ -11,17 +11,13 @@ from hypothesis import strategies as st
 from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.kvcache import EvictionPolicy, RCKVCache, WindowScorer
 from tests.helpers import kv_model, prompt
-from tests.helpers.blocks import random_window
+from tests.helpers.blocks import random_window, window_strategies
 from tests.reference.kv import assert_equals_masking_the_evicted_positions, brute_scores
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    seed=st.integers(0, 2**16),
-    window=st.integers(1, 5),
-    context=st.integers(1, 7),
-    pad=st.integers(0, 4),
-    kv_heads=st.sampled_from([1, 2]),
+    **window_strategies(),
     reduce=st.sampled_from(["mean", "max"]),
     statistic=st.sampled_from(["expected", "upper_bound"]),
 )
@@ -78,13 +74,7 @@ def _pooled_brute_force(logits, visible, kv_heads, per_query) -> torch.Tensor:
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    seed=st.integers(0, 2**16),
-    window=st.integers(1, 5),
-    context=st.integers(1, 7),
-    pad=st.integers(0, 4),
-    kv_heads=st.sampled_from([1, 2]),
-)
+@given(**window_strategies())
 def test_the_max_pooled_scorers_equal_brute_force(seed, window, context, pad, kv_heads) -> None:
     logits, visible = random_window(seed, window, context, pad)
     n, m = window + context, context
