@@ -47,6 +47,12 @@ def test_decode_time_rc_stays_at_its_budget_while_prefill_only_grows(model_and_p
     cache.close()
 
 
+def test_the_question_is_cut_to_the_budget_as_when_the_rows_were_measured(model_and_prompt) -> None:
+    model, prompt = model_and_prompt
+    decoder = RCDecoding().start(model, prompt.context_ids, DecodeBudget(tokens=60, every=8))
+    assert decoder.cache.policy.chunks == "every"  # rcattr 0.1's chunks: the committed kv_long rows re-run
+
+
 def test_kvpress_ratio_keeps_the_budget() -> None:
     assert int(1000 * (1 - prefill_ratio(1000, 256))) == 256
     assert int(999 * (1 - prefill_ratio(999, 300))) == 300
