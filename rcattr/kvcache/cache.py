@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 
 import torch
@@ -159,39 +159,35 @@ class RCKVCache(Cache):
         is garbage-collected."""
         self._release()
 
-    @contextmanager
-    def compressing(self, compress: bool = True) -> Iterator[RCKVCache]:
+    def compressing(self, compress: bool = True) -> AbstractContextManager[RCKVCache]:
         """Inside the block, every forward of more than one token after the prompt is compressed (``True``: a
         chat turn that brings a new document) or kept whole (``False``), whatever ``policy.chunks`` says."""
         if not isinstance(compress, bool):
             raise ValueError(f"compress must be True or False, got {compress!r}")
-        layers = self.evicting_layers.values()
-        before = [layer.compress_chunks for layer in layers]
+        return self._layers_set("compress_chunks", compress)
+
+    def replaying(self, context: int) -> AbstractContextManager[RCKVCache]:
+        """Inside the block, the prefill reads ``context`` tokens, a prompt, then the same ``context`` tokens
+        again: each context key is scored against the replay's queries (the window), and the cache keeps the
+        context alone, cut by the rule (:func:`rcattr.kvcache.replay.replay_prefill` does it all)."""
+        if isinstance(context, bool) or not isinstance(context, int) or context < 1:
+            raise ValueError(f"context must be an int >= 1, got {context!r}")
+        if any(layer.state.prefilled for layer in self.evicting_layers.values()):
+            raise RuntimeError("a replay scores the prefill, and this RCKVCache is already filled")
+        return self._layers_set("replayed", context)
+
+    @contextmanager
+    def _layers_set(self, attribute: str, value: object) -> Iterator[RCKVCache]:
+        """Set ``attribute`` of every evicting layer to ``value`` inside the block, and back after."""
+        layers = list(self.evicting_layers.values())
+        before = [getattr(layer, attribute) for layer in layers]
         for layer in layers:
-            layer.compress_chunks = compress
+            setattr(layer, attribute, value)
         try:
             yield self
         finally:
             for layer, setting in zip(layers, before, strict=True):
-                layer.compress_chunks = setting
-
-    @contextmanager
-    def replaying(self, context: int) -> Iterator[RCKVCache]:
-        """Inside the block, the prefill reads ``context`` tokens, a prompt, then the same ``context`` tokens
-        again: each context key is scored against the replay's queries (the window), and the cache keeps the
-        context alone, cut by the rule (:func:`rcattr.kvcache.replay_prefill` does it all)."""
-        if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-            raise ValueError(f"context must be an int >= 1, got {context!r}")
-        layers = self.evicting_layers.values()
-        if any(layer.state.prefilled for layer in layers):
-            raise RuntimeError("a replay scores the prefill, and this RCKVCache is already filled")
-        for layer in layers:
-            layer.replayed = context
-        try:
-            yield self
-        finally:
-            for layer in layers:
-                layer.replayed = None
+                setattr(layer, attribute, setting)
 
     def __enter__(self) -> RCKVCache:
         return self

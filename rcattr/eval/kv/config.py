@@ -28,11 +28,8 @@ DEFAULT_MAX_NEW_TOKENS = {"squad": 32, "qmsum": 64, "needle": 32}  # needle answ
 QUALITY = {"squad": "rougeL", "qmsum": "rougeL", "needle": "match"}  # the task's answer-quality metric
 RESUMABLE_CHANGES = ("methods", "ratios", "c", "window", "rc_variants", "limit", "rc_ratios")
 PROTOCOLS = ("question", "once")
-LATER_DEFAULTS: dict[str, Any] = {
-    "protocol": "question",
-    "questions": None,
-    "rc_ratios": (),
-}  # may differ when resuming
+# the settings added since rcattr 0.1, left out of config.json where they hold these defaults
+LATER_DEFAULTS: dict[str, Any] = {"protocol": "question", "questions": None, "rc_ratios": ()}
 PROTOCOL = (
     "context compressed at prefill, question after it uncompressed (kvpress's pipeline); the full cache's "
     "greedy answer g teacher-forced through every cache for VER (last layer, per head, at the positions "
@@ -81,8 +78,6 @@ class KVBenchmarkConfig:
             for key, value in asdict(self).items()
             if key not in LATER_DEFAULTS or value != LATER_DEFAULTS[key]
         }
-        for variant in self.rc_variants:
-            rc_options(variant)
 
     @property
     def answer_tokens(self) -> int:

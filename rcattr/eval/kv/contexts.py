@@ -25,11 +25,8 @@ from rcattr.eval.kv.needle import _ADJECTIVES, _NOUNS, NEEDLE, QUESTION, haystac
 
 __all__ = ["KVContext", "load_contexts", "qmsum_contexts", "needle_contexts", "squad_contexts"]
 
-DEFAULT_QUESTIONS = {
-    "squad": 3,
-    "qmsum": 3,
-    "needle": 3,
-}  # questions per context (needles per needle context)
+# questions per context (needles per needle context)
+DEFAULT_QUESTIONS = {"squad": 3, "qmsum": 3, "needle": 3}
 
 
 @dataclass(frozen=True)

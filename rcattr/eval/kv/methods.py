@@ -14,6 +14,7 @@ from it or masked out of attention, and its bytes against the full cache's.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -216,13 +217,18 @@ def attention_scale(model: PreTrainedModel) -> float:
 def replay_prompt_ids(model: PreTrainedModel) -> torch.Tensor:
     """``[1, p]`` :data:`~rcattr.kvcache.replay.REPLAY_PROMPT` as the question part of the benchmark's prompt (the
     chat template's end of the user turn and assistant opening), in ``model``'s tokenizer."""
+    with local_name_or_path(model):
+        return _replay_prompt_ids(model.config.name_or_path)
+
+
+@functools.lru_cache(maxsize=4)
+def _replay_prompt_ids(name_or_path: str) -> torch.Tensor:
+    """:func:`replay_prompt_ids` by tokenizer folder, loaded once per folder (every replayed prefill asks)."""
     from transformers import AutoTokenizer
 
     from rcattr.eval.kv.protocol import split_prompt
 
-    with local_name_or_path(model):
-        tokenizer = AutoTokenizer.from_pretrained(model.config.name_or_path)
-    return split_prompt(tokenizer, "context", REPLAY_PROMPT).question_ids
+    return split_prompt(AutoTokenizer.from_pretrained(name_or_path), "context", REPLAY_PROMPT).question_ids
 
 
 @dataclass(frozen=True)
