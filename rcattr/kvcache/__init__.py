@@ -3,6 +3,7 @@
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
+from rcattr.kvcache.prefill import DEFAULT_PREFILL_CHUNK, chunked_prefill
 from rcattr.kvcache.scoring import (
     WindowScorer,
     adaptive_keep,
@@ -17,6 +18,7 @@ from rcattr.runtime.compat import cache_argument
 
 # RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [
+    "DEFAULT_PREFILL_CHUNK",
     "DecodeEviction",
     "DecodeRecord",
     "Eviction",
@@ -33,6 +35,7 @@ __all__ = [
     "budget_keep",
     "cache_argument",
     "cache_nbytes",
+    "chunked_prefill",
     "fixed_ratio_keep",
     "leading_tokens",
     "value_weighted",
