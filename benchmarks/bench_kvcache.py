@@ -18,21 +18,36 @@ only side-by-side figures mean anything):
   the max attention weight (:func:`rcattr.kvcache.replay.replay_prefill` with ``SoftmaxMaxScorer``, a prefill of
   ``2n + p`` tokens; its decode starts from the prompt's last token again); and ``kvzip``, kvpress's ``KVzipPress`` at ``R``, when kvpress is importable.
 
+- with ``--prefill-chunk C``, a chunked prefill of ``C`` tokens per forward (:func:`rcattr.kvcache.chunked_prefill`,
+  issue 73): ``default chunked`` (``DynamicCache``, uncompressed) and ``rc chunked`` (``rc``'s cache, each chunk
+  cut before the next arrives), and ``rc ratio chunked`` with ``--ratio``.
+
 Prefill is one ``model(prompt, **cache_argument(model, cache), logits_to_keep=1)``; decode feeds
-``--new-tokens`` greedy tokens one at a time. Bytes are what each cache holds after decoding.
+``--new-tokens`` greedy tokens one at a time. ``bytes held`` is what each cache holds after decoding, ``peak``
+the most it held at any point of the prefill (measured after every layer's update: an RCKVCache's eviction
+comes after the attention, and one forward holds the whole prompt until its last layer has scored). With
+``--isolate`` every variant and repeat runs in a process of its own, whose peak resident memory
+(``VmHWM``: model, activations and cache) is reported too. ``--variants`` keeps some of them; ``--model``
+measures another model (e.g. a Qwen2 or Gemma-3 folder, at 16k and 32k tokens).
 
     python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
     python benchmarks/bench_kvcache.py --lengths 2000 --new-tokens 256 --decode-every 32 --budget 256 --question-window
     python benchmarks/bench_kvcache.py --lengths 2000 --ratio 0.5 --new-tokens 8
+    python benchmarks/bench_kvcache.py --lengths 4000 8000 --ratio 0.5 --prefill-chunk 1024 --isolate \
+        --variants default "default chunked" "rc ratio" "rc ratio chunked"
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 from transformers import DynamicCache
@@ -49,6 +64,7 @@ from rcattr.kvcache import (
     TokenBudget,
     cache_argument,
     cache_nbytes,
+    chunked_prefill,
 )
 from rcattr.kvcache.replay import replay_prefill
 from rcattr.runtime.models import load_model
@@ -81,17 +97,54 @@ def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
     )["input_ids"]
 
 
-def run(model, ids: torch.Tensor, make_cache: Callable, fill: Callable, new_tokens: int):
-    """Prefill seconds (``fill(cache)``: the next token ``[1, 1]``), decode seconds per token, and the cache
-    after decoding."""
+class PeakBytes:
+    """The most bytes ``cache`` holds at any point, measured after every layer's update (a method of the instance
+    that wraps its class's ``update``)."""
+
+    def __init__(self, cache) -> None:
+        self.peak = 0
+        update = cache.update
+
+        def measured(*args, **kwargs):
+            out = update(*args, **kwargs)
+            self.peak = max(self.peak, cache_nbytes(cache))
+            return out
+
+        cache.update = measured
+
+
+def run(model, ids: torch.Tensor, make_cache: Callable, fill: Callable, new_tokens: int) -> dict:
+    """One variant: ``prefill`` seconds (``fill(cache)``: the next token ``[1, 1]``), ``decode`` seconds per
+    token, the ``peak`` bytes held during the prefill, the bytes ``held`` after decoding, the ``compression``
+    (an RCKVCache's own), and the ``padding`` share of the bytes held."""
     cache = make_cache()
+    peak = PeakBytes(cache)
     start = time.perf_counter()
     token = fill(cache)
     prefill = time.perf_counter() - start
+    peak_bytes = peak.peak
     start = time.perf_counter()
     for _ in range(new_tokens):
         token = model(token, **cache_argument(model, cache)).logits[:, -1:].argmax(-1)
-    return prefill, (time.perf_counter() - start) / new_tokens, cache
+    decode = (time.perf_counter() - start) / new_tokens
+    held = cache_nbytes(cache)
+    rc = isinstance(cache, RCKVCache)
+    return {
+        "prefill": prefill,
+        "decode": decode,
+        "peak": peak_bytes,
+        "held": held,
+        "compression": cache.compression_ratio if rc else None,
+        "padding": cache.padding_nbytes() / held if rc else 0.0,
+    }
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (``VmHWM``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def prefill(model, ids: torch.Tensor, press: Callable = contextlib.nullcontext) -> Callable:
@@ -100,6 +153,15 @@ def prefill(model, ids: torch.Tensor, press: Callable = contextlib.nullcontext) 
     def fill(cache) -> torch.Tensor:
         with press():
             return model(ids, **cache_argument(model, cache), logits_to_keep=1).logits[:, -1:].argmax(-1)
+
+    return fill
+
+
+def chunked(model, ids: torch.Tensor, chunk: int) -> Callable:
+    """Fill a cache with ``ids``, ``chunk`` tokens per forward (:func:`chunked_prefill`); the next greedy token."""
+
+    def fill(cache) -> torch.Tensor:
+        return chunked_prefill(model, cache, ids, chunk_size=chunk).argmax(-1, keepdim=True)
 
     return fill
 
@@ -125,11 +187,20 @@ def variants(
     budget: int | None,
     question_window: bool,
     once_ratio: float | None,
+    chunk: int | None,
 ) -> Iterator[tuple[str, Callable, Callable]]:
     threshold = {"c": c} if budget is None else {"budget": budget}  # with a budget, at prefill too
     plain = prefill(model, ids)
     yield "default", lambda: DynamicCache(config=model.config), plain
     yield "rc", lambda: RCKVCache(model, window=window, **threshold), plain
+    if chunk is not None:
+        yield "default chunked", lambda: DynamicCache(config=model.config), chunked(model, ids, chunk)
+        if budget is None:  # a chunked prefill cuts each chunk on its own, which a budget of the whole cannot
+            yield (
+                "rc chunked",
+                lambda: RCKVCache(model, window=window, **threshold),
+                chunked(model, ids, chunk),
+            )
     if decode_every is not None:
         yield (
             "rc+decode",
@@ -150,6 +221,12 @@ def variants(
         yield "snapkv", lambda: DynamicCache(config=model.config), prefill(model, ids, lambda: press(model))
     if once_ratio is not None:
         yield "rc ratio", lambda: RCKVCache(model, window=window, ratio=once_ratio), plain
+        if chunk is not None:
+            yield (
+                "rc ratio chunked",
+                lambda: RCKVCache(model, window=window, ratio=once_ratio),
+                chunked(model, ids, chunk),
+            )
         # the replay's best scorer (KVzip's statistic); RC's mean over the window would compare every key with
         # the replay's w x w own logits
         replay = EvictionPolicy(Ratio(once_ratio), SoftmaxMaxScorer(scale=attention_scale(model)))
@@ -163,6 +240,44 @@ def variants(
                     yield
 
             yield "kvzip", lambda: DynamicCache(config=model.config), prefill(model, ids, pressing)
+
+
+def measure(model, tokenizer, args: argparse.Namespace, length: int) -> Iterator[tuple[str, dict]]:
+    """Every variant ``args`` asks for, once, at a prompt of about ``length`` tokens, in this process."""
+    ids = squad_prompt(tokenizer, length)
+    ratio = None
+    if SnapKVPress is not None and (args.variants is None or "snapkv" in args.variants):
+        probe = RCKVCache(model, c=args.c, window=args.window)  # SnapKV runs at the ratio RCKVCache reaches
+        model(ids, **cache_argument(model, probe), logits_to_keep=1)
+        ratio = round(probe.compression_ratio, 2)
+    for name, make_cache, fill in variants(
+        model,
+        ids,
+        args.c,
+        args.window,
+        ratio,
+        args.decode_every,
+        args.budget,
+        args.question_window,
+        args.ratio,
+        args.prefill_chunk,
+    ):
+        if args.variants is None or name in args.variants:
+            yield (
+                name,
+                run(model, ids, make_cache, fill, args.new_tokens)
+                | {
+                    "tokens": ids.shape[1],
+                    "ratio": {"snapkv": ratio, "kvzip": args.ratio}.get(name),
+                },
+            )
+
+
+def isolated(args: argparse.Namespace, length: int, name: str) -> dict:
+    """``name`` measured once at ``length`` in a process of its own (its peak resident memory is its own)."""
+    command = [sys.executable, __file__, *sys.argv[1:], "--child", str(length), name]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -197,63 +312,91 @@ def main() -> None:
         action="store_true",
         help="add rc+decode+question: decode-time eviction also against the question's window",
     )
+    parser.add_argument(
+        "--prefill-chunk",
+        type=int,
+        default=None,
+        help="add a chunked prefill of this many tokens per forward: default chunked, rc chunked (and rc ratio "
+        "chunked with --ratio)",
+    )
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run every variant and repeat in a process of its own and report its peak resident memory",
+    )
+    parser.add_argument(
+        "--variants", nargs="+", default=None, help="measure only these variants (and default)"
+    )
+    parser.add_argument("--model", default=None, help="a model name or folder (default: the offline default)")
+    parser.add_argument(
+        "--child", nargs=2, default=None, help=argparse.SUPPRESS
+    )  # LENGTH NAME, for --isolate
     args = parser.parse_args()
     if args.question_window and args.decode_every is None:
         parser.error(
             "--question-window needs --decode-every: the question's window scores decode-time eviction"
         )
+    if args.isolate and args.variants is None:
+        parser.error("--isolate needs --variants: the names of the variants each process measures")
+    if args.variants is not None and "default" not in args.variants:
+        args.variants.insert(0, "default")  # every ratio is to it
 
     torch.set_grad_enabled(False)
-    model, tokenizer = load_model()
-    model(torch.tensor([[1, 2, 3]]))  # warm-up
+    if args.child is not None:
+        length, name = int(args.child[0]), args.child[1]
+        model, tokenizer = load_model(args.model)
+        model(torch.tensor([[1, 2, 3]]))  # warm-up
+        args.variants = [name]
+        ((_, measured),) = measure(model, tokenizer, args, length)
+        print(json.dumps(measured | {"rss": peak_rss()}))
+        return
+    if not args.isolate:
+        model, tokenizer = load_model(args.model)
+        model(torch.tensor([[1, 2, 3]]))  # warm-up
     print(
-        f"transformers cache vs RCKVCache(c={args.c}, window={args.window}); kvpress: {SnapKVPress is not None}"
+        f"transformers cache vs RCKVCache(c={args.c}, window={args.window}) on {args.model or 'the default model'}; "
+        f"kvpress: {SnapKVPress is not None}; chunk: {args.prefill_chunk}; isolated: {args.isolate}"
     )
     print(
         "| prompt tokens | variant | prefill s | prefill / default | decode ms/token | decode / default "
-        "| compression | bytes held | bytes / default | padding share |"
+        "| compression | bytes held | bytes / default | peak in prefill | peak / default | peak RSS "
+        "| RSS / default | padding share |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for length in args.lengths:
-        ids = squad_prompt(tokenizer, length)
-        probe = RCKVCache(model, c=args.c, window=args.window)
-        model(ids, **cache_argument(model, probe), logits_to_keep=1)
-        ratio = round(probe.compression_ratio, 2)
-        times: dict[str, list[tuple[float, float]]] = {}
-        caches = {}
+        results: dict[str, list[dict]] = {}
         for _ in range(args.repeats):
-            for name, make_cache, fill in variants(
-                model,
-                ids,
-                args.c,
-                args.window,
-                ratio,
-                args.decode_every,
-                args.budget,
-                args.question_window,
-                args.ratio,
-            ):
-                seconds, decode, caches[name] = run(model, ids, make_cache, fill, args.new_tokens)
-                times.setdefault(name, []).append((seconds, decode))
-        base_prefill = statistics.median(t[0] for t in times["default"])
-        base_decode = statistics.median(t[1] for t in times["default"])
-        base_bytes = cache_nbytes(caches["default"])
-        for name, measured in times.items():
-            seconds = statistics.median(t[0] for t in measured)
-            decode = statistics.median(t[1] for t in measured)
-            cache = caches[name]
-            held = cache_nbytes(cache)
-            compression = (
-                cache.compression_ratio
-                if isinstance(cache, RCKVCache)
-                else {"snapkv": ratio, "kvzip": args.ratio}.get(name, 0.0)
-            )
-            padding = cache.padding_nbytes() / held if isinstance(cache, RCKVCache) else 0.0
-            print(
-                f"| {ids.shape[1]} | {name} | {seconds:.3f} | {seconds / base_prefill:.2f} | {decode * 1e3:.1f} "
-                f"| {decode / base_decode:.2f} | {compression:.3f} | {held / 2**20:.1f} MiB "
-                f"| {held / base_bytes:.3f} | {padding:.3f} |"
-            )
+            if args.isolate:
+                for name in args.variants:
+                    results.setdefault(name, []).append(isolated(args, length, name))
+            else:
+                for name, measured in measure(model, tokenizer, args, length):
+                    results.setdefault(name, []).append(measured)
+        base = results["default"]
+        for name, measured in results.items():
+            print(row(name, measured, base))
+
+
+def row(name: str, measured: list[dict], base: list[dict]) -> str:
+    """One line of the table: medians of ``measured``, and their ratios to the medians of ``base``."""
+
+    def median(runs: list[dict], key: str) -> float:
+        return statistics.median(run[key] for run in runs)
+
+    first = measured[-1]
+    compression = first["compression"] if first["compression"] is not None else first["ratio"] or 0.0
+    rss = (
+        f"{median(measured, 'rss') / 2**20:.0f} MiB | {median(measured, 'rss') / median(base, 'rss'):.3f}"
+        if "rss" in first
+        else "- | -"
+    )
+    return (
+        f"| {first['tokens']} | {name} | {median(measured, 'prefill'):.3f} "
+        f"| {median(measured, 'prefill') / median(base, 'prefill'):.2f} | {median(measured, 'decode') * 1e3:.1f} "
+        f"| {median(measured, 'decode') / median(base, 'decode'):.2f} | {compression:.3f} "
+        f"| {first['held'] / 2**20:.1f} MiB | {first['held'] / base[-1]['held']:.3f} "
+        f"| {first['peak'] / 2**20:.1f} MiB | {first['peak'] / base[-1]['peak']:.3f} | {rss} | {first['padding']:.3f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_list_of(str),
         default=defaults.rc_variants,
         help="RCKVCache scoring variants, each run at every --c and --window: 'paper' (the paper's recipe), or "
-        f"changes to it joined by '+' from {', '.join(RC_VARIANT_WORDS)}, sinks=N "
+        f"changes to it joined by '+' from {', '.join(RC_VARIANT_WORDS)}, sinks=N, chunk=N (the context "
+        "prefilled N tokens at a time, rcattr.kvcache.chunked_prefill) "
         f"(e.g. paper,value_norm,sinks=4+model_budget; default {','.join(defaults.rc_variants)})",
     )
     parser.add_argument(

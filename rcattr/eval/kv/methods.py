@@ -27,7 +27,15 @@ from transformers import Cache, DynamicCache, PreTrainedModel
 from rcattr.eval.kv.presses import EAGER_PRESSES, PRESSES, TOKENIZER_PRESSES
 from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.eval.kv.variants import PAPER_VARIANT, rc_options
-from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, Threshold, WindowScorer, cache_nbytes
+from rcattr.kvcache import (
+    EvictionPolicy,
+    Ratio,
+    RCKVCache,
+    Threshold,
+    WindowScorer,
+    cache_nbytes,
+    chunked_prefill,
+)
 from rcattr.kvcache.replay import REPLAY_PROMPT, replay_prefill
 from rcattr.runtime.compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.runtime.models import PACKAGED_MODELS, packaged_model_dir
@@ -175,6 +183,9 @@ class RCMethod(KVMethod):
 
     def __post_init__(self) -> None:
         rc_policy(self.variant, self.c, ratio=self.ratio, chunks=self.chunks)
+        options = rc_options(self.variant)
+        if options["probe"] == "replay" and options["prefill_chunk"] is not None:
+            raise ValueError(f"{self.variant!r}: a replay is one forward over the context; it is not chunked")
 
     @property
     def label(self) -> str:
@@ -193,8 +204,11 @@ class RCMethod(KVMethod):
             self.variant, self.c, ratio=self.ratio, chunks=self.chunks, scale=attention_scale(model)
         )
         cache = RCKVCache(model, window=self.window, policy=policy)
-        if rc_options(self.variant)["probe"] == "replay":
+        options = rc_options(self.variant)
+        if options["probe"] == "replay":
             replay_prefill(model, cache, context_ids, replay_prompt_ids(model))
+        elif options["prefill_chunk"] is not None:
+            chunked_prefill(model, cache, context_ids, chunk_size=options["prefill_chunk"])
         else:
             model.model(input_ids=context_ids, **cache_argument(model.model, cache))
         return cache

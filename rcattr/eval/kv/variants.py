@@ -14,6 +14,7 @@ PAPER_OPTIONS: dict[str, Any] = {
     "scope": "head",
     "pooling": "mean",
     "probe": "window",
+    "prefill_chunk": None,  # the context in one forward; chunk=N: N tokens per forward (rcattr.kvcache.prefill)
 }
 RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "value_norm": {"value_norm": True},
@@ -33,19 +34,20 @@ DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spel
 
 def rc_options(variant: str) -> dict[str, Any]:
     """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope, the pooling
-    over the probe's queries, the probe: the window or a replay of the context): "paper",
-    or words of :data:`RC_VARIANT_WORDS` and ``sinks=N`` joined by "+", each a change to the paper's recipe.
+    over the probe's queries, the probe: the window or a replay of the context, the prefill's chunk): "paper",
+    or words of :data:`RC_VARIANT_WORDS`, ``sinks=N`` and ``chunk=N`` (a chunked prefill of N tokens per forward)
+    joined by "+", each a change to the paper's recipe.
     Every setting is spelled out, so a variant means the same cache whatever RCKVCache's defaults are."""
     options = dict(PAPER_OPTIONS)
     if variant == PAPER_VARIANT:
         return options
     for word in variant.split("+"):
         name, _, value = word.partition("=")
-        if name == "sinks" and value.isdigit():
-            options["sinks"] = int(value)
+        if name in ("sinks", "chunk") and value.isdigit():
+            options["sinks" if name == "sinks" else "prefill_chunk"] = int(value)
         elif word in RC_VARIANT_WORDS:
             options.update(RC_VARIANT_WORDS[word])
         else:
-            known = ", ".join([*RC_VARIANT_WORDS, "sinks=N"])
+            known = ", ".join([*RC_VARIANT_WORDS, "sinks=N", "chunk=N"])
             raise ValueError(f"unknown RCKVCache variant {word!r} in {variant!r}; choose from {known}")
     return options

@@ -45,6 +45,7 @@ def test_the_default_variant_is_rckvcaches_defaults() -> None:
         "scope": "head",
         "pooling": "mean",
         "probe": "window",
+        "prefill_chunk": None,
     }
     paper = RCKVCache.paper(tiny_model("llama"), c=0.7).policy
     assert rc_policy("paper", c=0.7, chunks="prompt") == paper
@@ -58,6 +59,8 @@ def test_the_levers_variants_build_their_scorers() -> None:
     assert isinstance(softmax, SoftmaxMaxScorer) and softmax.scale == 0.125
     with pytest.raises(ValueError, match="expected or softmax"):
         rc_policy("upper_bound+max_pool")
+    with pytest.raises(ValueError, match="a replay is one forward over the context"):
+        RCMethod(1.0, 16, "replay+chunk=64")
     assert attention_scale(tiny_model("llama")) == pytest.approx(tiny_model("llama").config.head_dim ** -0.5)
 
 
@@ -101,3 +104,13 @@ def test_rc_method_measures_the_compression_of_its_cache() -> None:
     full = FullCache()
     assert full.compression(model, full.prefill(model, prompt.context_ids), prompt.n_context).ratio == 0.0
     assert isinstance(full.prefill(model, prompt.context_ids), DynamicCache)
+
+
+def test_rc_method_with_a_chunk_prefills_the_context_chunk_by_chunk() -> None:
+    model, tokenizer = tiny_model("llama"), char_tokenizer()
+    context_ids = split_prompt(tokenizer, KV_CONTEXT, KV_QUESTION).context_ids
+    cache = RCMethod(c=1.0, window=8, ratio=0.5, variant="model_budget+value_norm+sinks=4+chunk=32").prefill(
+        model, context_ids
+    )
+    starts = [eviction.start for eviction in next(iter(cache.states.values())).evictions]
+    assert starts == list(range(0, context_ids.shape[1], 32))

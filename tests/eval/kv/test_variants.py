@@ -17,11 +17,13 @@ def test_each_word_changes_the_paper_s_recipe_and_every_setting_is_spelled_out()
         "scope": "model",
         "pooling": "mean",
         "probe": "window",
+        "prefill_chunk": None,
     }
     assert rc_options("upper_bound")["statistic"] == "upper_bound"
+    assert rc_options(f"{DEFAULT_RECIPE}+chunk=512") == {**rc_options(DEFAULT_RECIPE), "prefill_chunk": 512}
 
 
-@pytest.mark.parametrize("variant", ["bogus", "sinks=x", "value_norm+paper"])
+@pytest.mark.parametrize("variant", ["bogus", "sinks=x", "chunk=", "value_norm+paper"])
 def test_an_unknown_word_is_refused_with_the_known_ones(variant: str) -> None:
     with pytest.raises(ValueError, match="unknown RCKVCache variant .*choose from value_norm, upper_bound"):
         rc_options(variant)
