@@ -132,28 +132,14 @@ class HeadwiseLayer(DynamicLayer):
     def attend(self, call: AttentionCall) -> torch.Tensor:
         """``[B, q, H, d]`` the attention of ``call``'s queries over the packed slots, one kernel call per key
         head on its query heads and its own slots, each slot visible where the model's mask allows at its
-        position (pads and evicted tokens never)."""
-        query, q_len = call.query, call.query.shape[-2]
-        positions = self.positions.long()  # [B, 1, S]
-        batch, _, slots = positions.shape
-        visible: torch.Tensor | None = None
-        if call.attention_mask is not None or q_len > 1 or self.has_pads:
-            rows = torch.arange(q_len, device=query.device)
-            every = call.visible(rows, torch.arange(self.seen, device=query.device))  # [B or 1, q, seen]
-            index = positions.clamp_min(0).expand(batch, q_len, slots)
-            visible = every.expand(batch, q_len, self.seen).gather(-1, index)[:, None]
-            visible = visible & (positions >= 0)[:, :, None, :]  # [B, 1, q, S]
-        group = query.shape[1] // self.kv_heads
-        outputs = [
-            call.attend(
-                query[:, head * group : (head + 1) * group],
-                call.key[:, :, segment],
-                call.value[:, :, segment],
-                None if visible is None else visible[..., segment],
-            )
-            for head, segment in enumerate(self.segments())
-        ]
-        return torch.cat(outputs, dim=2)
+        position (pads and evicted tokens never): the model's kernel, but for one query (decoding) torch's
+        sdpa with the head's query heads as the rows of one head (:func:`_attend_folded`). One call over
+        every head (a mask over the packed slots, or the segments padded) was slower on the CPU
+        (``benchmarks/bench_headwise_attention.py``)."""
+        visible = _visible_slots(self, call)
+        if call.query.shape[-2] == 1 and call.softcap is None:
+            return _attend_folded(self, call, visible)
+        return _attend_per_head(self, call, visible)
 
     def nbytes(self) -> int:
         """Bytes this layer holds: keys, values and slot positions."""
@@ -200,6 +186,58 @@ class HeadwiseLayer(DynamicLayer):
         self.keys = self.values = None
         self.positions = torch.empty(0, dtype=torch.int32)
         self.head_slots, self.has_pads, self.is_initialized, self.seen = None, False, False, 0
+
+
+def _visible_slots(layer: HeadwiseLayer, call: AttentionCall) -> torch.Tensor | None:
+    """``[B, 1, q, S]`` bool: which packed slots each query may see, where the model's mask allows at the
+    slot's position (pads never); None where every slot is visible (one query, no mask, no pads)."""
+    query, q_len = call.query, call.query.shape[-2]
+    if call.attention_mask is None and q_len == 1 and not layer.has_pads:
+        return None
+    positions = layer.positions.long()  # [B, 1, S]
+    batch, _, slots = positions.shape
+    rows = torch.arange(q_len, device=query.device)
+    every = call.visible(rows, torch.arange(layer.seen, device=query.device))  # [B or 1, q, seen]
+    index = positions.clamp_min(0).expand(batch, q_len, slots)
+    visible = every.expand(batch, q_len, layer.seen).gather(-1, index)[:, None]
+    return visible & (positions >= 0)[:, :, None, :]
+
+
+def _attend_per_head(layer: HeadwiseLayer, call: AttentionCall, visible: torch.Tensor | None) -> torch.Tensor:
+    """``[B, q, H, d]``: one call of the model's kernel per key head, on its query heads and its segment;
+    ``visible [B, 1, q, S]`` from :func:`_visible_slots`."""
+    query = call.query
+    group = query.shape[1] // layer.kv_heads
+    outputs = [
+        call.attend(
+            query[:, head * group : (head + 1) * group],
+            call.key[:, :, segment],
+            call.value[:, :, segment],
+            None if visible is None else visible[..., segment],
+        )
+        for head, segment in enumerate(layer.segments())
+    ]
+    return torch.cat(outputs, dim=2)
+
+
+def _attend_folded(layer: HeadwiseLayer, call: AttentionCall, visible: torch.Tensor | None) -> torch.Tensor:
+    """``[B, 1, H, d]`` for one query, as :func:`_attend_per_head` gives it: one call of torch's sdpa per key
+    head, the group's query heads folded into the rows of one head. Transformers' sdpa takes its GQA path for
+    one query without a mask, 1.3-3x slower on the CPU (``benchmarks/bench_headwise_attention.py``)."""
+    query = call.query
+    batch, heads, _, dim = query.shape
+    group = heads // layer.kv_heads
+    outputs = [
+        torch.nn.functional.scaled_dot_product_attention(
+            query[:, head * group : (head + 1) * group].reshape(batch, 1, group, dim),
+            call.key[:, :, segment],
+            call.value[:, :, segment],
+            attn_mask=None if visible is None else visible[..., segment],  # [B, 1, 1, S_g]: every row
+            scale=call.scaling,
+        )  # [B, 1, group, d], already [B, q, H', d]
+        for head, segment in enumerate(layer.segments())
+    ]
+    return torch.cat(outputs, dim=2)
 
 
 def _append_per_head(packed: torch.Tensor, new: torch.Tensor, head_slots: list[int]) -> torch.Tensor:
