@@ -86,6 +86,7 @@ class RCKVCache(Cache):
     >>> RCKVCache(model, budget=256, decode_every=32)
     >>> with cache.compressing():  # a chat turn that brings a new document is compressed too
     ...     model(**new_turn, **cache_argument(model, cache))
+    >>> chunked_prefill(model, RCKVCache(model, ratio=0.5), long_ids)  # each chunk cut before the next: a lower peak
     >>> RCKVCache(model, policy=EvictionPolicy(Ratio(0.6, scope="head"), decode=DecodeEviction(every=32)))
     """
 
