@@ -76,7 +76,8 @@ except ImportError:  # kvpress needs transformers < 5.3
 
 
 def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
-    """``[1, n]`` chat-formatted ids: SQuAD v2 paragraphs up to about ``tokens`` tokens, then a question."""
+    """``[1, n]`` chat-formatted ids (plain text for a model without a chat template): SQuAD v2 paragraphs up to
+    about ``tokens`` tokens, then a question."""
     questions = {}  # paragraph -> its first answerable question
     for record in load_squad():
         questions.setdefault(record.context, record.question)
@@ -89,6 +90,8 @@ def squad_prompt(tokenizer, tokens: int) -> torch.Tensor:
         used += length
         question = first_question
     content = "\n\n".join(context) + f"\n\nAnswer in a few words. Question: {question}"
+    if tokenizer.chat_template is None:  # a base model (Gemma-3-270m)
+        return tokenizer(content + "\nAnswer:", return_tensors="pt")["input_ids"]
     return tokenizer.apply_chat_template(
         [{"role": "user", "content": content}],
         add_generation_prompt=True,
