@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv eval-kv-once clean
+.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv eval-kv-once eval-kv-chunk bench-kv-long clean
 
 setup: $(STAMP)
 
@@ -151,6 +151,32 @@ eval-kv-once: setup-kvpress
 		$(KV_ONCE) --dataset $$name --limit $$limit --methods rc --c 1.0,0.5 --window 16 \
 			--rc-variants model_budget+value_norm+sinks=4 --out runs/kv_once/$$name-2048-threshold || exit 1; \
 	done
+
+# a chunked prefill against one forward (issue 73): the compress-once folders of eval-kv-once, resumed with the
+# chunk=512 and chunk=1024 variants at 50% and c=1 (docs/records/kv_once_chunk); then the long-context table
+KV_CHUNKS := model_budget+value_norm+sinks=4,model_budget+value_norm+sinks=4+chunk=512,model_budget+value_norm+sinks=4+chunk=1024
+eval-kv-chunk: eval-kv-once
+	for task in needle:6 squad:3 qmsum:3; do \
+		name=$${task%%:*}; limit=$${task##*:}; \
+		mkdir -p runs/kv_once_chunk; cp -rn runs/kv_once/$$name-2048 runs/kv_once_chunk/$$name-2048-ratio; \
+		cp -rn runs/kv_once/$$name-2048-threshold runs/kv_once_chunk/$$name-2048-threshold; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods rc --ratios 0.5 --c "" --rc-ratios 0.5 --window 16 \
+			--rc-variants $(KV_CHUNKS) --out runs/kv_once_chunk/$$name-2048-ratio || exit 1; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods rc --c 1.0 --window 16 \
+			--rc-variants $(KV_CHUNKS) --out runs/kv_once_chunk/$$name-2048-threshold || exit 1; \
+	done
+
+bench-kv-long: setup
+	$(PY) benchmarks/bench_kvcache.py --ratio 0.5 --isolate --lengths 4000 8000 --prefill-chunk 1024 \
+		--variants "rc ratio" "rc ratio chunked" "default chunked" --repeats 3
+	$(PY) benchmarks/bench_kvcache.py --ratio 0.5 --isolate --model gemma-3-270m --lengths 16000 32000 \
+		--prefill-chunk 1024 --variants "rc ratio" "rc ratio chunked" "default chunked" --repeats 1 --new-tokens 16
+	../shared/models/qwen2.5-coder-0.5b.sh runs/models/qwen2.5-coder-0.5b-instruct $(PY)
+	$(PY) benchmarks/bench_kvcache.py --ratio 0.5 --isolate --model runs/models/qwen2.5-coder-0.5b-instruct \
+		--lengths 16000 --prefill-chunk 1024 --variants "rc ratio" "rc ratio chunked" "default chunked" --repeats 1 \
+		--new-tokens 16
+	$(PY) benchmarks/bench_kvcache.py --ratio 0.5 --isolate --model runs/models/qwen2.5-coder-0.5b-instruct \
+		--lengths 32000 --prefill-chunk 1024 --variants "rc ratio chunked" --repeats 1 --new-tokens 16
 
 clean:
 	rm -rf $(VENV) $(KVPRESS_VENV) build *.egg-info tutorial-output
