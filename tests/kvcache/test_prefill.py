@@ -30,6 +30,16 @@ def _next_logits(model, cache, mask: torch.Tensor, token: torch.Tensor) -> torch
     ]
 
 
+def _assert_next_token_reads_the_same(model, cache, want_cache, mask: torch.Tensor) -> None:
+    token = torch.randint(3, 120, (mask.shape[0], 1))
+    torch.testing.assert_close(
+        _next_logits(model, cache, mask, token),
+        _next_logits(model, want_cache, mask, token),
+        rtol=0,
+        atol=1e-4,
+    )
+
+
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_a_plain_cache_fills_as_in_one_forward(arch, attn) -> None:
     model = kv_model(arch, attn)
@@ -39,13 +49,7 @@ def test_a_plain_cache_fills_as_in_one_forward(arch, attn) -> None:
     got = chunked_prefill(model, cache, ids, chunk_size=8, attention_mask=mask)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-4)
     assert cache.get_seq_length() == 37
-    token = torch.randint(3, 120, (2, 1))
-    torch.testing.assert_close(
-        _next_logits(model, cache, mask, token),
-        _next_logits(model, want_cache, mask, token),
-        rtol=0,
-        atol=1e-4,
-    )
+    _assert_next_token_reads_the_same(model, cache, want_cache, mask)
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
@@ -59,13 +63,7 @@ def test_an_rc_cache_that_keeps_everything_reads_as_one_forward(arch, attn) -> N
     starts = [eviction.start for eviction in next(iter(cache.states.values())).evictions]
     assert starts == [0, 14, 23, 32]  # the first chunk holds the 5 pads and 9 tokens
     assert cache.compression_ratio == 0.0
-    token = torch.randint(3, 120, (2, 1))
-    torch.testing.assert_close(
-        _next_logits(model, cache, mask, token),
-        _next_logits(model, want_cache, mask, token),
-        rtol=0,
-        atol=1e-4,
-    )
+    _assert_next_token_reads_the_same(model, cache, want_cache, mask)
 
 
 @pytest.mark.parametrize("chunk", [10, 17, 25])  # each chunk longer than twice the window it keeps
