@@ -168,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the budget, otherwise the new tokens are judged as the prompt's were (default: keep them all)",
     )
     compress.add_argument(
+        "--prefill-chunk",
+        type=positive_int,
+        metavar="N",
+        help="feed the prompt N tokens per forward, each chunk compressed before the next arrives, so the cache "
+        "never holds the whole prompt (a long document; not with --budget; default: one forward)",
+    )
+    compress.add_argument(
         "--heatmap",
         metavar="IMAGE",
         help="also write the share evicted per layer and key head (.png, .jpg, .svg, .pdf, ...)",

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rcattr.cli.inputs import CommandError
+
 if TYPE_CHECKING:
     from rcattr.attribution.attributor import RCAttributor
     from rcattr.attribution.result import RCAttributionResult
@@ -138,10 +140,14 @@ def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
     from rcattr.runtime.models import load_model
     from rcattr.viz import save_head_heatmap
 
+    if args.budget is not None and args.prefill_chunk is not None:
+        raise CommandError(
+            "--prefill-chunk cuts each chunk on its own, which a --budget of the whole cache cannot; use --c or --ratio"
+        )
     model, tokenizer = load_model(args.model, verbose=args.verbose)
     options = {"c": args.c, "ratio": args.ratio, "budget": args.budget, "decode_every": args.decode_every}
     cache = RCKVCache(model, window=args.window, **options)  # --c, --ratio and --budget exclude each other
-    compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens)
+    compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens, args.prefill_chunk)
     full, compressed = (
         str(tokenizer.decode(ids, skip_special_tokens=True)).strip()
         for ids in (compared.full, compared.compressed)

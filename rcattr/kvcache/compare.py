@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -66,9 +67,26 @@ class Comparison:
 
 @torch.no_grad()
 def compare_generations(
-    model: PreTrainedModel, tokenizer: TokenizerLike, inp: ContextInput, cache: Cache, max_new_tokens: int
+    model: PreTrainedModel,
+    tokenizer: TokenizerLike,
+    inp: ContextInput,
+    cache: Cache,
+    max_new_tokens: int,
+    prefill_chunk: int | None = None,
 ) -> Comparison:
-    """Answer ``inp`` greedily twice, with transformers' ``DynamicCache`` and with ``cache``, and compare."""
+    """Answer ``inp`` greedily twice, with transformers' ``DynamicCache`` and with ``cache``, and compare; with
+    ``prefill_chunk``, ``cache`` is filled that many prompt tokens per forward, an RCKVCache cutting each chunk
+    before the next (``generate``'s ``prefill_chunk_size`` inside :meth:`RCKVCache.compressing
+    <rcattr.kvcache.RCKVCache.compressing>`)."""
+    from rcattr.kvcache.cache import RCKVCache
+    from rcattr.kvcache.policy import TokenBudget
+
+    chunked = isinstance(cache, RCKVCache) and prefill_chunk is not None
+    if chunked and isinstance(cache.policy.rule, TokenBudget):  # type: ignore[attr-defined]
+        raise ValueError(
+            "a TokenBudget bounds the whole cache, and a chunked prefill cuts each chunk on its own; give the "
+            "cache a ratio or a threshold c"
+        )
     prompt = render_prompt(tokenizer, inp)
     inputs = tokenizer(prompt.text, return_tensors="pt", add_special_tokens=prompt.add_special_tokens)
     prompt_tokens = inputs["input_ids"].shape[1]
@@ -87,13 +105,16 @@ def compare_generations(
         max_new_tokens = window - prompt_tokens
     generated = []
     for past in (DynamicCache(config=model.config), cache):
-        out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
-            **inputs.to(model.device),
-            **cache_argument(model, past),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=tokenizer.eos_token_id,
-        )
+        chunks = {"prefill_chunk_size": prefill_chunk} if past is cache and prefill_chunk is not None else {}
+        with cache.compressing() if chunked and past is cache else nullcontext():  # type: ignore[attr-defined]
+            out = model.generate(  # type: ignore[operator]  # transformers types generate as a Tensor
+                **inputs.to(model.device),
+                **cache_argument(model, past),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.eos_token_id,
+                **chunks,
+            )
         generated.append(out[0, prompt_tokens:].tolist())
     full, compressed = generated
     return Comparison(prompt_tokens, full, compressed, AnswerAgreement.of(full, compressed))

@@ -109,9 +109,9 @@ def test_compress_budget_and_decode_every_build_the_cache(
 
     compare, policies = rcattr.kvcache.compare.compare_generations, []
 
-    def recording(model, tokenizer, inp, cache, max_new_tokens):
+    def recording(model, tokenizer, inp, cache, max_new_tokens, prefill_chunk=None):
         policies.append(cache.policy)
-        return compare(model, tokenizer, inp, cache, max_new_tokens)
+        return compare(model, tokenizer, inp, cache, max_new_tokens, prefill_chunk)
 
     monkeypatch.setattr(rcattr.kvcache.compare, "compare_generations", recording)
     folder = saved_llama
@@ -122,6 +122,36 @@ def test_compress_budget_and_decode_every_build_the_cache(
     assert "RCKVCache: " in capsys.readouterr().out
     (policy,) = policies
     assert (policy.rule, policy.decode) == (rule, decode)
+
+
+def test_compress_with_a_prefill_chunk_cuts_the_prompt_chunk_by_chunk(saved_llama, tmp_path, capsys) -> None:
+    import rcattr.kvcache.cache
+
+    caches = []
+    context = tmp_path / "context.txt"
+    context.write_text(
+        "Paris is the capital of France. Berlin is the capital of Germany. " * 2, encoding="utf-8"
+    )
+    argv = ["compress", "--context", str(context), "--question", "Where?", "--model", str(saved_llama)]
+    with pytest.MonkeyPatch.context() as patch:
+        cache_type = rcattr.kvcache.cache.RCKVCache
+
+        class Recorded(cache_type):  # type: ignore[misc,valid-type]
+            def __init__(self, *args, **kwargs) -> None:
+                super().__init__(*args, **kwargs)
+                caches.append(self)
+
+        patch.setattr("rcattr.kvcache.RCKVCache", Recorded)
+        assert (
+            main([*argv, "--ratio", "0.5", "--window", "4", "--max-new-tokens", "4", "--prefill-chunk", "32"])
+            == 0
+        )
+    (cache,) = caches
+    starts = [eviction.start for eviction in next(iter(cache.states.values())).evictions]
+    assert len(starts) > 1 and starts == list(range(0, 32 * len(starts), 32))
+    assert "RCKVCache: " in capsys.readouterr().out
+    assert main([*argv, "--budget", "64", "--prefill-chunk", "32"]) == 2
+    assert "--prefill-chunk cuts each chunk on its own" in capsys.readouterr().err
 
 
 def test_compress_lowers_max_new_tokens_to_the_window_as_explain_does(saved_llama, tmp_path, capsys) -> None:
