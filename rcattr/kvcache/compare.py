@@ -79,14 +79,11 @@ def compare_generations(
     before the next (``generate``'s ``prefill_chunk_size`` inside :meth:`RCKVCache.compressing
     <rcattr.kvcache.RCKVCache.compressing>`)."""
     from rcattr.kvcache.cache import RCKVCache
-    from rcattr.kvcache.policy import TokenBudget
+    from rcattr.kvcache.prefill import check_chunkable
 
     chunked = isinstance(cache, RCKVCache) and prefill_chunk is not None
-    if chunked and isinstance(cache.policy.rule, TokenBudget):  # type: ignore[attr-defined]
-        raise ValueError(
-            "a TokenBudget bounds the whole cache, and a chunked prefill cuts each chunk on its own; give the "
-            "cache a ratio or a threshold c"
-        )
+    if prefill_chunk is not None:
+        check_chunkable(cache)
     prompt = render_prompt(tokenizer, inp)
     inputs = tokenizer(prompt.text, return_tensors="pt", add_special_tokens=prompt.add_special_tokens)
     prompt_tokens = inputs["input_ids"].shape[1]

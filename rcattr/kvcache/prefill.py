@@ -20,7 +20,7 @@ from rcattr.kvcache.cache import RCKVCache
 from rcattr.kvcache.policy import TokenBudget
 from rcattr.runtime.compat import cache_argument
 
-__all__ = ["DEFAULT_PREFILL_CHUNK", "chunked_prefill"]
+__all__ = ["DEFAULT_PREFILL_CHUNK", "check_chunkable", "chunked_prefill"]
 
 DEFAULT_PREFILL_CHUNK = 1024  # tokens per chunk: docs/benchmarks.md, "The cache at long contexts"
 
@@ -79,11 +79,7 @@ def chunked_prefill(
             f"attention_mask must be [batch, past + n] = {[input_ids.shape[0], past + n]}, got "
             f"{list(attention_mask.shape)}"
         )
-    if isinstance(cache, RCKVCache) and isinstance(cache.policy.rule, TokenBudget):
-        raise ValueError(
-            "a TokenBudget bounds the whole cache, and a chunked prefill cuts each chunk on its own (to the "
-            "budget each); give the cache a ratio or a threshold c"
-        )
+    check_chunkable(cache)
     positions = None
     if attention_mask is not None:
         positions = (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
@@ -103,3 +99,13 @@ def chunked_prefill(
             start = end
     assert logits is not None  # ends is never empty
     return logits[:, -1]
+
+
+def check_chunkable(cache: Cache) -> None:
+    """Raise ``ValueError`` if ``cache`` cannot be filled chunk by chunk: an RCKVCache whose rule is a
+    :class:`~rcattr.kvcache.TokenBudget` (it bounds the whole cache, and chunks are cut one at a time)."""
+    if isinstance(cache, RCKVCache) and isinstance(cache.policy.rule, TokenBudget):
+        raise ValueError(
+            "a TokenBudget bounds the whole cache, and a chunked prefill cuts each chunk on its own (to the "
+            "budget each); give the cache a ratio or a threshold c"
+        )
