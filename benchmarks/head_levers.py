@@ -1,24 +1,22 @@
-"""Head-selection levers that need more than a rule over the head scores (issue 49), from per-head data.
+"""Head-selection and vote levers that need more than a rule over the head scores (issues 49 and 74), from
+per-head data.
 
-Step 1 runs the attribution runner with one more method, ``per_head``: the ``heads`` method's pass (every head
-scored, :func:`rcattr.eval.attribution.per_head.head_span_scores`, the default span scorer), saving per record
-every head's scores, every head's span scores per output unit and BM25's (``OUT/per_head/ID.pt``). The run
-folder resumes like any other. Step 2 scores each lever from those files, with paired 95% intervals (records
-resampled) against the default (outlier heads) and BM25, and writes ``OUT/levers.md``:
+Step 1 runs the attribution runner (every option of ``python -m rcattr.eval.attribution`` but ``--out``, e.g.
+``--context-tokens 8192``; methods ``heads,bm25,hidden_state`` unless ``--methods`` says) with its ``heads``
+method saving per record every head's score, the default span scorer's per-unit span scores of every head,
+each layer's reach and BM25's scores (``OUT/per_head/ID.pt``); its rows are the runner's ``heads`` rows, and
+the folder resumes like any other run. Step 2 scores each lever of :data:`LEVERS` from those files, with
+paired 95% intervals (records resampled) against the default (outlier heads among those that see) and BM25,
+and writes ``OUT/levers.md``. ``benchmarks/long_context_diagnosis.py`` compares two such folders (short and
+long) record by record.
 
-* one selection per key-head group: the mean score of the query heads that share keys (grouped-query
-  attention: 7 on Qwen2, 3 on SmolLM2, 4 on Gemma-3-270m), the outlier groups, all their heads;
-* votes weighted by each head's agreement (Pearson, clamped at 0) with the outliers' vote, over a pool of the
-  heads more than 1 (or 0) sd above the mean;
-* votes weighted by each head's concentration (1 - normalised entropy of its span shares), over the outliers
-  or the same pools;
-* and, as checks against the runner's ``heads`` table, the default and BM25 where the heads disagree.
-
-None of them is in rcattr: each lost or tied on some model (docs/benchmarks.md, "Three architectures").
+None of the levers is in rcattr: each lost or tied on some model (docs/benchmarks.md, "Three architectures"
+and "Long retrievals").
 
     python benchmarks/head_levers.py --dataset verigran --limit 64 --out runs/levers/smollm2_verigran
-    python benchmarks/head_levers.py --dataset quotesum --limit 100 --model gemma-3-270m --out runs/levers/gemma_qs
-    python benchmarks/head_levers.py --score-only --out runs/levers/gemma_qs   # step 2 again
+    python benchmarks/head_levers.py --dataset verigran --limit 44 --context-tokens 8192 \
+        --model runs/models/qwen2.5-coder-0.5b-instruct --out runs/levers/qwen_verigran_8k
+    python benchmarks/head_levers.py --score-only --out runs/levers/qwen_verigran_8k   # step 2 again
 """
 
 from __future__ import annotations
@@ -35,51 +33,55 @@ import torch
 from rcattr.attribution.base import normalise
 from rcattr.attribution.fusion import head_agreement, lexical_fusion
 from rcattr.attribution.lexical import bm25_scores
-from rcattr.attribution.scorers import AttentionScorer
-from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units
+from rcattr.eval.attribution.method import Row
+from rcattr.eval.attribution.sweep import SweepMethod, SweepPass, shared_key
 from rcattr.eval.common.metrics import paired_difference
-from rcattr.heads.scores import outlier_count, outlier_heads, top_heads
+from rcattr.heads.scores import outlier_count, outlier_heads, seeing_heads, top_heads
 
 Data = dict[str, Any]
 Lever = Callable[[Data], tuple[torch.Tensor, int]]  # a record's data -> ([U, S] unit scores, heads used)
 
 
 @dataclass(frozen=True)
-class PerHeadMethod(AttributionMethod[Any]):
-    """Saves each record's per-head data under ``folder`` (its line only says which spans it has)."""
+class PerHeadSweep(SweepMethod):
+    """The runner's ``heads`` method (its rows unchanged) that also saves each record's per-head data under
+    ``folder`` as ``ID.pt``: every head's ``[L, H]`` score, the default scorer's ``[L, H, U, S]`` unit span
+    scores, each layer's ``[L]`` reach, BM25's ``[U, S]``, each span's source and token count, the gold sources."""
 
-    folder: Path
-    name: str = "per_head"
+    folder: Path = Path("per_head")
 
-    def build(self, model: Any, tokenizer: Any, config: Any) -> Any:
-        from rcattr.eval.attribution.methods import rc_attributor
-
-        text = model.config.get_text_config()
-        return rc_attributor(model, tokenizer, config), text.num_attention_heads // text.num_key_value_heads
-
-    def row(self, built: Any, record: Any, config: Any) -> Row:
-        from rcattr.eval.attribution.per_head import head_span_scores
-
-        attributor, group = built
-        scores = head_span_scores(
-            attributor,
-            context_input(record),
-            record.answer,
-            granularity=config.granularity,
-            output_granularity=output_units(record),
-            span_scorers={"default": AttentionScorer()},
-        )
+    def row(self, built: SweepPass, record: Any, config: Any) -> Row:
+        scores = self.head_pass(built, record, config)
+        default_key = shared_key(self.scorers(built), built.recipes.recipes[1].scorer_key)
+        text = built.attributor.model.config.get_text_config()
+        example = scores.example
         data = {
             "scores": scores.every_head_score["superiority"].float(),
-            "units": scores.units["default"].half(),  # [L, H, U, S]
-            "bm25": bm25_scores(scores.example)[1].float(),  # [U, S]
-            "span_source": [span.source for span in scores.example.context_spans],
+            "units": scores.units[default_key].half(),  # [L, H, U, S]
+            "reach": scores.reach,
+            "bm25": bm25_scores(example)[1].float(),  # [U, S]
+            "span_source": [span.source for span in example.context_spans],
+            "span_tokens": [len(tokens) for tokens in example.context_ranges],
             "gold": [span.source for span in record.gold],
-            "group": group,
+            "group": text.num_attention_heads // text.num_key_value_heads,
         }
         self.folder.mkdir(parents=True, exist_ok=True)
         torch.save(data, self.folder / f"{record.id}.pt")
-        return {"source": [None] * len(record.gold), "location": [None] * len(record.gold)}
+        return self.scored_row(built, scores, record, config)
+
+
+def per_head_methods(folder: Path) -> Any:
+    """The runner's built-in methods with ``heads`` saving its per-head data under ``folder``."""
+    from rcattr.eval.attribution.methods import RUN_FILES, default_methods, rc_attributor
+    from rcattr.eval.common.registry import MethodRegistry
+
+    built_in = default_methods()
+    heads = built_in["heads"]
+    assert isinstance(heads, SweepMethod)
+    dumping = PerHeadSweep(rc_attributor, "heads", heads.recipes, heads.curve, folder=folder)
+    return MethodRegistry(
+        [dumping if name == "heads" else m for name, m in built_in.items()], reserved=RUN_FILES
+    )
 
 
 def _shares(data: Data, heads: torch.Tensor) -> torch.Tensor:
@@ -87,8 +89,18 @@ def _shares(data: Data, heads: torch.Tensor) -> torch.Tensor:
     return normalise(data["units"][heads[:, 0], heads[:, 1]].double())
 
 
+def _seeing(data: Data) -> torch.Tensor | None:
+    """``[L, H]`` the heads that see the whole context from the answer (None: all, or no reach saved)."""
+    reach = data.get("reach")
+    if reach is None:
+        return None
+    seeing = seeing_heads(reach, data["scores"].shape[1])
+    return None if bool(seeing.all()) else seeing
+
+
 def _outliers(data: Data) -> torch.Tensor:
-    return outlier_heads(data["scores"])
+    """The default's heads: the outliers among the heads that see (rcattr's ``OutlierHeads``)."""
+    return outlier_heads(data["scores"], among=_seeing(data))
 
 
 def _pool(data: Data, sigmas: float) -> torch.Tensor:
@@ -101,6 +113,62 @@ def _pool(data: Data, sigmas: float) -> torch.Tensor:
 def default(data: Data) -> tuple[torch.Tensor, int]:
     heads = _outliers(data)
     return _shares(data, heads).sum(0), len(heads)
+
+
+def floor(count: int | None = None, share: float | None = None) -> Lever:
+    """The outliers among the heads that see, at least ``count`` of them or ``share`` of the heads that see
+    (the best by score): a selection that does not thin out as the context grows."""
+
+    def lever(data: Data) -> tuple[torch.Tensor, int]:
+        seeing = _seeing(data)
+        n_seeing = data["scores"].numel() if seeing is None else int(seeing.sum())
+        least = count if count is not None else max(1, round(share * n_seeing))  # type: ignore[operator]
+        heads = _outliers(data)
+        if len(heads) < least:
+            heads = top_heads(data["scores"], min(least, n_seeing), among=seeing)
+        return _shares(data, heads).sum(0), len(heads)
+
+    return lever
+
+
+def score_weighted(data: Data) -> tuple[torch.Tensor, int]:
+    """Every head that sees above the mean of those that see, its vote weighted by its score's z above it."""
+    seeing = _seeing(data)
+    scores = data["scores"].double()
+    pool = scores.flatten() if seeing is None else scores[seeing]
+    z = (scores - pool.mean()) / pool.std(correction=0).clamp_min(1e-12)
+    if seeing is not None:
+        z = z.masked_fill(~seeing, 0)
+    heads = (z > 0).nonzero()
+    return torch.einsum("k,kus->us", z[heads[:, 0], heads[:, 1]], _shares(data, heads)), len(heads)
+
+
+def top_span_votes(data: Data) -> tuple[torch.Tensor, int]:
+    """The default's heads, each giving one vote to its own top span per unit (not its share of every span):
+    many documents cannot dilute a head's vote; shares break ties."""
+    heads = _outliers(data)
+    shares = _shares(data, heads)
+    votes = torch.nn.functional.one_hot(shares.argmax(-1), shares.shape[-1]).sum(0).double()
+    return votes + 1e-3 * shares.mean(0), len(heads)
+
+
+def against_every_head(data: Data) -> tuple[torch.Tensor, int]:
+    """The default's vote less what every head that sees gives each span (a positional or length prior all heads
+    share: recent documents, long ones), per unit."""
+    heads = _outliers(data)
+    seeing = _seeing(data)
+    every = normalise(data["units"].double())  # [L, H, U, S]
+    background = (every.flatten(0, 1) if seeing is None else every[seeing]).mean(0)  # [U, S]
+    return _shares(data, heads).mean(0) - background, len(heads)
+
+
+def document_sum(data: Data) -> tuple[torch.Tensor, int]:
+    """The default's vote summed over each document's spans (the runner takes the document of the best span)."""
+    units, count = default(data)
+    source = torch.tensor(data["span_source"])
+    per_document = torch.zeros(units.shape[0], int(source.max()) + 1, dtype=units.dtype)
+    per_document.index_add_(1, source, units)
+    return per_document[:, source], count  # each span scores its document's sum
 
 
 def key_groups(data: Data) -> tuple[torch.Tensor, int]:
@@ -158,13 +226,19 @@ def lexical_gate(data: Data) -> tuple[torch.Tensor, int]:
 LEVERS: dict[str, Lever] = {
     "default (outlier heads)": default,
     "default + BM25 where the heads disagree": lexical_gate,
+    "outliers, at least 3 heads that see": floor(count=3),
+    "outliers, at least 10 heads that see": floor(count=10),
+    "outliers, at least 25% of the heads that see": floor(share=0.25),
+    "z-weighted vote of the heads that see above their mean": score_weighted,
+    "one vote per head: its top span": top_span_votes,
+    "vote less every seeing head's mean": against_every_head,
+    "document sum of the vote": document_sum,
     "outlier key-head groups": key_groups,
     "agreement-weighted, heads above 1 sd": agreement_pool(1.0),
-    "agreement-weighted, heads above the mean": agreement_pool(0.0),
     "concentration-weighted outliers": concentration(None),
-    "concentration-weighted, heads above 1 sd": concentration(1.0),
-    "concentration-weighted, heads above the mean": concentration(0.0),
 }
+"""The levers of issues 49 and 74; the issue-49 pools that lost on every model (agreement above the mean,
+concentration over pools) are its table's (docs/records/attribution_heads/levers.md)."""
 
 
 def _hits(units: torch.Tensor, data: Data) -> list[bool]:
@@ -243,27 +317,19 @@ def _shares_all(data: Data) -> torch.Tensor:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Any other option is the attribution runner's (python -m rcattr.eval.attribution --help).",
     )
-    parser.add_argument("--dataset", choices=("quotesum", "verigran"))
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--model", help="a model name or path (default: the offline SmolLM2)")
     parser.add_argument("--out", type=Path, required=True, help="the run folder")
     parser.add_argument("--score-only", action="store_true", help="step 2 only, from the folder's files")
-    args = parser.parse_args()
+    args, runner_args = parser.parse_known_args()
     if not args.score_only:
-        if args.dataset is None:
-            parser.error("--dataset is needed to run the passes (or --score-only)")
-        from rcattr.eval.attribution.config import BenchmarkConfig
-        from rcattr.eval.attribution.methods import default_methods
-        from rcattr.eval.attribution.runner import AttributionBenchmark
-        from rcattr.runtime.models import load_model
+        from rcattr.eval.attribution.cli import main as run
 
-        methods = default_methods()
-        methods.add(PerHeadMethod(args.out / "per_head"))
-        config = BenchmarkConfig(args.dataset, methods=("per_head",), limit=args.limit, model=args.model)
-        model, tokenizer = load_model(args.model)
-        AttributionBenchmark(config, model, tokenizer, args.out, methods=methods).compute()
+        if "--methods" not in runner_args:
+            runner_args += ["--methods", "heads,bm25,hidden_state"]
+        run([*runner_args, "--out", str(args.out)], per_head_methods(args.out / "per_head"))
     table = score(args.out / "per_head")
     (args.out / "levers.md").write_text(table, encoding="utf-8")
     print(table)

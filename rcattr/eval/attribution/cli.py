@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, METHODS, OPTIONAL_METHODS, BenchmarkConfig
 from rcattr.eval.attribution.lengths import DATASETS as LENGTH_DATASETS
@@ -29,6 +30,9 @@ from rcattr.eval.attribution.long_context import POSITIONS, LongContext
 from rcattr.eval.common.datasets import DATA_HELP
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.options import parse_head_count, positive_int
+
+if TYPE_CHECKING:
+    from rcattr.eval.attribution.methods import AttributionMethods
 
 __all__ = ["config_from_args", "main"]
 
@@ -148,8 +152,9 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
+def main(argv: Sequence[str] | None = None, methods: AttributionMethods | None = None) -> int:
+    """Run the benchmark as the command line ``argv`` says, with the methods of ``methods`` (default: the
+    built-in ones, :func:`~rcattr.eval.attribution.methods.default_methods`); returns the exit status."""
     args = _parser().parse_args(argv)
     config = config_from_args(args)
     from rcattr.eval.attribution.report import markdown_table
@@ -158,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(
         args,
         config.model,
-        lambda model, tokenizer, shard: AttributionBenchmark(config, model, tokenizer, args.out, shard),
+        lambda model, tokenizer, shard: AttributionBenchmark(
+            config, model, tokenizer, args.out, shard, methods=methods
+        ),
         markdown_table,
     )

@@ -82,16 +82,32 @@ class SweepMethod(AttributionMethod[SweepPass]):
         )
 
     def row(self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig) -> Row:
-        scorers = {**built.recipes.scorers, **{f"curve/{name}": s for name, s in self.curve.items()}}
-        scores = head_span_scores(
+        return self.scored_row(built, self.head_pass(built, record, config), record, config)
+
+    def scorers(self, built: SweepPass) -> dict[str, SpanScorer]:
+        """The span scorers of the recipes and the curve, by key (a scorer of both is computed once, under its
+        first key)."""
+        return {**built.recipes.scorers, **{f"curve/{name}": s for name, s in self.curve.items()}}
+
+    def head_pass(
+        self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig
+    ) -> HeadSpanScores:
+        """The record's pass: every head's scores, and its span scores by every scorer of :meth:`scorers`."""
+        return head_span_scores(
             built.attributor,
             context_input(record),
             record.answer,
             granularity=config.granularity,
             output_granularity=output_units(record),
-            span_scorers=_shared(scorers),
+            span_scorers=_shared(self.scorers(built)),
             unit_scores=built.recipes.unit_scores,
         )
+
+    def scored_row(
+        self, built: SweepPass, scores: HeadSpanScores, record: AttributionRecord, config: BenchmarkConfig
+    ) -> Row:
+        """The record's line from its pass: the curve's source hits and every recipe's scored row."""
+        scorers = self.scorers(built)
         spans = scores.example.context_spans
         ks = [str(k) for k in SWEEP_KS if k < built.total_heads] + ["all"]
         curve = {}
@@ -99,7 +115,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
             for direction in ("top", "bottom"):
                 for k in ks:
                     units = scores.combine(
-                        built.heads(scores, direction, k), _shared_key(scorers, f"curve/{scorer}")
+                        built.heads(scores, direction, k), shared_key(scorers, f"curve/{scorer}")
                     )[1]
                     curve[f"{scorer}/{direction}/{k}"] = source_hits(units, spans, record.gold)
         variants = {
@@ -144,8 +160,9 @@ def _shared(scorers: dict[str, SpanScorer]) -> dict[str, SpanScorer]:
     return unique
 
 
-def _shared_key(scorers: dict[str, SpanScorer], key: str) -> str:
-    """The key under which :func:`_shared` kept ``scorers[key]``."""
+def shared_key(scorers: dict[str, SpanScorer], key: str) -> str:
+    """The key under which a pass's span scores of ``scorers[key]`` are kept (a scorer named twice is computed
+    once, under its first key)."""
     return next(name for name, scorer in _shared(scorers).items() if scorer == scorers[key])
 
 
