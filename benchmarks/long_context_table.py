@@ -1,0 +1,116 @@
+"""The table of issue 74: every model × file × length cell side by side, from the run folders of the attribution
+runner (``heads,bm25,hidden_state``; ``benchmarks/head_levers.py`` folders are runner folders too).
+
+Each cell is ``LABEL=FOLDER``; the rows are the methods (accuracy % [95% CI]), the default's lead over each of
+them (paired, points [95% CI]), the records and spans, and the heads that see the whole context from the answer
+and those the default selects (mean, fewest–most).
+
+    python benchmarks/long_context_table.py --cell "SmolLM2 QS short=runs/t/smollm2_qs" \\
+        --cell "SmolLM2 QS 8k=runs/t/smollm2_qs_8k" --out docs/records/long_table.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+METHODS = {
+    "default": ("default: RCAttributor()", "rc"),
+    "BM25": ("bm25",),
+    "hidden state": ("hidden_state",),
+    "all-heads attention": ("attention · all heads (AttentionAttributor)", "attention"),
+    "paper's recipe": ("paper: attention · top-20 heads (RCAttributor.paper)", "rc_paper"),
+    "default + BM25 where the heads disagree": ("default + BM25 where the heads disagree",),
+}
+SEEING = "default · all heads"  # TopHeads(1.0) among the heads that see: every seeing head
+
+
+def _row(results: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any] | None:
+    return next((results["methods"][n] for n in names if n in results["methods"]), None)
+
+
+def _percent(value: float, interval: list[float] | None, signed: bool = False) -> str:
+    text = f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+    if interval is None:
+        return text
+    low, high = (f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}" for v in interval)
+    return f"{text} [{low}, {high}]"
+
+
+def _heads(row: dict[str, Any] | None) -> str:
+    if row is None or "heads" not in row:
+        return "—"
+    heads = row["heads"]
+    return f"{heads['mean']:.1f} ({heads['min']}–{heads['max']})"
+
+
+def table(cells: dict[str, Path]) -> str:
+    """The markdown table of the cells' ``results.json``."""
+    results = {label: json.loads((folder / "results.json").read_text()) for label, folder in cells.items()}
+    head = "| | " + " | ".join(cells) + " |"
+    rule = "|---|" + "---:|" * len(cells)
+    lines = ["Accuracy % [95% CI]:", "", head, rule]
+    for name, keys in METHODS.items():
+        rows = [_row(r, keys) for r in results.values()]
+        lines.append(
+            f"| {name} | "
+            + " | ".join(
+                "—" if row is None else _percent(row["accuracy"], row.get("interval")) for row in rows
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "The default's lead, paired (points [95% CI]; bold: the interval is above 0):",
+        "",
+        head,
+        rule,
+    ]
+    for name, keys in list(METHODS.items())[1:]:
+        cells_text = []
+        for r in results.values():
+            row = _row(r, keys)
+            if row is None or "difference_to_default" not in row:
+                cells_text.append("—")
+                continue
+            low, high = row["difference_to_default_interval"]
+            lead = _percent(-row["difference_to_default"], [-high, -low], signed=True)
+            cells_text.append(f"**{lead}**" if -high > 0 else lead)
+        lines.append(f"| default − {name} | " + " | ".join(cells_text) + " |")
+    default_rows = [_row(r, METHODS["default"]) for r in results.values()]
+    lines += [
+        "| records · spans | "
+        + " | ".join("—" if row is None else f"{row['n_records']} · {row['n_spans']}" for row in default_rows)
+        + " |",
+        "| prompt tokens, mean | "
+        + " | ".join(f"{r['prompt_tokens']['mean']:.0f}" for r in results.values())
+        + " |",
+        "| heads that see | " + " | ".join(_heads(r["methods"].get(SEEING)) for r in results.values()) + " |",
+        "| heads the default selects | " + " | ".join(_heads(row) for row in default_rows) + " |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cell", action="append", required=True, metavar="LABEL=FOLDER", help="repeatable")
+    parser.add_argument("--out", type=Path, help="write the markdown here too")
+    args = parser.parse_args()
+    cells = {}
+    for item in args.cell:
+        label, _, folder = item.partition("=")
+        if not folder:
+            parser.error(f"--cell wants LABEL=FOLDER, got {item!r}")
+        cells[label] = Path(folder)
+    text = table(cells)
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
