@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-kv eval-kv-once eval-kv-chunk bench-kv-long clean
+.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk bench-kv-long clean
 
 setup: $(STAMP)
 
@@ -102,6 +102,26 @@ eval-attributionbench: setup
 	../shared/models/qwen2.5-coder-0.5b.sh $(QWEN_MODEL) $(PY)
 	$(PY) -m rcattr.eval.groundedness $(CLAIM_ARGS) --records 160 --model $(QWEN_MODEL) \
 		--out runs/attributionbench/qwen_dev160
+
+# every model x dev file x length (issue 74; docs/benchmarks.md, "Long retrievals on every model"): each cell a runner
+# folder (heads, bm25, hidden_state) with every head's per-record data for the levers (benchmarks/head_levers.py), then
+# the table and the levers; whole files short, 60 QuoteSum / 44 Veri-Gran records at 8,192 tokens. About 14 h on 2 CPU
+# cores, resumable: TABLE_MODELS=qwen (any of smollm2 gemma qwen) runs one model's cells
+TABLE_MODELS ?= smollm2 gemma qwen
+TABLE_DIR = runs/long_table
+table_model = $(if $(filter gemma,$(1)),--model gemma-3-270m,$(if $(filter qwen,$(1)),--model $(QWEN_MODEL)))
+eval-long-table: setup
+	$(if $(filter qwen,$(TABLE_MODELS)),../shared/models/qwen2.5-coder-0.5b.sh $(QWEN_MODEL) $(PY))
+	$(foreach m,$(TABLE_MODELS),\
+		$(PY) benchmarks/head_levers.py --dataset quotesum $(call table_model,$(m)) --out $(TABLE_DIR)/$(m)_quotesum && \
+		$(PY) benchmarks/head_levers.py --dataset verigran $(call table_model,$(m)) --out $(TABLE_DIR)/$(m)_verigran && \
+		$(PY) benchmarks/head_levers.py --dataset quotesum --limit 60 --context-tokens 8192 $(call table_model,$(m)) \
+			--out $(TABLE_DIR)/$(m)_quotesum_8k && \
+		$(PY) benchmarks/head_levers.py --dataset verigran --limit 44 --context-tokens 8192 $(call table_model,$(m)) \
+			--out $(TABLE_DIR)/$(m)_verigran_8k && ) true
+	$(PY) benchmarks/long_context_table.py $(foreach m,$(TABLE_MODELS),$(foreach f,quotesum verigran,\
+		--cell "$(m) $(f) short=$(TABLE_DIR)/$(m)_$(f)" --cell "$(m) $(f) 8k=$(TABLE_DIR)/$(m)_$(f)_8k")) \
+		--out $(TABLE_DIR)/table.md
 
 # the field's tools beside RC (docs/benchmarks.md, "The field's tools"): AT2 trained for the model, then every
 # method with faithfulness on 100 QuoteSum and 60 Veri-Gran records; days on 2 CPU cores, minutes on a GPU

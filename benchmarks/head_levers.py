@@ -57,7 +57,7 @@ class PerHeadSweep(SweepMethod):
         example = scores.example
         data = {
             "scores": scores.every_head_score["superiority"].float(),
-            "units": scores.units[default_key].half(),  # [L, H, U, S]
+            "units": scores.units[default_key].float(),  # [L, H, U, S]
             "reach": scores.reach,
             "bm25": bm25_scores(example)[1].float(),  # [U, S]
             "span_source": [span.source for span in example.context_spans],
@@ -171,6 +171,40 @@ def document_sum(data: Data) -> tuple[torch.Tensor, int]:
     return per_document[:, source], count  # each span scores its document's sum
 
 
+def layer_centred(data: Data) -> tuple[torch.Tensor, int]:
+    """The outliers of the scores centred per layer, among the heads that see: a layer whose heads all score high
+    (Qwen2's first layers, whose logits favour the nearest keys) does not crowd the others out."""
+    scores = data["scores"].double()
+    centred = scores - scores.mean(1, keepdim=True)
+    heads = outlier_heads(centred, among=_seeing(data))
+    return _shares(data, heads).sum(0), len(heads)
+
+
+def recent_share(data: Data, tail: float = 0.25) -> torch.Tensor:
+    """``[L, H]`` each head's mean vote share on the spans in the last ``tail`` of the context's tokens (those
+    nearest the question)."""
+    tokens = torch.tensor(data["span_tokens"], dtype=torch.float64)
+    end = tokens.cumsum(0)
+    recent = end > (1 - tail) * float(end[-1])
+    return normalise(data["units"].double())[..., recent].sum(-1).mean(-1)
+
+
+def not_positional(limit: float) -> Lever:
+    """The outliers among the heads that see and give at most ``limit`` of their vote to the last quarter of the
+    context: a head whose vote follows distance, not content, does not vote."""
+
+    def lever(data: Data) -> tuple[torch.Tensor, int]:
+        allowed = recent_share(data) <= limit
+        seeing = _seeing(data)
+        among = allowed if seeing is None else allowed & seeing
+        if not bool(among.any()):
+            among = seeing
+        heads = outlier_heads(data["scores"], among=among)
+        return _shares(data, heads).sum(0), len(heads)
+
+    return lever
+
+
 def key_groups(data: Data) -> tuple[torch.Tensor, int]:
     scores, group = data["scores"].double(), data["group"]
     layers, n_heads = scores.shape
@@ -233,6 +267,8 @@ LEVERS: dict[str, Lever] = {
     "one vote per head: its top span": top_span_votes,
     "vote less every seeing head's mean": against_every_head,
     "document sum of the vote": document_sum,
+    "outliers of layer-centred scores among the heads that see": layer_centred,
+    "outliers among heads with at most half their vote on the last quarter": not_positional(0.5),
     "outlier key-head groups": key_groups,
     "agreement-weighted, heads above 1 sd": agreement_pool(1.0),
     "concentration-weighted outliers": concentration(None),

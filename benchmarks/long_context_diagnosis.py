@@ -45,6 +45,7 @@ class Unit:
     shares: dict[str, float]  # vote share per place
     gold_rank: int
     bm25_rank: int
+    distance: int  # context tokens between the gold document's end and the question
 
 
 def _documents(data: Data, units: torch.Tensor) -> torch.Tensor:
@@ -87,6 +88,7 @@ def units_of(data: Data, vote: torch.Tensor, own: range) -> list[Unit]:
     """The units of one record from its ``[U, S]`` vote."""
     docs = normalise(_documents(data, vote).clamp_min(0))
     bm25 = _documents(data, data["bm25"])
+    source, tokens = torch.tensor(data["span_source"]), torch.tensor(data["span_tokens"])
     out = []
     for unit, gold in enumerate(data["gold"]):
         places = _places(data, own, gold)
@@ -94,7 +96,10 @@ def units_of(data: Data, vote: torch.Tensor, own: range) -> list[Unit]:
         for doc, place in places.items():
             shares[place] += float(docs[unit, doc])
         top = int(docs[unit].argmax())
-        out.append(Unit(top == gold, places[top], shares, _rank(docs[unit], gold), _rank(bm25[unit], gold)))
+        distance = int(tokens[source > gold].sum())
+        out.append(
+            Unit(top == gold, places[top], shares, _rank(docs[unit], gold), _rank(bm25[unit], gold), distance)
+        )
     return out
 
 
@@ -170,8 +175,13 @@ def diagnose(short: list[Data], long: list[Data]) -> str:
         lines.append(
             f"| misses' top document, {name} | " + " | ".join(map(str, where)) + f" | {len(misses)} |"
         )
-    lines += ["", "The gold document's rank (median; mean) under the vote and under BM25:", ""]
-    lines += ["| | units | vote rank | BM25 rank |", "|---|---:|---:|---:|"]
+    lines += [
+        "",
+        "The gold document's rank (median; mean) under the vote and under BM25, and its distance from the question "
+        "(context tokens after it, median):",
+        "",
+    ]
+    lines += ["| | units | vote rank | BM25 rank | distance |", "|---|---:|---:|---:|---:|"]
     for name in ("short", "long"):
         units = [u for r in rows[name] for u in r]
         for label, group in (
@@ -183,7 +193,8 @@ def diagnose(short: list[Data], long: list[Data]) -> str:
                 bm25 = [u.bm25_rank for u in group]
                 lines.append(
                     f"| {name}, {label} | {len(group)} | {statistics.median(vote):.0f}; {statistics.mean(vote):.1f} | "
-                    f"{statistics.median(bm25):.0f}; {statistics.mean(bm25):.1f} |"
+                    f"{statistics.median(bm25):.0f}; {statistics.mean(bm25):.1f} | "
+                    f"{statistics.median(u.distance for u in group):.0f} |"
                 )
     alone_s, alone_l = _alone(short), _alone(long)
     score_s = torch.stack([d["scores"].double() for d in short]).mean(0)
