@@ -151,8 +151,8 @@ def diagnose(short: list[Data], long: list[Data]) -> str:
     for name in rows:
         accuracy = 100 * sum(map(sum, hits[name])) / n_units
         d, lo, hi = paired_difference(hits[name], hits["short"])
-        heads = counts.get(name.split(",")[0], counts["short"])
-        layer = layers.get(name.split(",")[0], layers["short"])
+        chosen = "long" if name == "long" else "short"  # the last row votes with the short pass's heads
+        heads, layer = counts[chosen], layers[chosen]
         lines.append(
             f"| {name} | {accuracy:.1f} | {100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] | "
             f"{statistics.mean(heads):.1f} ({min(heads):.0f}–{max(heads):.0f}) | {statistics.mean(layer):.1f} |"
