@@ -52,7 +52,8 @@ class PerHeadSweep(SweepMethod):
 
     def row(self, built: SweepPass, record: Any, config: Any) -> Row:
         scores = self.head_pass(built, record, config)
-        default_key = shared_key(self.scorers(built), built.recipes.recipes[1].scorer_key)
+        default = built.recipes.recipes[1]  # selection_ablation's rows: the paper's recipe, then the default
+        default_key = shared_key(self.scorers(built), default.scorer_key)
         text = built.attributor.model.config.get_text_config()
         example = scores.example
         data = {
@@ -72,19 +73,19 @@ class PerHeadSweep(SweepMethod):
 
 def per_head_methods(folder: Path) -> Any:
     """The runner's built-in methods with ``heads`` saving its per-head data under ``folder``."""
-    from rcattr.eval.attribution.methods import RUN_FILES, default_methods, rc_attributor
+    from rcattr.eval.attribution.methods import RUN_FILES, default_methods
     from rcattr.eval.common.registry import MethodRegistry
 
     built_in = default_methods()
     heads = built_in["heads"]
     assert isinstance(heads, SweepMethod)
-    dumping = PerHeadSweep(rc_attributor, "heads", heads.recipes, heads.curve, folder=folder)
+    dumping = PerHeadSweep(heads.attributor, "heads", heads.recipes, heads.curve, folder=folder)
     return MethodRegistry(
         [dumping if name == "heads" else m for name, m in built_in.items()], reserved=RUN_FILES
     )
 
 
-def _shares(data: Data, heads: torch.Tensor) -> torch.Tensor:
+def head_shares(data: Data, heads: torch.Tensor) -> torch.Tensor:
     """``[k, U, S]`` span shares of the ``[k, 2]`` heads."""
     return normalise(data["units"][heads[:, 0], heads[:, 1]].double())
 
@@ -98,7 +99,7 @@ def _seeing(data: Data) -> torch.Tensor | None:
     return None if bool(seeing.all()) else seeing
 
 
-def _outliers(data: Data) -> torch.Tensor:
+def default_heads(data: Data) -> torch.Tensor:
     """The default's heads: the outliers among the heads that see (rcattr's ``OutlierHeads``)."""
     return outlier_heads(data["scores"], among=_seeing(data))
 
@@ -111,22 +112,22 @@ def _pool(data: Data, sigmas: float) -> torch.Tensor:
 
 
 def default(data: Data) -> tuple[torch.Tensor, int]:
-    heads = _outliers(data)
-    return _shares(data, heads).sum(0), len(heads)
+    heads = default_heads(data)
+    return head_shares(data, heads).sum(0), len(heads)
 
 
-def floor(count: int | None = None, share: float | None = None) -> Lever:
-    """The outliers among the heads that see, at least ``count`` of them or ``share`` of the heads that see
-    (the best by score): a selection that does not thin out as the context grows."""
+def floor(count: int = 1, share: float = 0.0) -> Lever:
+    """The outliers among the heads that see, at least ``count`` of them and ``share`` of the heads that see (the
+    best by score): a selection that does not thin out as the context grows."""
 
     def lever(data: Data) -> tuple[torch.Tensor, int]:
         seeing = _seeing(data)
         n_seeing = data["scores"].numel() if seeing is None else int(seeing.sum())
-        least = count if count is not None else max(1, round(share * n_seeing))  # type: ignore[operator]
-        heads = _outliers(data)
+        least = max(count, round(share * n_seeing))
+        heads = default_heads(data)
         if len(heads) < least:
             heads = top_heads(data["scores"], min(least, n_seeing), among=seeing)
-        return _shares(data, heads).sum(0), len(heads)
+        return head_shares(data, heads).sum(0), len(heads)
 
     return lever
 
@@ -140,14 +141,14 @@ def score_weighted(data: Data) -> tuple[torch.Tensor, int]:
     if seeing is not None:
         z = z.masked_fill(~seeing, 0)
     heads = (z > 0).nonzero()
-    return torch.einsum("k,kus->us", z[heads[:, 0], heads[:, 1]], _shares(data, heads)), len(heads)
+    return torch.einsum("k,kus->us", z[heads[:, 0], heads[:, 1]], head_shares(data, heads)), len(heads)
 
 
 def top_span_votes(data: Data) -> tuple[torch.Tensor, int]:
     """The default's heads, each giving one vote to its own top span per unit (not its share of every span):
     many documents cannot dilute a head's vote; shares break ties."""
-    heads = _outliers(data)
-    shares = _shares(data, heads)
+    heads = default_heads(data)
+    shares = head_shares(data, heads)
     votes = torch.nn.functional.one_hot(shares.argmax(-1), shares.shape[-1]).sum(0).double()
     return votes + 1e-3 * shares.mean(0), len(heads)
 
@@ -155,20 +156,24 @@ def top_span_votes(data: Data) -> tuple[torch.Tensor, int]:
 def against_every_head(data: Data) -> tuple[torch.Tensor, int]:
     """The default's vote less what every head that sees gives each span (a positional or length prior all heads
     share: recent documents, long ones), per unit."""
-    heads = _outliers(data)
+    heads = default_heads(data)
     seeing = _seeing(data)
     every = normalise(data["units"].double())  # [L, H, U, S]
     background = (every.flatten(0, 1) if seeing is None else every[seeing]).mean(0)  # [U, S]
-    return _shares(data, heads).mean(0) - background, len(heads)
+    return head_shares(data, heads).mean(0) - background, len(heads)
+
+
+def document_scores(data: Data, units: torch.Tensor) -> torch.Tensor:
+    """``[U, D]``: the ``[U, S]`` span scores summed per document."""
+    source = torch.tensor(data["span_source"])
+    out = torch.zeros(units.shape[0], int(source.max()) + 1, dtype=torch.float64)
+    return out.index_add_(1, source, units.double())
 
 
 def document_sum(data: Data) -> tuple[torch.Tensor, int]:
     """The default's vote summed over each document's spans (the runner takes the document of the best span)."""
     units, count = default(data)
-    source = torch.tensor(data["span_source"])
-    per_document = torch.zeros(units.shape[0], int(source.max()) + 1, dtype=units.dtype)
-    per_document.index_add_(1, source, units)
-    return per_document[:, source], count  # each span scores its document's sum
+    return document_scores(data, units)[:, data["span_source"]], count  # each span scores its document's sum
 
 
 def layer_centred(data: Data) -> tuple[torch.Tensor, int]:
@@ -177,7 +182,7 @@ def layer_centred(data: Data) -> tuple[torch.Tensor, int]:
     scores = data["scores"].double()
     centred = scores - scores.mean(1, keepdim=True)
     heads = outlier_heads(centred, among=_seeing(data))
-    return _shares(data, heads).sum(0), len(heads)
+    return head_shares(data, heads).sum(0), len(heads)
 
 
 def recent_share(data: Data, tail: float = 0.25) -> torch.Tensor:
@@ -200,7 +205,7 @@ def not_positional(limit: float) -> Lever:
         if not bool(among.any()):
             among = seeing
         heads = outlier_heads(data["scores"], among=among)
-        return _shares(data, heads).sum(0), len(heads)
+        return head_shares(data, heads).sum(0), len(heads)
 
     return lever
 
@@ -216,14 +221,14 @@ def key_groups(data: Data) -> tuple[torch.Tensor, int]:
             for layer, g in chosen.tolist()
         ]
     )
-    return _shares(data, heads).sum(0), len(heads)
+    return head_shares(data, heads).sum(0), len(heads)
 
 
 def agreement_pool(sigmas: float) -> Lever:
     def lever(data: Data) -> tuple[torch.Tensor, int]:
         heads = _pool(data, sigmas)
-        shares = _shares(data, heads)  # [k, U, S]
-        core = shares[: len(_outliers(data))].mean(0).flatten()
+        shares = head_shares(data, heads)  # [k, U, S]
+        core = shares[: len(default_heads(data))].mean(0).flatten()
         weights = torch.stack([_correlation(head.flatten(), core) for head in shares]).clamp_min(0)
         if not bool((weights > 0).any()):
             weights = torch.ones(len(heads), dtype=torch.float64)
@@ -239,8 +244,8 @@ def _correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def concentration(pool: float | None) -> Lever:
     def lever(data: Data) -> tuple[torch.Tensor, int]:
-        heads = _outliers(data) if pool is None else _pool(data, pool)
-        shares = _shares(data, heads)
+        heads = default_heads(data) if pool is None else _pool(data, pool)
+        shares = head_shares(data, heads)
         entropy = -(shares.clamp_min(1e-12).log() * shares).sum(-1)  # [k, U]
         weights = (1 - entropy / torch.log(torch.tensor(float(shares.shape[-1]))).clamp_min(1e-12)).clamp_min(
             0
@@ -251,8 +256,8 @@ def concentration(pool: float | None) -> Lever:
 
 
 def lexical_gate(data: Data) -> tuple[torch.Tensor, int]:
-    heads = _outliers(data)
-    shares = _shares(data, heads)
+    heads = default_heads(data)
+    shares = head_shares(data, heads)
     vote = normalise(shares.sum(0))
     return lexical_fusion(vote, data["bm25"], head_agreement(shares, None, vote)), len(heads)
 
@@ -316,17 +321,22 @@ def score(folder: Path) -> str:
     return "\n".join([*lines, "", *_heads_alone(records)]) + "\n"
 
 
-def _heads_alone(records: list[Data]) -> list[str]:
-    """Each head alone: its accuracy over the records against its mean score, the data behind the table."""
-    from scipy.stats import spearmanr
-
+def head_accuracy(records: list[Data]) -> torch.Tensor:
+    """``[L, H]`` each head's accuracy alone over the records' output units."""
     correct = sum(
         (torch.tensor(data["span_source"])[_shares_all(data).argmax(-1)] == torch.tensor(data["gold"])).sum(
             -1
         )
         for data in records
-    )  # [L, H]
-    alone = correct.double() / sum(len(data["gold"]) for data in records)
+    )
+    return correct.double() / sum(len(data["gold"]) for data in records)
+
+
+def _heads_alone(records: list[Data]) -> list[str]:
+    """Each head alone: its accuracy over the records against its mean score, the data behind the table."""
+    from scipy.stats import spearmanr
+
+    alone = head_accuracy(records)
     score = torch.stack([data["scores"].double() for data in records]).mean(0)
     n_heads = score.shape[1]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from head_levers import _outliers, _shares  # the same default as the levers' table
+from head_levers import default_heads, document_scores, head_accuracy, head_shares  # the levers' default
 
 from rcattr.attribution.base import normalise
 from rcattr.eval.common.metrics import paired_difference
@@ -46,13 +46,6 @@ class Unit:
     gold_rank: int
     bm25_rank: int
     distance: int  # context tokens between the gold document's end and the question
-
-
-def _documents(data: Data, units: torch.Tensor) -> torch.Tensor:
-    """``[U, D]`` the ``[U, S]`` span scores summed per document."""
-    source = torch.tensor(data["span_source"])
-    out = torch.zeros(units.shape[0], int(source.max()) + 1, dtype=torch.float64)
-    return out.index_add_(1, source, units.double())
 
 
 def _places(data: Data, own: range, gold: int) -> dict[int, str]:
@@ -86,8 +79,8 @@ def _rank(scores: torch.Tensor, doc: int) -> int:
 
 def units_of(data: Data, vote: torch.Tensor, own: range) -> list[Unit]:
     """The units of one record from its ``[U, S]`` vote."""
-    docs = normalise(_documents(data, vote).clamp_min(0))
-    bm25 = _documents(data, data["bm25"])
+    docs = normalise(document_scores(data, vote).clamp_min(0))
+    bm25 = document_scores(data, data["bm25"])
     source, tokens = torch.tensor(data["span_source"]), torch.tensor(data["span_tokens"])
     out = []
     for unit, gold in enumerate(data["gold"]):
@@ -107,16 +100,15 @@ def _mean_layer(heads: torch.Tensor) -> float:
     return float(heads[:, 0].double().mean())
 
 
-def _alone(records: list[Data]) -> torch.Tensor:
-    """``[L, H]`` each head's accuracy alone over the records' units."""
-    correct = sum(
-        (
-            torch.tensor(d["span_source"])[normalise(d["units"].double()).argmax(-1)]
-            == torch.tensor(d["gold"])
-        ).sum(-1)
-        for d in records
-    )
-    return correct.double() / sum(len(d["gold"]) for d in records)
+def nearest_share(records: list[Data], tenth: float = 0.1) -> torch.Tensor:
+    """``[L, H]`` each head's mean vote share on the last ``tenth`` of the documents (those nearest the question)."""
+    total = 0
+    for data in records:
+        n_docs = max(data["span_source"]) + 1
+        per_doc = document_scores(data, normalise(data["units"].double()).flatten(0, 1).flatten(0, 1))
+        last = per_doc[:, n_docs - max(1, round(tenth * n_docs)) :].sum(-1)  # [L * H * U]
+        total = total + last.view(*data["units"].shape[:3]).mean(-1)
+    return total / len(records)
 
 
 def diagnose(short: list[Data], long: list[Data]) -> str:
@@ -128,12 +120,12 @@ def diagnose(short: list[Data], long: list[Data]) -> str:
     for s, stretched in zip(short, long, strict=True):
         offset = stretched["gold"][0] - s["gold"][0]
         n_own = max(s["span_source"]) + 1
-        heads_s, heads_l = _outliers(s), _outliers(stretched)
-        rows["short"].append(units_of(s, _shares(s, heads_s).sum(0), range(0, n_own)))
+        heads_s, heads_l = default_heads(s), default_heads(stretched)
+        rows["short"].append(units_of(s, head_shares(s, heads_s).sum(0), range(0, n_own)))
         own = range(offset, offset + n_own)
-        rows["long"].append(units_of(stretched, _shares(stretched, heads_l).sum(0), own))
+        rows["long"].append(units_of(stretched, head_shares(stretched, heads_l).sum(0), own))
         rows["long, the short pass's heads"].append(
-            units_of(stretched, _shares(stretched, heads_s).sum(0), own)
+            units_of(stretched, head_shares(stretched, heads_s).sum(0), own)
         )
         for name, heads in (("short", heads_s), ("long", heads_l)):
             counts[name].append(len(heads))
@@ -196,7 +188,7 @@ def diagnose(short: list[Data], long: list[Data]) -> str:
                     f"{statistics.median(bm25):.0f}; {statistics.mean(bm25):.1f} | "
                     f"{statistics.median(u.distance for u in group):.0f} |"
                 )
-    alone_s, alone_l = _alone(short), _alone(long)
+    alone_s, alone_l = head_accuracy(short), head_accuracy(long)
     score_s = torch.stack([d["scores"].double() for d in short]).mean(0)
     score_l = torch.stack([d["scores"].double() for d in long]).mean(0)
     n_heads = alone_s.shape[1]
@@ -215,6 +207,20 @@ def diagnose(short: list[Data], long: list[Data]) -> str:
         f"- best alone, short: {listed(alone_s.flatten().argsort(descending=True))}",
         f"- best alone, long: {listed(alone_l.flatten().argsort(descending=True))}",
         f"- highest scores, long: {listed(score_l.flatten().argsort(descending=True))}",
+    ]
+    from scipy.stats import spearmanr
+
+    nearest = nearest_share(long)
+    rho = spearmanr(nearest.flatten().numpy(), alone_l.flatten().numpy()).statistic
+    top = score_l.flatten().argsort(descending=True)[:10]
+    lines += [
+        "",
+        f"Long: each head's share of its vote on the last tenth of the documents against its accuracy alone, Spearman "
+        f"over the {nearest.numel()} heads: {rho:.2f}. The 10 highest-scoring heads (share, accuracy alone): "
+        + ", ".join(
+            f"L{int(i) // n_heads}.H{int(i) % n_heads} {100 * nearest.flatten()[i]:.0f}% / {100 * alone_l.flatten()[i]:.0f}%"
+            for i in top
+        ),
     ]
     return "\n".join(lines) + "\n"
 
