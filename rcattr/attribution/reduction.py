@@ -98,14 +98,25 @@ class Reduction:
     def gather(self, table: Mapping[int, torch.Tensor], heads: torch.Tensor) -> torch.Tensor:
         """``[k, ...]``: the rows of the ``[k, 2]`` (layer, head) pairs, in their order, from per-layer
         ``[h, ...]`` tables of the scored heads."""
+        row_of = self._rows_of_scored_heads()
         rows = []
         for layer, head in heads.tolist():
-            scored = self.scored.get(layer)
-            where = None if scored is None else (scored == head).nonzero()
-            if where is None or not len(where):
+            row = row_of.get((layer, head))
+            if row is None:
                 raise ValueError(f"head ({layer}, {head}) was not scored in this pass")
-            rows.append(table[layer][int(where[0, 0])])
+            rows.append(table[layer][row])
         return torch.stack(rows)
+
+    def _rows_of_scored_heads(self) -> dict[tuple[int, int], int]:
+        """(layer, head) -> its row in that layer's tables. The head indices are read from the model's device at
+        once (one synchronisation on a GPU, where a lookup per head costs two)."""
+        if not self.scored:
+            return {}
+        first = next(iter(self.scored.values()))
+        heads = iter(torch.cat([scored.to(first.device) for scored in self.scored.values()]).tolist())
+        return {
+            (layer, next(heads)): row for layer, scored in self.scored.items() for row in range(len(scored))
+        }
 
     def spread(self, table: Mapping[int, torch.Tensor], n_heads: int) -> torch.Tensor:
         """``[L, H, ...]`` from per-layer ``[h, ...]`` tables of the scored heads; 0 for the others."""
