@@ -194,18 +194,47 @@ def recent_share(data: Data, tail: float = 0.25) -> torch.Tensor:
     return normalise(data["units"].double())[..., recent].sum(-1).mean(-1)
 
 
+def _outliers_allowed(data: Data, allowed: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The default's vote among the ``[L, H]`` allowed heads that see (all that see when none is allowed)."""
+    seeing = _seeing(data)
+    among = allowed if seeing is None else allowed & seeing
+    if not bool(among.any()):
+        among = seeing
+    heads = outlier_heads(data["scores"], among=among)
+    return head_shares(data, heads).sum(0), len(heads)
+
+
 def not_positional(limit: float) -> Lever:
     """The outliers among the heads that see and give at most ``limit`` of their vote to the last quarter of the
     context: a head whose vote follows distance, not content, does not vote."""
 
     def lever(data: Data) -> tuple[torch.Tensor, int]:
-        allowed = recent_share(data) <= limit
-        seeing = _seeing(data)
-        among = allowed if seeing is None else allowed & seeing
-        if not bool(among.any()):
-            among = seeing
-        heads = outlier_heads(data["scores"], among=among)
-        return head_shares(data, heads).sum(0), len(heads)
+        return _outliers_allowed(data, recent_share(data) <= limit)
+
+    return lever
+
+
+def distance_correlation(data: Data) -> torch.Tensor:
+    """``[L, H]`` each head's Spearman correlation, over the record's spans, between a span's place (its last
+    token's) and the head's vote per token on it (mean over units): near 1 for a head whose vote grows towards
+    the question whatever the spans say, a test of position that needs no label and no quarter."""
+    tokens = torch.tensor(data["span_tokens"], dtype=torch.float64)
+    density = normalise(data["units"].double()).mean(-2) / tokens  # [L, H, S]
+    ranks = density.argsort(-1).argsort(-1).double()
+    place = tokens.cumsum(0).argsort().argsort().double()
+    ranks, place = ranks - ranks.mean(-1, keepdim=True), place - place.mean()
+    return (ranks * place).sum(-1) / (ranks.norm(dim=-1) * place.norm()).clamp_min(1e-12)
+
+
+def not_distance_driven(limit: float | None = None, z: float | None = None) -> Lever:
+    """The outliers among the heads that see and whose vote per token correlates at most ``limit`` with the
+    spans' places (:func:`distance_correlation`), or at most ``z`` standard errors of a correlation over the
+    record's spans (``z / sqrt(S - 1)``: a test that tightens as the documents grow many)."""
+
+    def lever(data: Data) -> tuple[torch.Tensor, int]:
+        n_spans = len(data["span_tokens"])
+        bound = limit if z is None else z / max(n_spans - 1, 1) ** 0.5
+        return _outliers_allowed(data, distance_correlation(data) <= bound)
 
     return lever
 
@@ -274,6 +303,10 @@ LEVERS: dict[str, Lever] = {
     "document sum of the vote": document_sum,
     "outliers of layer-centred scores among the heads that see": layer_centred,
     "outliers among heads with at most half their vote on the last quarter": not_positional(0.5),
+    "outliers among heads whose vote per token follows the spans' places at most 0.5": not_distance_driven(
+        0.5
+    ),
+    "the same, at most 3 standard errors of the correlation": not_distance_driven(z=3.0),
     "outlier key-head groups": key_groups,
     "agreement-weighted, heads above 1 sd": agreement_pool(1.0),
     "concentration-weighted outliers": concentration(None),
