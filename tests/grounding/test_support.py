@@ -56,7 +56,7 @@ def test_support_log_odds_adds_the_log_probability_but_the_first_and_the_log_odd
     assert smoothed_peak(peak, n_self)[:, 0].tolist() == pytest.approx(smoothed)
     mean = sum(smoothed) / len(smoothed)
     expected = log_prob + math.log(mean / (1 - mean))
-    both = support_log_odds(torch.tensor([-7.0, log_prob]), peak.repeat(1, 2), n_self)
+    both = support_log_odds(torch.tensor([-7.0, log_prob], dtype=torch.float64), peak.repeat(1, 2), n_self)
     # the first answer token's log-probability is left out
     assert both.tolist() == pytest.approx([expected - log_prob, expected])
 
