@@ -217,7 +217,8 @@ def not_positional(limit: float) -> Lever:
 def distance_correlation(data: Data) -> torch.Tensor:
     """``[L, H]`` each head's Spearman correlation, over the record's spans, between a span's place (its last
     token's) and the head's vote per token on it (mean over units): near 1 for a head whose vote grows towards
-    the question whatever the spans say, a test of position that needs no label and no quarter."""
+    the question whatever the spans say, a test of position that needs no label and no quarter (ordinal ranks:
+    equal votes are ranked in span order)."""
     tokens = torch.tensor(data["span_tokens"], dtype=torch.float64)
     density = normalise(data["units"].double()).mean(-2) / tokens  # [L, H, S]
     ranks = density.argsort(-1).argsort(-1).double()
@@ -230,6 +231,9 @@ def not_distance_driven(limit: float | None = None, z: float | None = None) -> L
     """The outliers among the heads that see and whose vote per token correlates at most ``limit`` with the
     spans' places (:func:`distance_correlation`), or at most ``z`` standard errors of a correlation over the
     record's spans (``z / sqrt(S - 1)``: a test that tightens as the documents grow many)."""
+
+    if (limit is None) == (z is None):
+        raise ValueError("give one of limit and z")
 
     def lever(data: Data) -> tuple[torch.Tensor, int]:
         n_spans = len(data["span_tokens"])
@@ -304,7 +308,7 @@ LEVERS: dict[str, Lever] = {
     "outliers of layer-centred scores among the heads that see": layer_centred,
     "outliers among heads with at most half their vote on the last quarter": not_positional(0.5),
     "outliers among heads whose vote per token follows the spans' places at most 0.5": not_distance_driven(
-        0.5
+        limit=0.5
     ),
     "the same, at most 3 standard errors of the correlation": not_distance_driven(z=3.0),
     "outlier key-head groups": key_groups,
