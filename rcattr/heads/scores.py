@@ -17,7 +17,13 @@ from typing import Literal
 import torch
 
 from rcattr.options import HEAD_SCORES
-from rcattr.stats.ranks import count_below, count_below_row_sums, rank_and_phi_row_sums, sort_values
+from rcattr.stats.ranks import (
+    count_below,
+    count_below_row_sums,
+    rank_and_phi_row_sums,
+    sort_values,
+    sorted_valid,
+)
 
 HeadScore = Literal["superiority", "rc_std", "rc"]
 HeadCount = int | float  # a number of heads, or a fraction of all of them
@@ -98,11 +104,18 @@ def layer_superiority(
     found (:func:`rcattr.stats.ranks.count_below_row_sums`): no partial sums, no copy of ``[H, A, C]``, and
     ``cross`` may be a strided view of wider logits. Arguments as :func:`layer_rc`'s.
     """
-    y = sort_values(self_logits[:, self_visible])  # [H, |Y|]: the answer's self sample
-    row_below = count_below_row_sums(cross, y, cross_visible).to(torch.float64) / y.shape[-1]  # [H, A]
+    y, size = _self_sample(self_logits, self_visible)
+    row_below = count_below_row_sums(cross, y, cross_visible).to(torch.float64) / size  # [H, A]
     row_pairs = cross_visible.sum(-1).to(torch.float64)  # [A]
     total = row_pairs.sum().clamp_min(1)
     return LayerSuperiority(row_below.sum(1) / total, row_below, row_pairs)
+
+
+def _self_sample(self_logits: torch.Tensor, self_visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The answer's self sample Y(g, g) of every head, sorted with ``+inf`` in place of the hidden pairs
+    (``[H, A * A]``; the rank kernels pass over ``+inf`` pads), and its size ``|Y|`` as a tensor: picking the
+    visible logits alone would make the host wait for a GPU to count them, once a layer inside the forward."""
+    return sorted_valid(self_logits.flatten(1), self_visible.flatten()), self_visible.sum()
 
 
 def layer_rc(

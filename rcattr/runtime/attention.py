@@ -233,16 +233,20 @@ class AttentionHook(Protocol):
 
 
 class _Positions(threading.local):
-    """Where each layer's last pass ended, for models that pass no ``position_ids``."""
+    """Where each layer's last pass ended, for models that pass no ``position_ids``; the last ones read."""
 
     def __init__(self) -> None:
         self.next: dict[int, int] = {}
+        self.read: tuple[torch.Tensor, int, int] | None = None  # the last position_ids, their version, start
 
     def start(self, call: AttentionCall) -> int:
         q_len, k_len = call.query.shape[-2], call.key.shape[-2]
         given = call.kwargs.get("position_ids")
         if isinstance(given, torch.Tensor) and given.shape[-1] == q_len:
-            start = int(given.reshape(-1, q_len)[:, 0].max())
+            # read once a pass, not once a layer (the layers share the tensor): a read waits for a GPU's queue
+            if self.read is None or self.read[0] is not given or self.read[1] != given._version:
+                self.read = (given, given._version, int(given.reshape(-1, q_len)[:, 0].max()))
+            start = self.read[2]
         elif k_len == q_len:
             start = 0
         else:  # continuing a cached sequence; first seen with a pre-filled cache: its length

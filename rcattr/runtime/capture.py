@@ -162,7 +162,7 @@ class LogitCapture:
         positions = call.query_positions  # read even for layers not captured: it tracks where passes end
         if self.layers is not None and layer_idx not in self.layers:
             return
-        local_rows = self._rows.select(positions)
+        local_rows = self._rows.select(call.start, positions)
         if local_rows.numel() == 0:
             return
         query = call.query[:, :, local_rows]
@@ -264,12 +264,13 @@ class _RowSelector:
             raise ValueError(f"query_positions must be non-negative, got {explicit.tolist()}")
         self.explicit = explicit
 
-    def select(self, positions: torch.Tensor) -> torch.Tensor:
-        """Indices into ``positions`` ([q]) of the selected ones."""
+    def select(self, start: int, positions: torch.Tensor) -> torch.Tensor:
+        """Indices into ``positions`` ([q], the call's query positions from ``start`` on) of the selected ones.
+        A range is cut on the host, so that no read from the model's device waits for its queue."""
         if self.explicit is not None:
             keep = torch.isin(positions, self.explicit.to(positions.device))
-        else:
-            keep = positions >= self.start
-            if self.stop is not None:
-                keep &= positions < self.stop
-        return keep.nonzero().flatten()
+            return keep.nonzero().flatten()
+        end = start + len(positions)
+        first = min(max(self.start, start), end)
+        last = end if self.stop is None else min(max(self.stop, first), end)
+        return torch.arange(first - start, last - start, device=positions.device)

@@ -14,6 +14,7 @@ from rcattr.heads.scores import (
     fixed_heads,
     head_count,
     layer_rc,
+    layer_superiority,
     min_heads,
     outlier_count,
     outlier_heads,
@@ -21,6 +22,7 @@ from rcattr.heads.scores import (
     top_heads,
 )
 from tests.helpers.blocks import random_layer
+from tests.helpers.device_reads import DeviceReads
 
 
 def _pairs(head: int) -> tuple[list[float], list[float]]:
@@ -41,6 +43,21 @@ def test_head_scores_match_brute_force(kind: str) -> None:
                 expected /= torch.tensor(y, dtype=torch.float64).std(correction=0).item()
         assert scores[head].item() == pytest.approx(expected, rel=1e-9)
     assert torch.equal(layer_rc(*random_layer(), kind="superiority").every_score[kind], scores)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float64, torch.bfloat16]
+)  # the compiled CPU kernel, torch.searchsorted
+def test_superiority_from_counts_is_layer_rcs_without_reading_the_device(dtype: torch.dtype) -> None:
+    cross, cross_visible, own, own_visible = (
+        t.to(dtype) if t.is_floating_point() else t for t in random_layer()
+    )
+    with DeviceReads() as reads:
+        counted = layer_superiority(cross, cross_visible, own, own_visible)
+    assert reads.total == 0  # inside the forward, a read from a GPU would wait for its queue once a layer
+    exact = layer_rc(cross, cross_visible, own, own_visible)
+    assert torch.equal(counted.head_scores, exact.head_scores)
+    assert torch.equal(counted.row_below, exact.row_below)
 
 
 @settings(max_examples=25, deadline=None)

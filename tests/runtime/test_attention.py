@@ -13,6 +13,7 @@ from rcattr.runtime import attention
 from rcattr.runtime.capture import LogitCapture, LogitStore
 from rcattr.runtime.compat import cache_argument, registered_attention
 from tests.helpers import tiny_model
+from tests.helpers.device_reads import DeviceReads
 from tests.reference import next_logits
 
 pytestmark = pytest.mark.transformers_line
@@ -191,3 +192,28 @@ def test_switching_the_kernel_under_a_route_is_refused() -> None:
         with pytest.raises(RuntimeError, match="switched to 'eager'"), LogitCapture(model, LogitStore()):
             pass
     assert model.config._attn_implementation == "eager"
+
+
+def test_each_layer_reads_the_first_position_the_pass_gives_without_a_device_read_each() -> None:
+    model = tiny_model("llama")
+    starts: list[int] = []
+
+    def observe(call, proceed):
+        starts.append(call.start)
+        return proceed()
+
+    ids = torch.randint(3, 120, (1, 5))
+    positions = torch.arange(7, 12)[None]
+    attention.attach(model, observe)
+    try:
+        with torch.no_grad(), DeviceReads() as reads:
+            model(ids, position_ids=positions)
+        assert reads.total == 1  # one read for the pass, not one a layer
+        positions += 3  # edited in place: read again
+        with torch.no_grad():
+            model(ids, position_ids=positions)
+            model(ids, position_ids=torch.arange(2, 7)[None])  # a new tensor
+    finally:
+        attention.detach(model, observe)
+    layers = model.config.num_hidden_layers
+    assert starts == [7] * layers + [10] * layers + [2] * layers

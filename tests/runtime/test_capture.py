@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM, BloomConfig
 from rcattr.runtime.capture import LogitCapture, LogitStore, raw_logits
 from rcattr.runtime.compat import cache_argument, registered_attention
 from tests.helpers import tiny_configs, tiny_model
+from tests.helpers.device_reads import DeviceReads
 from tests.reference import float64_logits, record_eager_qk
 
 pytestmark = pytest.mark.transformers_line
@@ -222,3 +223,21 @@ def test_unsupported_attention_implementation_is_named():
 def test_bad_query_positions_are_rejected(rows):
     with pytest.raises(ValueError, match="query_positions"):
         LogitCapture(tiny_model("llama"), LogitStore(), query_positions=rows)
+
+
+@pytest.mark.parametrize("rows", [ROWS, slice(2, 9), slice(SEQ + 3, None)])
+@torch.no_grad()
+def test_a_range_of_rows_is_captured_without_reading_the_device_each_layer(arch, rows) -> None:
+    model = tiny_model(arch)
+    ids = _ids()
+    with DeviceReads() as plain:
+        model(ids)
+    store = LogitStore()
+    with LogitCapture(model, store, query_positions=rows), DeviceReads() as captured:
+        model(ids)
+    assert captured.total - plain.total <= 1  # the pass's first position, once
+    expected = list(range(SEQ))[rows]
+    if not expected:
+        assert not store.steps
+    for [(logits, step)] in store.steps.values():
+        assert step.query_positions.tolist() == expected and logits.shape[-2] == len(expected)
