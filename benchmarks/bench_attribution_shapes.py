@@ -77,6 +77,16 @@ def word_tokenizer(text: str, vocab_size: int) -> PreTrainedTokenizerFast:
     )
 
 
+def squad_tokenizer(shape: str) -> PreTrainedTokenizerFast:
+    """:func:`word_tokenizer` of SQuAD v2 dev's contexts and questions, at ``shape``'s vocabulary size."""
+    with open(_squad_path(), encoding="utf-8") as handle:
+        squad = json.load(handle)["data"]
+    words = "".join(
+        p["context"] + p["qas"][0]["question"] for a in squad for p in a["paragraphs"] if p["qas"]
+    )
+    return word_tokenizer(words, SHAPES[shape]["vocab_size"])
+
+
 def random_model(shape: str, attn: str, device: str, dtype: torch.dtype) -> LlamaForCausalLM:
     """A Llama model of ``shape`` with random weights, built on ``device`` in ``dtype``."""
     config = LlamaConfig(**SHAPES[shape], attn_implementation=attn)
@@ -154,12 +164,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     args = parser.parse_args()
     torch.manual_seed(0)
-    with open(_squad_path(), encoding="utf-8") as handle:
-        squad = json.load(handle)["data"]
-    words = "".join(
-        p["context"] + p["qas"][0]["question"] for a in squad for p in a["paragraphs"] if p["qas"]
-    )
-    tokenizer = word_tokenizer(words, SHAPES[args.shape]["vocab_size"])
+    tokenizer = squad_tokenizer(args.shape)
     rows = []
     for attn in args.attn:
         model = random_model(args.shape, attn, args.device, getattr(torch, args.dtype))

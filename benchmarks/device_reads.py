@@ -19,13 +19,12 @@ The model is :mod:`bench_attribution_shapes`' random-weight model of ``--shape``
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import torch
-from bench_attribution import _prompt_ids, _squad_path, build_example
-from bench_attribution_shapes import SHAPES, random_model, word_tokenizer
+from bench_attribution import _prompt_ids, build_example
+from bench_attribution_shapes import SHAPES, random_model, squad_tokenizer
 
 from rcattr import ContextInput, RCAttributor
 
@@ -43,12 +42,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     torch.manual_seed(0)
-    with open(_squad_path(), encoding="utf-8") as handle:
-        squad = json.load(handle)["data"]
-    words = "".join(
-        p["context"] + p["qas"][0]["question"] for a in squad for p in a["paragraphs"] if p["qas"]
-    )
-    tokenizer = word_tokenizer(words, SHAPES[args.shape]["vocab_size"])
+    tokenizer = squad_tokenizer(args.shape)
     model = random_model(args.shape, "sdpa", args.device, torch.float32)
     context, question, answer = build_example(tokenizer, args.context, args.answer)
     ids = torch.tensor([_prompt_ids(tokenizer, context, question, answer)[0]], device=model.device)
