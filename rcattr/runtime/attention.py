@@ -237,15 +237,16 @@ class _Positions(threading.local):
 
     def __init__(self) -> None:
         self.next: dict[int, int] = {}
-        self.read: tuple[torch.Tensor, int, int] | None = None  # the last position_ids, their version, start
+        self.read: tuple[torch.Tensor, int | None, int] | None = None  # last position_ids, version, start
 
     def start(self, call: AttentionCall) -> int:
         q_len, k_len = call.query.shape[-2], call.key.shape[-2]
         given = call.kwargs.get("position_ids")
         if isinstance(given, torch.Tensor) and given.shape[-1] == q_len:
             # read once a pass, not once a layer (the layers share the tensor): a read waits for a GPU's queue
-            if self.read is None or self.read[0] is not given or self.read[1] != given._version:
-                self.read = (given, given._version, int(given.reshape(-1, q_len)[:, 0].max()))
+            version = None if given.is_inference() else given._version  # inference tensors keep no version
+            if self.read is None or self.read[0] is not given or self.read[1] != version:
+                self.read = (given, version, int(given.reshape(-1, q_len)[:, 0].max()))
             start = self.read[2]
         elif k_len == q_len:
             start = 0
