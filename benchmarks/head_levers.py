@@ -36,7 +36,7 @@ from rcattr.attribution.lexical import bm25_scores
 from rcattr.eval.attribution.method import Row
 from rcattr.eval.attribution.sweep import SweepMethod, SweepPass, shared_key
 from rcattr.eval.common.metrics import paired_difference
-from rcattr.heads.scores import outlier_count, outlier_heads, seeing_heads, top_heads
+from rcattr.heads.scores import min_heads, outlier_count, outlier_heads, seeing_heads, top_heads
 
 Data = dict[str, Any]
 Lever = Callable[[Data], tuple[torch.Tensor, int]]  # a record's data -> ([U, S] unit scores, heads used)
@@ -116,14 +116,15 @@ def default(data: Data) -> tuple[torch.Tensor, int]:
     return head_shares(data, heads).sum(0), len(heads)
 
 
-def floor(count: int = 1, share: float = 0.0) -> Lever:
-    """The outliers among the heads that see, at least ``count`` of them and ``share`` of the heads that see (the
-    best by score): a selection that does not thin out as the context grows."""
+def floor(count: int = 1, share: float = 0.0, stated: bool = False) -> Lever:
+    """The outliers among the heads that see, at least ``count`` of them, ``share`` of the heads that see and,
+    if ``stated``, the stated minimum below which a result is flagged ``few_heads`` (``min_heads``: 5% of all
+    the model's heads) (the best by score): a selection that does not thin out as the context grows."""
 
     def lever(data: Data) -> tuple[torch.Tensor, int]:
         seeing = _seeing(data)
         n_seeing = data["scores"].numel() if seeing is None else int(seeing.sum())
-        least = max(count, round(share * n_seeing))
+        least = max(count, round(share * n_seeing), min_heads(data["scores"].numel()) if stated else 0)
         heads = default_heads(data)
         if len(heads) < least:
             heads = top_heads(data["scores"], min(least, n_seeing), among=seeing)
@@ -301,6 +302,7 @@ LEVERS: dict[str, Lever] = {
     "outliers, at least 3 heads that see": floor(count=3),
     "outliers, at least 10 heads that see": floor(count=10),
     "outliers, at least 25% of the heads that see": floor(share=0.25),
+    "outliers, at least the stated minimum of heads that see (5% of all heads)": floor(stated=True),
     "z-weighted vote of the heads that see above their mean": score_weighted,
     "one vote per head: its top span": top_span_votes,
     "vote less every seeing head's mean": against_every_head,
