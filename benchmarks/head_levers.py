@@ -7,7 +7,7 @@ method saving per record every head's score, the default span scorer's per-unit 
 each layer's reach and BM25's scores (``OUT/per_head/ID.pt``); its rows are the runner's ``heads`` rows, and
 the folder resumes like any other run. Step 2 scores each lever of :data:`LEVERS` from those files, with
 paired 95% intervals (records resampled) against the default (outlier heads among those that see) and BM25,
-and writes ``OUT/levers.md``. ``benchmarks/long_context_diagnosis.py`` compares two such folders (short and
+and writes ``OUT/levers.md`` (and the same figures in ``OUT/levers.json``). ``benchmarks/long_context_diagnosis.py`` compares two such folders (short and
 long) record by record.
 
 None of the levers is in rcattr: each lost or tied on some model (docs/benchmarks.md, "Three architectures"
@@ -296,8 +296,9 @@ def lexical_gate(data: Data) -> tuple[torch.Tensor, int]:
     return lexical_fusion(vote, data["bm25"], head_agreement(shares, None, vote)), len(heads)
 
 
+DEFAULT = "default (outlier heads)"
 LEVERS: dict[str, Lever] = {
-    "default (outlier heads)": default,
+    DEFAULT: default,
     "default + BM25 where the heads disagree": lexical_gate,
     "outliers, at least 3 heads that see": floor(count=3),
     "outliers, at least 10 heads that see": floor(count=10),
@@ -328,11 +329,9 @@ def _hits(units: torch.Tensor, data: Data) -> list[bool]:
     ]
 
 
-def score(folder: Path) -> str:
-    """The levers' table (markdown) from the per-head files of ``folder``."""
-    records = [torch.load(path) for path in sorted(folder.glob("*.pt"))]
-    if not records:
-        raise SystemExit(f"no per-head files in {folder}: run step 1 first")
+def lever_results(records: list[Data]) -> dict[str, Any]:
+    """Each lever's accuracy, paired differences against the default and BM25 (``[d, low, high]``, fractions)
+    and heads used (mean, fewest, most) over ``records``, the per-head data of one folder."""
     hits: dict[str, list[list[bool]]] = {}
     counts: dict[str, list[int]] = {}
     for name, lever in LEVERS.items():
@@ -342,22 +341,47 @@ def score(folder: Path) -> str:
     hits["bm25"] = [_hits(data["bm25"], data) for data in records]
     counts["bm25"] = [0] * len(records)
     spans = sum(map(len, hits["bm25"]))
+    levers = {
+        name: {
+            "accuracy": sum(map(sum, rows)) / spans,
+            "against_default": list(paired_difference(rows, hits[DEFAULT])),
+            "against_bm25": list(paired_difference(rows, hits["bm25"])),
+            "heads": {
+                "mean": sum(counts[name]) / len(records),
+                "min": min(counts[name]),
+                "max": max(counts[name]),
+            },
+        }
+        for name, rows in hits.items()
+    }
+    return {"records": len(records), "spans": spans, "levers": levers}
+
+
+def _points(difference: list[float]) -> str:
+    d, low, high = (100 * v for v in difference)
+    return f"{d:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
+def score(folder: Path) -> tuple[str, dict[str, Any]]:
+    """The levers' table (markdown) and :func:`lever_results` from the per-head files of ``folder``."""
+    records = [torch.load(path) for path in sorted(folder.glob("*.pt"))]
+    if not records:
+        raise SystemExit(f"no per-head files in {folder}: run step 1 first")
+    results = lever_results(records)
     lines = [
-        f"{len(records)} records, {spans} spans. Accuracy, and paired differences in points [95% CI, records resampled].",
+        f"{results['records']} records, {results['spans']} spans. Accuracy, and paired differences in points "
+        "[95% CI, records resampled].",
         "",
         "| lever | accuracy % | − default | − BM25 | heads: mean (fewest–most) |",
         "|---|---:|---:|---:|---|",
     ]
-    for name, rows in hits.items():
-        accuracy = 100 * sum(map(sum, rows)) / spans
-        against = [paired_difference(rows, hits[ref]) for ref in ("default (outlier heads)", "bm25")]
-        cells = [f"{100 * d:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]" for d, low, high in against]
-        used = counts[name]
+    for name, row in results["levers"].items():
+        heads = row["heads"]
         lines.append(
-            f"| {name} | {accuracy:.1f} | {cells[0]} | {cells[1]} | "
-            f"{sum(used) / len(used):.1f} ({min(used)}–{max(used)}) |"
+            f"| {name} | {100 * row['accuracy']:.1f} | {_points(row['against_default'])} | "
+            f"{_points(row['against_bm25'])} | {heads['mean']:.1f} ({heads['min']}–{heads['max']}) |"
         )
-    return "\n".join([*lines, "", *_heads_alone(records)]) + "\n"
+    return "\n".join([*lines, "", *_heads_alone(records)]) + "\n", results
 
 
 def head_accuracy(records: list[Data]) -> torch.Tensor:
@@ -415,10 +439,11 @@ def main() -> None:
         if "--methods" not in runner_args:
             runner_args += ["--methods", "heads,bm25,hidden_state"]
         run([*runner_args, "--out", str(args.out)], per_head_methods(args.out / "per_head"))
-    table = score(args.out / "per_head")
+    table, results = score(args.out / "per_head")
     (args.out / "levers.md").write_text(table, encoding="utf-8")
+    (args.out / "levers.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(table)
-    print(json.dumps({"written": str(args.out / "levers.md")}))
+    print(json.dumps({"written": [str(args.out / "levers.md"), str(args.out / "levers.json")]}))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ and those the default selects (mean, fewest–most).
 
     python benchmarks/long_context_table.py --cell "SmolLM2 QS short=runs/t/smollm2_qs" \\
         --cell "SmolLM2 QS 8k=runs/t/smollm2_qs_8k" --out docs/records/long_table.md
+
+With ``--levers`` it writes instead the levers' table of the same cells from each folder's ``levers.json``
+(``benchmarks/head_levers.py``): each lever's paired lead over the default per cell, and in how many cells it wins,
+ties or loses (its interval above, across or below 0), the count a default change is decided on.
 """
 
 from __future__ import annotations
@@ -24,6 +28,19 @@ METHODS = {
     "paper's recipe": ("paper: attention · top-20 heads (RCAttributor.paper)", "rc_paper"),
     "default + BM25 where the heads disagree": ("default + BM25 where the heads disagree",),
 }
+LEVERS = {
+    "default (outlier heads)": "default, accuracy %",
+    "default + BM25 where the heads disagree": "default + BM25 where the heads disagree (`lexical=True`)",
+    "vote less every seeing head's mean": "vote less every seeing head's mean",
+    "outliers of layer-centred scores among the heads that see": "outliers of layer-centred scores among the heads that see",
+    "outliers among heads with at most half their vote on the last quarter": "heads with at most half their vote on the last quarter",
+    "outliers among heads whose vote per token follows the spans' places at most 0.5": "heads whose vote per token follows the spans' places at most 0.5",
+    "the same, at most 3 standard errors of the correlation": "the same, at most 3 standard errors",
+    "outliers, at least 3 heads that see": "at least 3 heads that see",
+    "outliers, at least the stated minimum of heads that see (5% of all heads)": "at least the stated minimum of heads that see (5% of all)",
+    "bm25": "BM25",
+}
+"""The rows of the levers' table: ``head_levers.py``'s name -> the label shown."""
 SEEING = "default · all heads"  # TopHeads(1.0) among the heads that see: every seeing head
 
 
@@ -93,11 +110,49 @@ def table(cells: dict[str, Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _lead(difference: list[float]) -> tuple[str, int]:
+    """The paired difference in points, bold where its interval excludes 0, and its sign: 1 won, 0 tied, -1 lost."""
+    text = _percent(difference[0], difference[1:], signed=True).replace("-", "−")
+    low, high = difference[1:]
+    verdict = 1 if low > 0 else -1 if high < 0 else 0
+    return (f"**{text}**" if verdict else text), verdict
+
+
+def levers_table(cells: dict[str, Path]) -> str:
+    """The markdown table of the cells' ``levers.json``: :data:`LEVERS`' rows, one column per cell."""
+    results = {label: json.loads((folder / "levers.json").read_text()) for label, folder in cells.items()}
+    head = (
+        "| lever | "
+        + " | ".join(f"{label} ({r['records']})" for label, r in results.items())
+        + " | won · tied · lost |"
+    )
+    lines = [
+        "Paired against the default, points [95% CI]; bold: the interval excludes 0; · the heads the lever selects "
+        "(mean):",
+        "",
+        head,
+        "|---|" + "---:|" * (len(cells) + 1),
+    ]
+    for name, label in LEVERS.items():
+        rows = [r["levers"][name] for r in results.values()]
+        if name == "default (outlier heads)":
+            texts = [f"{100 * row['accuracy']:.1f} ({row['heads']['mean']:.1f} heads)" for row in rows]
+            lines.append(f"| {label} | " + " | ".join(texts) + " | |")
+            continue
+        leads = [_lead(row["against_default"]) for row in rows]
+        verdicts = [verdict for _, verdict in leads]
+        texts = [f"{text} · {row['heads']['mean']:.1f}" for (text, _), row in zip(leads, rows, strict=True)]
+        tally = f"{verdicts.count(1)} · {verdicts.count(0)} · {verdicts.count(-1)}"
+        lines.append(f"| {label} | " + " | ".join(texts) + f" | {tally} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cell", action="append", required=True, metavar="LABEL=FOLDER", help="repeatable")
+    parser.add_argument("--levers", action="store_true", help="the levers' table of the cells instead")
     parser.add_argument("--out", type=Path, help="write the markdown here too")
     args = parser.parse_args()
     cells = {}
@@ -106,7 +161,7 @@ def main() -> None:
         if not folder:
             parser.error(f"--cell wants LABEL=FOLDER, got {item!r}")
         cells[label] = Path(folder)
-    text = table(cells)
+    text = levers_table(cells) if args.levers else table(cells)
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
