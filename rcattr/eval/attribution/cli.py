@@ -101,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
         "divided by the batch's records (default 1: one record at a time)",
     )
     parser.add_argument(
+        "--skip",
+        type=positive_int,
+        metavar="N",
+        help="leave out the file's first N lines (before --limit): --skip 44 --limit 44 runs lines 45 to 88, "
+        "records held out of a run on the first 44",
+    )
+    parser.add_argument(
         "--context-tokens",
         type=positive_int,
         metavar="N",
@@ -146,6 +153,7 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
         lds_samples=args.lds_samples,
         at2_estimator=args.at2_estimator,
         batch_size=args.batch_size,
+        skip=args.skip,
         long_context=None
         if args.context_tokens is None
         else LongContext(args.context_tokens, args.gold_position, args.distractor_seed),

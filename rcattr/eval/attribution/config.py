@@ -70,6 +70,11 @@ class BenchmarkConfig:
     at2_estimator: str | None = None  # the at2 method's score estimator file (rcattr.baselines.at2)
     batch_size: int = 1  # records attributed together (SpanAttributor.attribute_many); 1: one at a time
     long_context: LongContext | None = None  # each record hidden among distractors (long_context)
+    skip: int | None = None  # the file's first N lines left out (before ``limit``): a part held out of a run
+
+    def lines(self) -> int | None:
+        """How many of the file's first lines are read (``skip`` + ``limit``; None: all)."""
+        return None if self.limit is None else (self.skip or 0) + self.limit
 
     def records_for(self, method: str) -> int | None:
         """How many records ``method`` runs on (the expensive ones may run on fewer)."""

@@ -67,9 +67,8 @@ class AttributionBenchmark(StoredRun):
     def _records(self) -> tuple[list[AttributionRecord], int]:
         """Records with gold spans that fit ``max_tokens`` and the model's window (stretched to the run's long
         context, when it has one), and how many did not."""
-        records = [
-            r for r in load_records(self.config.dataset, self.config.split, self.config.limit) if r.gold
-        ]
+        loaded = load_records(self.config.dataset, self.config.split, self.config.lines())
+        records = [r for r in loaded[self.config.skip or 0 :] if r.gold]
         sizer = RandomAttributor(self.model, self.tokenizer)
 
         def length(record: AttributionRecord) -> int | None:

@@ -127,3 +127,15 @@ def test_the_peers_run_beside_rc_with_faithfulness_intervals(saved_llama, quotes
     assert "drop@1_minus_reference" not in results["faithfulness"]["rc"]
     table = (out / "results.md").read_text()
     assert "| context_cite |" in table and "paired difference to `rc`" in table
+
+
+def test_skip_runs_the_records_after_the_first_lines(saved_llama, quotesum_data) -> None:
+    def ids(run: str, *extra: str) -> list[str]:
+        run_attribution(saved_llama, quotesum_data / run, "--methods", "random", *extra)
+        lines = (quotesum_data / run / "records" / "random.jsonl").read_text().splitlines()
+        return [json.loads(line)["id"] for line in lines]
+
+    every = ids("every")
+    assert len(every) == 3
+    assert ids("held_out", "--skip", "1", "--limit", "1") == every[1:2]
+    assert ids("rest", "--skip", "1") == every[1:]
