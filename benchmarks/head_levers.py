@@ -40,6 +40,7 @@ from rcattr.heads.scores import min_heads, outlier_count, outlier_heads, seeing_
 
 Data = dict[str, Any]
 Lever = Callable[[Data], tuple[torch.Tensor, int]]  # a record's data -> ([U, S] unit scores, heads used)
+Selection = Callable[[Data], torch.Tensor]  # a record's data -> [k, 2] the heads (layer, head) that vote
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,14 @@ def _pool(data: Data, sigmas: float) -> torch.Tensor:
     return top_heads(data["scores"], max(above, outlier_count(data["scores"]), 1))
 
 
-def default(data: Data) -> tuple[torch.Tensor, int]:
-    heads = default_heads(data)
-    return head_shares(data, heads).sum(0), len(heads)
+def voting(select: Selection) -> Lever:
+    """The vote of the heads ``select`` picks."""
+
+    def lever(data: Data) -> tuple[torch.Tensor, int]:
+        heads = select(data)
+        return head_shares(data, heads).sum(0), len(heads)
+
+    return lever
 
 
 def floor(count: int = 1, share: float = 0.0, stated: bool = False) -> Lever:
@@ -173,7 +179,7 @@ def document_scores(data: Data, units: torch.Tensor) -> torch.Tensor:
 
 def document_sum(data: Data) -> tuple[torch.Tensor, int]:
     """The default's vote summed over each document's spans (the runner takes the document of the best span)."""
-    units, count = default(data)
+    units, count = voting(default_heads)(data)
     return document_scores(data, units)[:, data["span_source"]], count  # each span scores its document's sum
 
 
@@ -195,13 +201,18 @@ def recent_share(data: Data, tail: float = 0.25) -> torch.Tensor:
     return normalise(data["units"].double())[..., recent].sum(-1).mean(-1)
 
 
-def _outliers_allowed(data: Data, allowed: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """The default's vote among the ``[L, H]`` allowed heads that see (all that see when none is allowed)."""
+def _allowed_heads(data: Data, allowed: torch.Tensor) -> torch.Tensor:
+    """``[k, 2]`` the outliers among the ``[L, H]`` allowed heads that see (all that see when none is allowed)."""
     seeing = _seeing(data)
     among = allowed if seeing is None else allowed & seeing
     if not bool(among.any()):
         among = seeing
-    heads = outlier_heads(data["scores"], among=among)
+    return outlier_heads(data["scores"], among=among)
+
+
+def _outliers_allowed(data: Data, allowed: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The default's vote among the ``[L, H]`` allowed heads that see (all that see when none is allowed)."""
+    heads = _allowed_heads(data, allowed)
     return head_shares(data, heads).sum(0), len(heads)
 
 
@@ -228,7 +239,7 @@ def distance_correlation(data: Data) -> torch.Tensor:
     return (ranks * place).sum(-1) / (ranks.norm(dim=-1) * place.norm()).clamp_min(1e-12)
 
 
-def not_distance_driven(limit: float | None = None, z: float | None = None) -> Lever:
+def not_distance_driven_heads(limit: float | None = None, z: float | None = None) -> Selection:
     """The outliers among the heads that see and whose vote per token correlates at most ``limit`` with the
     spans' places (:func:`distance_correlation`), or at most ``z`` standard errors of a correlation over the
     record's spans (``z / sqrt(S - 1)``: a test that tightens as the documents grow many)."""
@@ -236,12 +247,12 @@ def not_distance_driven(limit: float | None = None, z: float | None = None) -> L
     if (limit is None) == (z is None):
         raise ValueError("give one of limit and z")
 
-    def lever(data: Data) -> tuple[torch.Tensor, int]:
+    def select(data: Data) -> torch.Tensor:
         n_spans = len(data["span_tokens"])
         bound = limit if z is None else z / max(n_spans - 1, 1) ** 0.5
-        return _outliers_allowed(data, distance_correlation(data) <= bound)
+        return _allowed_heads(data, distance_correlation(data) <= bound)
 
-    return lever
+    return select
 
 
 def key_groups(data: Data) -> tuple[torch.Tensor, int]:
@@ -289,17 +300,22 @@ def concentration(pool: float | None) -> Lever:
     return lever
 
 
-def lexical_gate(data: Data) -> tuple[torch.Tensor, int]:
-    heads = default_heads(data)
-    shares = head_shares(data, heads)
-    vote = normalise(shares.sum(0))
-    return lexical_fusion(vote, data["bm25"], head_agreement(shares, None, vote)), len(heads)
+def lexical_gate(select: Selection) -> Lever:
+    """The vote of the heads ``select`` picks, with BM25 where they disagree (rcattr's ``lexical=True``)."""
+
+    def lever(data: Data) -> tuple[torch.Tensor, int]:
+        heads = select(data)
+        shares = head_shares(data, heads)
+        vote = normalise(shares.sum(0))
+        return lexical_fusion(vote, data["bm25"], head_agreement(shares, None, vote)), len(heads)
+
+    return lever
 
 
 DEFAULT = "default (outlier heads)"
 LEVERS: dict[str, Lever] = {
-    DEFAULT: default,
-    "default + BM25 where the heads disagree": lexical_gate,
+    DEFAULT: voting(default_heads),
+    "default + BM25 where the heads disagree": lexical_gate(default_heads),
     "outliers, at least 3 heads that see": floor(count=3),
     "outliers, at least 10 heads that see": floor(count=10),
     "outliers, at least 25% of the heads that see": floor(share=0.25),
@@ -310,10 +326,11 @@ LEVERS: dict[str, Lever] = {
     "document sum of the vote": document_sum,
     "outliers of layer-centred scores among the heads that see": layer_centred,
     "outliers among heads with at most half their vote on the last quarter": not_positional(0.5),
-    "outliers among heads whose vote per token follows the spans' places at most 0.5": not_distance_driven(
-        limit=0.5
+    "outliers among heads whose vote per token follows the spans' places at most 0.5": voting(
+        not_distance_driven_heads(limit=0.5)
     ),
-    "the same, at most 3 standard errors of the correlation": not_distance_driven(z=3.0),
+    "the same, at most 3 standard errors of the correlation": voting(not_distance_driven_heads(z=3.0)),
+    "the same, with BM25 where those heads disagree": lexical_gate(not_distance_driven_heads(z=3.0)),
     "outlier key-head groups": key_groups,
     "agreement-weighted, heads above 1 sd": agreement_pool(1.0),
     "concentration-weighted outliers": concentration(None),
