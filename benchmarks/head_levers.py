@@ -239,18 +239,40 @@ def distance_correlation(data: Data) -> torch.Tensor:
     return (ranks * place).sum(-1) / (ranks.norm(dim=-1) * place.norm()).clamp_min(1e-12)
 
 
-def not_distance_driven_heads(limit: float | None = None, z: float | None = None) -> Selection:
-    """The outliers among the heads that see and whose vote per token correlates at most ``limit`` with the
-    spans' places (:func:`distance_correlation`), or at most ``z`` standard errors of a correlation over the
-    record's spans (``z / sqrt(S - 1)``: a test that tightens as the documents grow many)."""
-
+def distance_bound(limit: float | None = None, z: float | None = None) -> Callable[[int], float]:
+    """The highest :func:`distance_correlation` a head may have over ``S`` spans: ``limit``, or ``z`` standard
+    errors of a correlation over the record's spans (``z / sqrt(S - 1)``: a test that tightens as the documents
+    grow many)."""
     if (limit is None) == (z is None):
         raise ValueError("give one of limit and z")
+    return lambda n_spans: limit if z is None else z / max(n_spans - 1, 1) ** 0.5
+
+
+def not_distance_driven(data: Data, bound: Callable[[int], float]) -> torch.Tensor:
+    """``[L, H]`` the heads whose :func:`distance_correlation` is within the :func:`distance_bound`."""
+    return distance_correlation(data) <= bound(len(data["span_tokens"]))
+
+
+def not_distance_driven_heads(limit: float | None = None, z: float | None = None) -> Selection:
+    """The outliers among the heads that see and are :func:`not_distance_driven`."""
+    bound = distance_bound(limit, z)
 
     def select(data: Data) -> torch.Tensor:
-        n_spans = len(data["span_tokens"])
-        bound = limit if z is None else z / max(n_spans - 1, 1) ** 0.5
-        return _allowed_heads(data, distance_correlation(data) <= bound)
+        return _allowed_heads(data, not_distance_driven(data, bound))
+
+    return select
+
+
+def less_distance_driven_heads(z: float) -> Selection:
+    """The default's outliers less those that are not :func:`not_distance_driven` within ``z`` standard errors
+    (all of them when none is left): the outliers still stand out from every head that sees, and only heads the
+    default already scores are tested."""
+    bound = distance_bound(z=z)
+
+    def select(data: Data) -> torch.Tensor:
+        heads = default_heads(data)
+        kept = not_distance_driven(data, bound)[heads[:, 0], heads[:, 1]]
+        return heads[kept] if bool(kept.any()) else heads
 
     return select
 
@@ -331,6 +353,12 @@ LEVERS: dict[str, Lever] = {
     ),
     "the same, at most 3 standard errors of the correlation": voting(not_distance_driven_heads(z=3.0)),
     "the same, with BM25 where those heads disagree": lexical_gate(not_distance_driven_heads(z=3.0)),
+    "outliers less those whose vote follows the spans' places (3 standard errors)": voting(
+        less_distance_driven_heads(z=3.0)
+    ),
+    "the same (outliers less), with BM25 where those heads disagree": lexical_gate(
+        less_distance_driven_heads(z=3.0)
+    ),
     "outlier key-head groups": key_groups,
     "agreement-weighted, heads above 1 sd": agreement_pool(1.0),
     "concentration-weighted outliers": concentration(None),

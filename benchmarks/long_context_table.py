@@ -37,6 +37,8 @@ LEVERS = {
     "outliers among heads whose vote per token follows the spans' places at most 0.5": "heads whose vote per token follows the spans' places at most 0.5",
     "the same, at most 3 standard errors of the correlation": "the same, at most 3 standard errors",
     "the same, with BM25 where those heads disagree": "the same (3 standard errors), with BM25 where those heads disagree",
+    "outliers less those whose vote follows the spans' places (3 standard errors)": "the default's outliers less those whose vote follows the spans' places (3 standard errors)",
+    "the same (outliers less), with BM25 where those heads disagree": "the same, with BM25 where those heads disagree",
     "outliers, at least 3 heads that see": "at least 3 heads that see",
     "outliers, at least the stated minimum of heads that see (5% of all heads)": "at least the stated minimum of heads that see (5% of all)",
     "bm25": "BM25",
