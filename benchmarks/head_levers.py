@@ -210,20 +210,11 @@ def _allowed_heads(data: Data, allowed: torch.Tensor) -> torch.Tensor:
     return outlier_heads(data["scores"], among=among)
 
 
-def _outliers_allowed(data: Data, allowed: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """The default's vote among the ``[L, H]`` allowed heads that see (all that see when none is allowed)."""
-    heads = _allowed_heads(data, allowed)
-    return head_shares(data, heads).sum(0), len(heads)
-
-
 def not_positional(limit: float) -> Lever:
     """The outliers among the heads that see and give at most ``limit`` of their vote to the last quarter of the
     context: a head whose vote follows distance, not content, does not vote."""
 
-    def lever(data: Data) -> tuple[torch.Tensor, int]:
-        return _outliers_allowed(data, recent_share(data) <= limit)
-
-    return lever
+    return voting(lambda data: _allowed_heads(data, recent_share(data) <= limit))
 
 
 def distance_correlation(data: Data) -> torch.Tensor:

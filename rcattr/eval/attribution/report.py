@@ -64,6 +64,10 @@ def markdown_table(results: dict[str, Any]) -> str:
         f"{results['n_records']} records with gold spans; {results['skipped_too_long']} longer than "
         f"{config['max_tokens']} tokens were left out.",
     ]
+    if config.get("skip"):
+        notes.append(
+            f"The file's first {config['skip']} lines were left out (`--skip`): records held out of a run on them."
+        )
     if any(row.get("from") == "sweep" for row in results["methods"].values()):
         notes.append(
             "¹ Computed from the sweep pass (one RC forward per record whose per-head scores serve every "

@@ -139,3 +139,5 @@ def test_skip_runs_the_records_after_the_first_lines(saved_llama, quotesum_data)
     assert len(every) == 3
     assert ids("held_out", "--skip", "1", "--limit", "1") == every[1:2]
     assert ids("rest", "--skip", "1") == every[1:]
+    assert "first 1 lines were left out (`--skip`)" in (quotesum_data / "rest" / "results.md").read_text()
+    assert "`--skip`" not in (quotesum_data / "every" / "results.md").read_text()
