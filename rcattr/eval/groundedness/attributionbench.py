@@ -128,7 +128,12 @@ def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool 
     """What the library and the baselines say of ``record``'s claim, teacher-forced over its references (or
     ``skipped`` with the reason when its prompt does not fit the model's window). Each part's seconds are
     kept, and with ``time_forward`` those of one plain forward of the prompt and claim, the unit of cost."""
-    head = {"id": record.id, "source": record.source, "label": int(record.attributable)}
+    head = {
+        "id": record.id,
+        "question": record.question,
+        "source": record.source,
+        "label": int(record.attributable),
+    }
     inp = ContextInput(list(record.references), record.question)
     try:
         example = attributor.prepare(inp, record.claim, "sentence")

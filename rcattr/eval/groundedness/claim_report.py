@@ -10,7 +10,10 @@ did not (0).
   chosen by 10-fold cross-validation (on nine folds, applied to the tenth) beside the best single cut-off
   chosen on all the rows (optimistic: an upper bound, not a figure to publish);
 - ``combined``: a logistic regression over every signal, its probabilities out of fold (10-fold
-  cross-validation), marked below 0.5; the coefficients of the fit on all rows come with it;
+  cross-validation), marked below 0.5;
+- every fold holds whole questions when the rows say their question (``question``, written since issue 75): a
+  question's claims share its references and its answer, and a cut or a fit that saw some of them would be
+  judged on their neighbours; rows without it (older runs) are folded claim by claim, and the report says which; the coefficients of the fit on all rows come with it;
   ``combined_one_pass`` the same over the signals the attribution pass has without a second forward (no
   judge, entropy or all-heads lookback);
 - per source dataset, the AUROC of every signal;
@@ -27,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -81,29 +84,41 @@ def best_cut(values: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return float(candidates[best]), float(scores[best])
 
 
-def folds(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    splitter = StratifiedKFold(
-        n_splits=min(FOLDS, int(np.bincount(labels).min())), shuffle=True, random_state=seed
-    )
-    return list(splitter.split(np.zeros(len(labels)), labels))
+def folds(
+    labels: np.ndarray, seed: int, groups: Sequence[str] | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``(train, test)`` indices of up to :data:`FOLDS` stratified folds; with ``groups`` (each claim's
+    question), a group's claims all fall in one fold."""
+    n_splits = min(FOLDS, int(np.bincount(labels).min()))
+    if groups is None:
+        splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        return list(splitter.split(np.zeros(len(labels)), labels))
+    grouped = StratifiedGroupKFold(n_splits=min(n_splits, len(set(groups))), shuffle=True, random_state=seed)
+    return list(grouped.split(np.zeros(len(labels)), labels, groups))
 
 
-def cross_validated_predictions(values: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
+def cross_validated_predictions(
+    values: np.ndarray, labels: np.ndarray, seed: int, groups: Sequence[str] | None = None
+) -> np.ndarray:
     """Each claim's prediction (1: attributable) by the :func:`best_cut` of the other folds."""
     predictions = np.zeros(len(values), dtype=int)
-    for train, test in folds(labels, seed):
+    for train, test in folds(labels, seed, groups):
         cut, _ = best_cut(values[train], labels[train])
         predictions[test] = values[test] >= cut
     return predictions
 
 
 def combiner(
-    features: np.ndarray, labels: np.ndarray, names: Sequence[str], seed: int
+    features: np.ndarray,
+    labels: np.ndarray,
+    names: Sequence[str],
+    seed: int,
+    groups: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Out-of-fold probabilities of a standardised logistic regression over the ``[n, k]`` features, and the
     fit on all rows (per signal of ``names``, its coefficient on the standardised signal)."""
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-    splits = folds(labels, seed)
+    splits = folds(labels, seed, groups)
     probabilities = cross_val_predict(model, features, labels, cv=splits, method="predict_proba")[:, 1]
     model.fit(features, labels)
     fitted = model[-1]
@@ -122,6 +137,7 @@ def marks_table(
     labels: np.ndarray,
     seed: int,
     n_boot: int,
+    groups: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per signal, its own marks' macro-F1 (paired to the library's), accuracy and marking rates where it
     has a cut-off, the cross-validated cut's macro-F1 and the best single cut's."""
@@ -135,7 +151,7 @@ def marks_table(
     table: dict[str, dict[str, Any]] = {}
     for name in signals[0]:
         values = np.array([row[name] for row in signals])
-        cross = cross_validated_predictions(values, labels, seed)
+        cross = cross_validated_predictions(values, labels, seed, groups)
         entry: dict[str, Any] = {
             "cv_macro_f1": macro_f1(labels, cross),
             "cv_accuracy": float((cross == labels).mean()),
@@ -188,12 +204,15 @@ def claim_report(
     skipped = Counter(row["source"] for row in rows if "skipped" in row)
     labels = np.array([row["label"] for row in kept], dtype=int)
     results: dict[str, Any] = {"claims": len(kept), "skipped": dict(skipped)}
-    if len(kept) < 2 * FOLDS or labels.min() == labels.max():
+    groups = [row["question"] for row in kept] if all("question" in row for row in kept) else None
+    if len(kept) < 2 * FOLDS or labels.min() == labels.max() or (groups is not None and len(set(groups)) < 2):
         return results, f"AttributionBench: {len(kept)} claims, too few with both labels for the tables\n"
     signals = [claim_signals(row) for row in kept]
+    results["folds_by"] = "claim" if groups is None else "question"
     fits = {}
     for name, features in COMBINERS.items():
-        probabilities, fits[name] = combiner(np.array(signal_matrix(kept, features)), labels, features, seed)
+        matrix = np.array(signal_matrix(kept, features))
+        probabilities, fits[name] = combiner(matrix, labels, features, seed, groups)
         for values, probability in zip(signals, probabilities, strict=True):
             values[name] = float(probability)
     results.update(
@@ -202,7 +221,7 @@ def claim_report(
             baseline: auroc_table(signals, labels.tolist(), baseline, n_boot=n_boot, seed=seed)
             for baseline in AGAINST
         },
-        marks=marks_table(kept, signals, labels, seed, n_boot),
+        marks=marks_table(kept, signals, labels, seed, n_boot, groups),
         per_source=per_source(kept, signals, labels),
         combiners=fits,
         cost=cost(kept),
@@ -243,7 +262,12 @@ def markdown(results: dict[str, Any]) -> str:
     skipped = ", ".join(f"{n} {source}" for source, n in sorted(results["skipped"].items())) or "none"
     lines = [
         f"AttributionBench: {results['claims']} claims ({head['positives']} attributable, {head['negatives']} "
-        f"not), skipped beyond the model's window: {skipped}",
+        f"not), skipped beyond the model's window: {skipped}; cross-validation folds hold whole "
+        + (
+            "questions"
+            if results["folds_by"] == "question"
+            else "claims (the rows do not say their question)"
+        ),
         "",
         *auroc_lines(aurocs, results["auroc_against"]),
         "",

@@ -66,6 +66,7 @@ def test_a_row_holds_the_librarys_support_and_the_token_support_it_is_made_of(ll
     citations = result.citations()
     assert row["support"] == min(c.support for c in citations)
     assert row["status"] == citations[0].status and row["label"] == 1
+    assert row["question"] == record.question  # the report folds by question
     # exactness: the row's log-odds are the result's token support, from a second pass over every head
     support = torch.sigmoid(torch.tensor(row["log_odds"], dtype=torch.float64))
     assert torch.allclose(support, result.token_support.double(), atol=1e-3)

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import f1_score
 
@@ -15,6 +15,7 @@ from rcattr.eval.groundedness.claim_report import (
     best_cut,
     claim_report,
     cross_validated_predictions,
+    folds,
     macro_f1,
 )
 
@@ -43,7 +44,7 @@ def test_a_cross_validated_cut_never_sees_the_fold_it_predicts(monkeypatch) -> N
     values = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9, 0.1, 0.5, 0.5])
     test = np.array([6, 7, 8])
     splits = [(np.arange(6), test), (np.array([0, 1, 3, 4, 6, 7, 8]), np.array([2, 5]))]
-    monkeypatch.setattr(claim_report_module, "folds", lambda labels, seed: splits)
+    monkeypatch.setattr(claim_report_module, "folds", lambda labels, seed, groups=None: splits)
     predictions = cross_validated_predictions(values, labels, seed=0)
     assert predictions[test].tolist() == [0, 0, 0]
     flipped = labels.copy()
@@ -54,6 +55,30 @@ def test_a_cross_validated_cut_never_sees_the_fold_it_predicts(monkeypatch) -> N
 def test_a_signal_equal_to_the_label_is_cut_perfectly_on_every_fold() -> None:
     labels = np.array([0, 1] * 20)
     assert (cross_validated_predictions(labels.astype(float), labels, seed=1) == labels).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 7), min_size=24, max_size=60), st.integers(0, 3))
+def test_grouped_folds_keep_each_question_in_one_fold_and_test_every_claim_once(questions, seed) -> None:
+    assume(len(set(questions)) >= 2)
+    labels = np.array([i % 2 for i in range(len(questions))])
+    groups = [f"q{q}" for q in questions]
+    splits = folds(labels, seed, groups)
+    tested = np.concatenate([test for _, test in splits])
+    assert sorted(tested.tolist()) == list(range(len(labels)))
+    for train, test in splits:
+        assert not {groups[i] for i in train} & {groups[i] for i in test}
+
+
+def test_without_groups_the_folds_split_claims_of_one_question() -> None:
+    # the claim-level folds (older rows) do put one question's claims on both sides: what grouping prevents
+    labels = np.array([0, 1] * 20)
+    assert any(len(test) < len(labels) for _, test in folds(labels, 0))
+    one_question = ["q"] * 20 + ["r"] * 20
+    assert all(
+        {one_question[i] for i in test} != {one_question[i] for i in train} or len(set(one_question)) == 1
+        for train, test in folds(labels, 0, one_question)
+    )
 
 
 def synthetic_rows(n: int = 40) -> list[dict]:
@@ -117,3 +142,13 @@ def test_the_report_scores_every_signal_counts_the_skipped_and_costs_in_forwards
         in text
     )
     assert claim_report(rows[:5], seed=0, n_boot=50)[0] == {"claims": 5, "skipped": {}}
+    assert results["folds_by"] == "claim" and "folds hold whole claims (the rows do not say" in text
+
+
+def test_rows_that_say_their_question_are_folded_by_question() -> None:
+    rows = [row | {"question": f"q{i // 4}"} for i, row in enumerate(synthetic_rows())]
+    results, text = claim_report(rows, seed=0, n_boot=50)
+    assert results["folds_by"] == "question" and "folds hold whole questions" in text
+    assert results["combiners"]["combined"]["folds"] == 10  # 10 questions, one a fold
+    one_question = [row | {"question": "q"} for row in synthetic_rows()]
+    assert claim_report(one_question, seed=0, n_boot=50)[0] == {"claims": 40, "skipped": {}}
