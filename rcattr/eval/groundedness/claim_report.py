@@ -11,9 +11,10 @@ did not (0).
   chosen on all the rows (optimistic: an upper bound, not a figure to publish);
 - ``combined``: a logistic regression over every signal, its probabilities out of fold (10-fold
   cross-validation), marked below 0.5;
-- every fold holds whole questions when the rows say their question (``question``, written since issue 75): a
-  question's claims share its references and its answer, and a cut or a fit that saw some of them would be
-  judged on their neighbours; rows without it (older runs) are folded claim by claim, and the report says which; the coefficients of the fit on all rows come with it;
+- every fold holds whole questions, and every bootstrap draw resamples whole questions, when the rows say their
+  question (``question``, written since issue 75): a question's claims share its references and its answer, so
+  a cut or a fit that saw some of them would be judged on their neighbours, and they do not vary apart; rows
+  without it (older runs) are folded and resampled claim by claim, and the report says which; the coefficients of the fit on all rows come with it;
   ``combined_one_pass`` the same over the signals the attribution pass has without a second forward (no
   judge, entropy or all-heads lookback);
 - per source dataset, the AUROC of every signal;
@@ -146,7 +147,7 @@ def marks_table(
         mark.update({name: row_signals[name] < 0.5 for name in COMBINERS})
     predictions = [{name: float(not value) for name, value in mark.items()} for mark in own]
     own_f1 = paired_table(
-        predictions, labels.tolist(), REFERENCE, macro_f1, "macro_f1", n_boot=n_boot, seed=seed
+        predictions, labels.tolist(), REFERENCE, macro_f1, "macro_f1", groups, n_boot=n_boot, seed=seed
     )
     table: dict[str, dict[str, Any]] = {}
     for name in signals[0]:
@@ -216,9 +217,9 @@ def claim_report(
         for values, probability in zip(signals, probabilities, strict=True):
             values[name] = float(probability)
     results.update(
-        auroc=auroc_table(signals, labels.tolist(), REFERENCE, n_boot=n_boot, seed=seed),
+        auroc=auroc_table(signals, labels.tolist(), REFERENCE, groups, n_boot=n_boot, seed=seed),
         auroc_against={
-            baseline: auroc_table(signals, labels.tolist(), baseline, n_boot=n_boot, seed=seed)
+            baseline: auroc_table(signals, labels.tolist(), baseline, groups, n_boot=n_boot, seed=seed)
             for baseline in AGAINST
         },
         marks=marks_table(kept, signals, labels, seed, n_boot, groups),
@@ -262,11 +263,11 @@ def markdown(results: dict[str, Any]) -> str:
     skipped = ", ".join(f"{n} {source}" for source, n in sorted(results["skipped"].items())) or "none"
     lines = [
         f"AttributionBench: {results['claims']} claims ({head['positives']} attributable, {head['negatives']} "
-        f"not), skipped beyond the model's window: {skipped}; cross-validation folds hold whole "
+        f"not), skipped beyond the model's window: {skipped}; cross-validation folds and bootstrap "
         + (
-            "questions"
+            "draws hold whole questions"
             if results["folds_by"] == "question"
-            else "claims (the rows do not say their question)"
+            else "draws hold single claims (the rows do not say their question)"
         ),
         "",
         *auroc_lines(aurocs, results["auroc_against"]),

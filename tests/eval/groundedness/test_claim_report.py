@@ -142,13 +142,27 @@ def test_the_report_scores_every_signal_counts_the_skipped_and_costs_in_forwards
         in text
     )
     assert claim_report(rows[:5], seed=0, n_boot=50)[0] == {"claims": 5, "skipped": {}}
-    assert results["folds_by"] == "claim" and "folds hold whole claims (the rows do not say" in text
+    assert results["folds_by"] == "claim" and "draws hold single claims (the rows do not say" in text
 
 
 def test_rows_that_say_their_question_are_folded_by_question() -> None:
     rows = [row | {"question": f"q{i // 4}"} for i, row in enumerate(synthetic_rows())]
     results, text = claim_report(rows, seed=0, n_boot=50)
-    assert results["folds_by"] == "question" and "folds hold whole questions" in text
+    assert results["folds_by"] == "question" and "draws hold whole questions" in text
     assert results["combiners"]["combined"]["folds"] == 10  # 10 questions, one a fold
     one_question = [row | {"question": "q"} for row in synthetic_rows()]
     assert claim_report(one_question, seed=0, n_boot=50)[0] == {"claims": 40, "skipped": {}}
+
+
+def test_bootstrap_draws_resample_whole_questions() -> None:
+    plain = claim_report(synthetic_rows(), seed=0, n_boot=200)[0]["auroc"]["support"]
+    # a question per claim draws exactly what the claims draw; four claims a question draws otherwise
+    alone = [row | {"question": row["id"]} for row in synthetic_rows()]
+    grouped = [row | {"question": f"q{i // 4}"} for i, row in enumerate(synthetic_rows())]
+    one_each = claim_report(alone, seed=0, n_boot=200)[0]["auroc"]["support"]
+    by_four = claim_report(grouped, seed=0, n_boot=200)[0]["auroc"]["support"]
+    assert (one_each["low"], one_each["high"]) == (plain["low"], plain["high"])
+    assert by_four["auroc"] == plain["auroc"] and (by_four["low"], by_four["high"]) != (
+        plain["low"],
+        plain["high"],
+    )
