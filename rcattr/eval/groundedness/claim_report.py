@@ -10,13 +10,13 @@ did not (0).
   chosen by 10-fold cross-validation (on nine folds, applied to the tenth) beside the best single cut-off
   chosen on all the rows (optimistic: an upper bound, not a figure to publish);
 - ``combined``: a logistic regression over every signal, its probabilities out of fold (10-fold
-  cross-validation), marked below 0.5;
+  cross-validation), marked below 0.5; the coefficients of the fit on all rows come with it;
+  ``combined_one_pass`` the same over the signals the attribution pass has without a second forward (no
+  judge, entropy or all-heads lookback);
 - every fold holds whole questions, and every bootstrap draw resamples whole questions, when the rows say their
   question (``question``, written since issue 75): a question's claims share its references and its answer, so
   a cut or a fit that saw some of them would be judged on their neighbours, and they do not vary apart; rows
-  without it (older runs) are folded and resampled claim by claim, and the report says which; the coefficients of the fit on all rows come with it;
-  ``combined_one_pass`` the same over the signals the attribution pass has without a second forward (no
-  judge, entropy or all-heads lookback);
+  without it (older runs) are folded and resampled claim by claim, and the report says which;
 - per source dataset, the AUROC of every signal;
 - the cost of each signal in forwards: the median of its seconds over one plain forward of the prompt and
   claim, per claim.
@@ -207,7 +207,10 @@ def claim_report(
     results: dict[str, Any] = {"claims": len(kept), "skipped": dict(skipped)}
     groups = [row["question"] for row in kept] if all("question" in row for row in kept) else None
     if len(kept) < 2 * FOLDS or labels.min() == labels.max() or (groups is not None and len(set(groups)) < 2):
-        return results, f"AttributionBench: {len(kept)} claims, too few with both labels for the tables\n"
+        return (
+            results,
+            f"AttributionBench: {len(kept)} claims, too few (or too few questions) with both labels for the tables\n",
+        )
     signals = [claim_signals(row) for row in kept]
     results["folds_by"] = "claim" if groups is None else "question"
     fits = {}

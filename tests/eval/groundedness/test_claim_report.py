@@ -70,15 +70,15 @@ def test_grouped_folds_keep_each_question_in_one_fold_and_test_every_claim_once(
         assert not {groups[i] for i in train} & {groups[i] for i in test}
 
 
-def test_without_groups_the_folds_split_claims_of_one_question() -> None:
-    # the claim-level folds (older rows) do put one question's claims on both sides: what grouping prevents
+def test_claim_folds_split_a_question_and_question_folds_do_not() -> None:
     labels = np.array([0, 1] * 20)
-    assert any(len(test) < len(labels) for _, test in folds(labels, 0))
-    one_question = ["q"] * 20 + ["r"] * 20
-    assert all(
-        {one_question[i] for i in test} != {one_question[i] for i in train} or len(set(one_question)) == 1
-        for train, test in folds(labels, 0, one_question)
-    )
+    questions = [f"q{i // 4}" for i in range(40)]
+
+    def split_a_question(splits) -> bool:
+        return any({questions[i] for i in train} & {questions[i] for i in test} for train, test in splits)
+
+    assert split_a_question(folds(labels, 0))  # what the older rows get, and grouping prevents
+    assert not split_a_question(folds(labels, 0, questions))
 
 
 def synthetic_rows(n: int = 40) -> list[dict]:
