@@ -23,8 +23,8 @@ from rcattr.eval.citations.foreign import foreign_markdown, foreign_tables
 from rcattr.eval.citations.rows import foreign_sentence, held_back, sentence_rows
 from rcattr.eval.common.datasets import AttributionRecord, load_attribution
 from rcattr.eval.common.run_store import StoredRun, record_id
-from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.sentence_signals import citation_signals
+from rcattr.grounding.head_statistics import token_statistics
 
 if TYPE_CHECKING:
     from rcattr.attribution.attributor import RCAttributor

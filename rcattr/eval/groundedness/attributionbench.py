@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
-from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.judge import judge_log_odds
 from rcattr.eval.groundedness.sentence_signals import content_coverage
 from rcattr.grounding.claims import citation_markers, claim_parts, stop_words
+from rcattr.grounding.head_statistics import TokenStatistics, token_statistics
+from rcattr.grounding.probe import claim_tokens, head_means
 from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import support_heads
 from rcattr.text.prompting import ContextInput
@@ -124,10 +125,13 @@ def _rounded(values: torch.Tensor) -> list[float]:
     return [round(float(value), 4) for value in values]
 
 
-def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool = True) -> dict[str, Any]:
+def claim_row(
+    attributor: RCAttributor, record: ClaimRecord, time_forward: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """What the library and the baselines say of ``record``'s claim, teacher-forced over its references (or
-    ``skipped`` with the reason when its prompt does not fit the model's window). Each part's seconds are
-    kept, and with ``time_forward`` those of one plain forward of the prompt and claim, the unit of cost."""
+    ``skipped`` with the reason when its prompt does not fit the model's window), and its :func:`heads_row`
+    from the same statistics. Each part's seconds are kept, and with ``time_forward`` those of one plain
+    forward of the prompt and claim, the unit of cost."""
     head = {
         "id": record.id,
         "question": record.question,
@@ -138,7 +142,7 @@ def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool 
     try:
         example = attributor.prepare(inp, record.claim, "sentence")
     except ValueError as error:
-        return {**head, "skipped": str(error)}
+        return {**head, "skipped": str(error)}, {"id": record.id, "skipped": str(error)}
     seconds: dict[str, float] = {}
     if time_forward:
         with torch.no_grad():
@@ -157,17 +161,13 @@ def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool 
         lambda: judge_log_odds(attributor, record.references, without_markers(record.claim)),
     )
     tokens = result.answer_tokens
-    kept = [
-        i
-        for i in range(len(tokens))
-        if i not in {t for a, b in citation_markers(record.claim) for t in tokens_within(tokens, a, b)}
-    ]
-    kept = [i for i in kept if tokens[i].text.strip()] or kept
+    kept = claim_tokens(tokens, record.claim)
     log_odds = statistics.support_log_odds(support_heads(RCSignals.of(result).head_selection.scores))
     lookback = statistics.lookback.mean((0, 1))
-    return {
+    support = min(c.support for c in citations if c.support is not None)
+    row = {
         **head,
-        "support": min(c.support for c in citations if c.support is not None),
+        "support": support,
         "held_support": min(c.held_support for c in citations if c.held_support is not None),
         "status": max((c.status for c in citations if c.status), key=STATUSES.index),
         "sentences": len(citations),
@@ -184,4 +184,28 @@ def claim_row(attributor: RCAttributor, record: ClaimRecord, time_forward: bool 
             for start, end, held in content_words(record.claim, record.references)
         ],
         "seconds": seconds,
+    }
+    return row, _heads(record.id, statistics, kept)
+
+
+def heads_row(attributor: RCAttributor, record: ClaimRecord) -> dict[str, Any]:
+    """Per head, the mean lookback ratio and peak superiority over ``record``'s claim tokens (the support probe's
+    per-head features, :class:`~rcattr.grounding.probe.ClaimFeatures`) from one forward, for a claim whose
+    :func:`claim_row` was written before the rows had them; ``skipped`` as :func:`claim_row`'s."""
+    inp = ContextInput(list(record.references), record.question)
+    try:
+        example = attributor.prepare(inp, record.claim, "sentence")
+    except ValueError as error:
+        return {"id": record.id, "skipped": str(error)}
+    statistics = token_statistics(attributor.model, example)
+    return _heads(record.id, statistics, claim_tokens(example.answer_tokens, record.claim))
+
+
+def _heads(claim_id: str, statistics: TokenStatistics, tokens: list[int]) -> dict[str, Any]:
+    lookback, peak = head_means(statistics, tokens)
+    return {
+        "id": claim_id,
+        "head_shape": list(lookback.shape),
+        "head_lookback": _rounded(torch.from_numpy(lookback.ravel())),
+        "head_peak": _rounded(torch.from_numpy(peak.ravel())),
     }

@@ -33,9 +33,9 @@ from tqdm import tqdm
 
 from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.run_store import StoredRun, record_id
-from rcattr.eval.groundedness import answer_level, natural_errors, unsupported_tokens
+from rcattr.eval.groundedness import answer_level, natural_errors, self_calibration, unsupported_tokens
 from rcattr.eval.groundedness.answer_edits import edit_answers
-from rcattr.eval.groundedness.attributionbench import claim_row, load_claims
+from rcattr.eval.groundedness.attributionbench import claim_row, heads_row, load_claims
 from rcattr.eval.groundedness.claim_report import claim_report
 from rcattr.eval.groundedness.pairs import TASKS as PAIRED_TASKS
 from rcattr.eval.groundedness.pairs import PairedTask
@@ -84,6 +84,7 @@ class GroundednessRun(StoredRun):
         self.claims = (
             load_claims(args.claims_file, args.records, args.seed) if "attributionbench" in args.task else []
         )
+        self.made = self_calibration.made_claims(self.claims, args.seed) if self.claims else []
         self.keys = self._row_keys()
 
     def _row_keys(self) -> dict[str, list[str]]:
@@ -100,7 +101,8 @@ class GroundednessRun(StoredRun):
         if self.questions:
             keys["errors"] = [record.id for record in self.questions]
         if self.claims:
-            keys["claims"] = [record.id for record in self.claims]
+            keys["claims"] = keys["claim-heads"] = [record.id for record in self.claims]
+            keys["self-calibration"] = [key for key, _, _ in self.made]
         return keys
 
     def missing(self) -> int:
@@ -126,6 +128,7 @@ class GroundednessRun(StoredRun):
             self._compute_errors(attributor)
         if self.claims:
             self._compute_claims(attributor)
+            self._compute_made(attributor)
 
     def _todo(self, stem: str) -> set[str]:
         return set(self.store.todo(stem, self.keys[stem], key=record_id))
@@ -173,13 +176,26 @@ class GroundednessRun(StoredRun):
                     write({"id": record.id, **natural_errors.answer_row(attributor, record, self.gen_args)})
 
     def _compute_claims(self, attributor: RCAttributor) -> None:
-        todo = self._todo("claims")
-        with self.store.appending("claims") as write:
+        """Each claim's row and its per-head row; a run whose claims were written before the rows had heads
+        computes the heads alone (one forward each)."""
+        todo, todo_heads = self._todo("claims"), self._todo("claim-heads")
+        with self.store.appending("claims") as write, self.store.appending("claim-heads") as write_heads:
             for index, record in enumerate(
-                tqdm(self.claims, desc="AttributionBench claims", disable=not todo)
+                tqdm(self.claims, desc="AttributionBench claims", disable=not (todo or todo_heads))
             ):
                 if record.id in todo:  # one claim in 8 times a plain forward too, the unit of cost
-                    write(claim_row(attributor, record, time_forward=index % 8 == 0))
+                    row, heads = claim_row(attributor, record, time_forward=index % 8 == 0)
+                    write(row)
+                    write_heads(heads)
+                elif record.id in todo_heads:
+                    write_heads(heads_row(attributor, record))
+
+    def _compute_made(self, attributor: RCAttributor) -> None:
+        todo = self._todo("self-calibration")
+        with self.store.appending("self-calibration") as write:
+            for key, inputs, answer in tqdm(self.made, desc="self-made claims", disable=not todo):
+                if key in todo:
+                    write(self_calibration.made_row(attributor, key, inputs, answer))
 
     def _rows(self, stem: str) -> list[dict[str, Any]]:
         return list(self.store.done(stem, self.keys[stem], key=record_id).values())
@@ -205,7 +221,12 @@ class GroundednessRun(StoredRun):
             )
             report.append(text)
         if self.claims:
-            results["attributionbench"], text = claim_report(self._rows("claims"), seed)
+            results["attributionbench"], text = claim_report(
+                self._rows("claims"),
+                seed,
+                heads=self._rows("claim-heads"),
+                made=self._rows("self-calibration"),
+            )
             report.append(text)
         self.store.write_report(results, "\n".join(report))
         print("\n".join(report))

@@ -36,6 +36,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from rcattr.eval.common.auroc import auroc, auroc_table, paired_table
+from rcattr.eval.common.metrics import macro_f1
 from rcattr.eval.groundedness.claim_levers import (
     LEVERS,
     REFERENCE,
@@ -44,6 +45,10 @@ from rcattr.eval.groundedness.claim_levers import (
     marked,
     signal_matrix,
 )
+from rcattr.eval.groundedness.probe_report import probe_probabilities, row_features
+from rcattr.eval.groundedness.self_calibration import self_cut
+from rcattr.eval.groundedness.source_report import markdown as source_lines
+from rcattr.eval.groundedness.source_report import source_tables
 
 # the combiners' features: every signal, and those the attribution pass has without a second forward
 COMBINERS = {
@@ -51,6 +56,7 @@ COMBINERS = {
     "combined_one_pass": (REFERENCE, *LEVERS[:3], "coverage", "logprob"),
 }
 FOLDS = 10
+PROBE = "probe"  # the support probe's out-of-fold probability, where the rows have their heads
 # the baselines the done-when compares the default with, each with its own paired interval
 AGAINST = ("coverage", "logprob")
 # seconds of each signal's work per claim, as the rows time them; log-probability is one plain forward
@@ -62,19 +68,6 @@ COST = {
     "judge": ("judge",),
     "support_judge": ("attribute", "judge"),
 }
-
-
-def macro_f1(labels: np.ndarray, predictions: np.ndarray) -> float:
-    """sklearn's ``f1_score(labels, predictions, average="macro")`` for 0/1 labels, without its overhead (the
-    bootstrap calls it thousands of times): the mean F1 of the classes either array has."""
-    labels, predictions = np.asarray(labels, dtype=bool), np.asarray(predictions, dtype=bool)
-    scores = []
-    for positive in (False, True):
-        hits, said = labels == positive, predictions == positive
-        true, wrong = int((hits & said).sum()), int((hits ^ said).sum())
-        if true or wrong:
-            scores.append(2 * true / (2 * true + wrong))
-    return float(np.mean(scores))
 
 
 def best_cut(values: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -132,19 +125,25 @@ def combiner(
     }
 
 
+def own_marks(kept: Sequence[dict[str, Any]], signals: list[dict[str, float]]) -> list[dict[str, bool]]:
+    """Per claim, whether each signal with a cut-off of its own marks it (:func:`marked`; the combiners and
+    the probe below even odds)."""
+    own = [marked(row, values) for row, values in zip(kept, signals, strict=True)]
+    for mark, row_signals in zip(own, signals, strict=True):
+        mark.update({name: row_signals[name] < 0.5 for name in (*COMBINERS, PROBE) if name in row_signals})
+    return own
+
+
 def marks_table(
-    kept: Sequence[dict[str, Any]],
+    own: list[dict[str, bool]],
     signals: list[dict[str, float]],
     labels: np.ndarray,
     seed: int,
     n_boot: int,
     groups: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per signal, its own marks' macro-F1 (paired to the library's), accuracy and marking rates where it
+    """Per signal, its ``own`` marks' macro-F1 (paired to the library's), accuracy and marking rates where it
     has a cut-off, the cross-validated cut's macro-F1 and the best single cut's."""
-    own = [marked(row, values) for row, values in zip(kept, signals, strict=True)]
-    for mark, row_signals in zip(own, signals, strict=True):
-        mark.update({name: row_signals[name] < 0.5 for name in COMBINERS})
     predictions = [{name: float(not value) for name, value in mark.items()} for mark in own]
     own_f1 = paired_table(
         predictions, labels.tolist(), REFERENCE, macro_f1, "macro_f1", groups, n_boot=n_boot, seed=seed
@@ -198,9 +197,17 @@ def cost(kept: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 
 def claim_report(
-    rows: Sequence[dict[str, Any]], seed: int = 0, n_boot: int = 2000
+    rows: Sequence[dict[str, Any]],
+    seed: int = 0,
+    n_boot: int = 2000,
+    heads: Sequence[dict[str, Any]] | None = None,
+    made: Sequence[dict[str, Any]] = (),
 ) -> tuple[dict[str, Any], str]:
-    """The AttributionBench tables of the rows, and their markdown (``n_boot`` bootstrap draws)."""
+    """The AttributionBench tables of the rows, and their markdown (``n_boot`` bootstrap draws); with every
+    claim's ``heads`` row (:func:`rcattr.eval.groundedness.attributionbench.heads_row`), the support probe's
+    out-of-fold probabilities too (:func:`rcattr.eval.groundedness.probe_report.probe_probabilities`); with the
+    rows of the claims the model made for itself (``made``), the marks of its own cut-off on the support
+    (``calibrated``, :func:`rcattr.eval.groundedness.self_calibration.self_cut`)."""
     kept = [row for row in rows if "skipped" not in row]
     skipped = Counter(row["source"] for row in rows if "skipped" in row)
     labels = np.array([row["label"] for row in kept], dtype=int)
@@ -219,14 +226,35 @@ def claim_report(
         probabilities, fits[name] = combiner(matrix, labels, features, seed, groups)
         for values, probability in zip(signals, probabilities, strict=True):
             values[name] = float(probability)
+    by_id = {row["id"]: row for row in heads or () if "skipped" not in row}
+    if by_id and all(row["id"] in by_id for row in kept):
+        claims = [row_features({**row, **by_id[row["id"]]}) for row in kept]
+        splits = folds(labels, seed, groups)
+        probabilities, results["probe_c"] = probe_probabilities(
+            claims, labels, splits, groups or [row["id"] for row in kept], seed
+        )
+        for values, probability in zip(signals, probabilities, strict=True):
+            values[PROBE] = float(probability)
+    own = own_marks(kept, signals)
+    logprob = np.array([values["logprob"] for values in signals])
+    cut = cross_validated_predictions(logprob, labels, seed, groups)  # no cut-off of its own
+    with_cut = [dict(mark, logprob=not said) for mark, said in zip(own, cut, strict=True)]
+    table_values = signals
+    results["self_cut"] = self_cut(made)
+    if results["self_cut"] is not None:
+        results["self_made"] = dict(Counter(row["kind"] for row in made if "skipped" not in row))
+        table_values = [dict(values, calibrated=values[REFERENCE]) for values in signals]
+        for mark, values in zip(with_cut, signals, strict=True):
+            mark["calibrated"] = values[REFERENCE] < results["self_cut"]
     results.update(
         auroc=auroc_table(signals, labels.tolist(), REFERENCE, groups, n_boot=n_boot, seed=seed),
         auroc_against={
             baseline: auroc_table(signals, labels.tolist(), baseline, groups, n_boot=n_boot, seed=seed)
             for baseline in AGAINST
         },
-        marks=marks_table(kept, signals, labels, seed, n_boot, groups),
+        marks=marks_table(own, signals, labels, seed, n_boot, groups),
         per_source=per_source(kept, signals, labels),
+        sources=source_tables(kept, table_values, with_cut, labels, groups, n_boot, seed),
         combiners=fits,
         cost=cost(kept),
     )
@@ -300,6 +328,25 @@ def markdown(results: dict[str, Any]) -> str:
             for source, v in sources.items()
         ),
         "",
+        "Pooled and per source, each with its 95% interval (marks: the signal's own cut-off; the "
+        "log-probability's a 10-fold cross-validated cut):",
+        "",
+        *source_lines(results["sources"], cross_validated=("logprob",)),
+        "",
+        *(
+            [f"The probe's penalty C, chosen per fold on its training claims: {results['probe_c']}", ""]
+            if "probe_c" in results
+            else []
+        ),
+        *(
+            [
+                f"calibrated: support below {results['self_cut']:.3f}, the cut-off that best tells the claims "
+                f"the model made for itself apart (no label read; {results['self_made']})",
+                "",
+            ]
+            if results.get("self_cut") is not None
+            else []
+        ),
         "Cost per claim, × one plain forward of the prompt and claim (median): "
         + ", ".join(f"{name} {value:.2f}" for name, value in results["cost"].items()),
         "",

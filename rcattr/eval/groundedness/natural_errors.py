@@ -26,10 +26,10 @@ from typing import Any
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.common.auroc import auroc_table, markdown
-from rcattr.eval.groundedness.context_signals import token_statistics
 from rcattr.eval.groundedness.sentence_signals import SIGNALS, citation_signals, derived
 from rcattr.eval.kv import data as kv_data
 from rcattr.grounding.claims import claim_parts, claim_spans
+from rcattr.grounding.head_statistics import token_statistics
 from rcattr.text.prompting import ContextInput
 from rcattr.text.segmentation import tokens_within
 

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.eval.groundedness.context_signals import TokenStatistics
 from rcattr.grounding.citations import Citation
 from rcattr.grounding.claims import claim_parts, stop_words
+from rcattr.grounding.head_statistics import TokenStatistics
 from rcattr.grounding.signals import RCSignals
 from rcattr.text.segmentation import tokens_within
 

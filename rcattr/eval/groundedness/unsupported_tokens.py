@@ -37,7 +37,7 @@ from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.auroc import auroc
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.answer_edits import EDIT_KINDS, EditedAnswer
-from rcattr.eval.groundedness.context_signals import token_signals
+from rcattr.grounding.head_statistics import token_signals
 from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD, SUPPORT_THRESHOLD, support_heads
 

@@ -9,10 +9,10 @@ import torch
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.groundedness.answer_level import ANSWER_SIGNALS, answer_signals, auroc_table
-from rcattr.eval.groundedness.context_signals import token_signals
 from rcattr.eval.groundedness.pairs import (
     Answering,
 )
+from rcattr.grounding.head_statistics import token_signals
 from rcattr.heads.selectors import TopHeads
 from rcattr.text.prompting import ContextInput
 from tests.helpers import char_tokenizer

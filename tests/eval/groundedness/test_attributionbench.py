@@ -12,9 +12,11 @@ from rcattr.eval.groundedness.attributionbench import (
     ClaimRecord,
     claim_row,
     content_words,
+    heads_row,
     load_claims,
     without_markers,
 )
+from rcattr.grounding.head_statistics import token_statistics
 from rcattr.text.prompting import ContextInput
 from tests.helpers.data import attributionbench_lines
 
@@ -61,7 +63,7 @@ def test_a_row_holds_the_librarys_support_and_the_token_support_it_is_made_of(ll
     record = ClaimRecord(
         "c", "What did the cat do?", "The cat sat [1].", ("The cat sat on the mat.",), True, "X"
     )
-    row = claim_row(attributor, record)
+    row, _ = claim_row(attributor, record)
     result = attributor.attribute(ContextInput(list(record.references), record.question), target=record.claim)
     citations = result.citations()
     assert row["support"] == min(c.support for c in citations)
@@ -78,6 +80,39 @@ def test_a_row_holds_the_librarys_support_and_the_token_support_it_is_made_of(ll
 
 def test_a_claim_beyond_the_window_is_skipped_with_the_reason(llama, tokenizer) -> None:
     record = ClaimRecord("c", "Q?", "The cat sat.", ("The cat sat. " * 40,), True, "X")
-    row = claim_row(RCAttributor(llama, tokenizer), record)
+    attributor = RCAttributor(llama, tokenizer)
+    row, heads = claim_row(attributor, record)
     assert row["skipped"].startswith("the prompt") and "window" in row["skipped"]
     assert row["label"] == 1 and "support" not in row
+    assert heads == heads_row(attributor, record) == {"id": "c", "skipped": row["skipped"]}
+
+
+def test_the_heads_row_is_each_heads_mean_over_the_claims_tokens_without_its_markers(
+    llama, tokenizer
+) -> None:
+    attributor = RCAttributor(llama, tokenizer)
+    record = ClaimRecord(
+        "c", "What did the cat do?", "The cat sat [1].", ("The cat sat on the mat.",), False, "X"
+    )
+    _, heads = claim_row(attributor, record)
+    assert heads == heads_row(attributor, record)  # the backfill gives what a whole row gives
+    example = attributor.prepare(
+        ContextInput(list(record.references), record.question), record.claim, "sentence"
+    )
+    statistics = token_statistics(llama, example)
+    layers, per_layer = statistics.lookback.shape[:2]
+    assert heads["head_shape"] == [layers, per_layer]
+    start, end = record.claim.index("["), record.claim.index("]") + 1
+    said = [
+        i
+        for i, t in enumerate(example.answer_tokens)
+        if (t.end <= start or t.start >= end) and t.text.strip()
+    ]
+    assert len(said) < len(example.answer_tokens)
+    for name, table in (("head_lookback", statistics.lookback), ("head_peak", statistics.peak)):
+        brute = [
+            float(table[layer, head, said].double().mean())
+            for layer in range(layers)
+            for head in range(per_layer)
+        ]
+        assert heads[name] == pytest.approx(brute, abs=1e-4)

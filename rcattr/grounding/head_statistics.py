@@ -1,4 +1,5 @@
-"""Per-token context signals from one forward pass, for the groundedness benchmarks.
+"""Every head's per-token statistics from one forward pass: the support probe's features
+(:mod:`rcattr.grounding.probe`) and the groundedness benchmarks' baselines.
 
 Reducers on :class:`~rcattr.runtime.capture.LogitCapture` (sdpa is kept; attention comes from the exact logits)
 and :func:`token_signals`, which gives every answer token its log-probability, entropy, lookback ratio
