@@ -18,8 +18,8 @@ from rcattr.grounding.probe import (
     ClaimFeatures,
     SupportProbe,
     claim_features,
-    claim_verdict,
     claim_tokens,
+    claim_verdict,
     model_identity,
 )
 from rcattr.text.prompting import ContextInput

@@ -45,10 +45,18 @@ def source_table(
     seed: int,
 ) -> dict[str, dict[str, float]]:
     """Per signal, its AUROC and each of :data:`MEASURES` of its ``marks`` (True: marked), each with
-    ``low`` and ``high`` of its interval, over the claims whose ``values`` and ``labels`` are given."""
+    ``low`` and ``high`` of its interval, and its AUROC's paired difference to the first signal's
+    (``auroc_minus``), over the claims whose ``values`` and ``labels`` are given."""
     names = [name for name in SIGNALS if name in values[0]]
     table = {
-        name: {"auroc": v["auroc"], "auroc_low": v["low"], "auroc_high": v["high"]}
+        name: {
+            "auroc": v["auroc"],
+            "auroc_low": v["low"],
+            "auroc_high": v["high"],
+            "auroc_minus": v[f"minus_{names[0]}"],
+            "auroc_minus_low": v["difference_low"],
+            "auroc_minus_high": v["difference_high"],
+        }
         for name, v in auroc_table(
             [{n: row[n] for n in names} for row in values], labels.tolist(), names[0], groups, n_boot, seed
         ).items()
@@ -100,19 +108,19 @@ def markdown(tables: dict[str, dict[str, Any]], cross_validated: Sequence[str]) 
     """The table's lines: one row per source and signal; ``cross_validated`` names the signals whose marks are
     a cross-validated cut's."""
 
-    def cell(v: dict[str, float], key: str, percent: bool) -> str:
-        form = "{:.1%}" if percent else "{:.3f}"
+    def cell(v: dict[str, float], key: str, form: str = "{:.3f}") -> str:
         return f"{form.format(v[key])} [{form.format(v[key + '_low'])}, {form.format(v[key + '_high'])}]"
 
     lines = [
-        "| source (claims) | signal | AUROC | macro-F1 of the marks | unattributable caught | attributable marked |",
-        "|---|---|---|---|---|---|",
+        f"| source (claims) | signal | AUROC | AUROC − {SIGNALS[0]} (paired) | macro-F1 of the marks | "
+        "unattributable caught | attributable marked |",
+        "|---|---|---|---|---|---|---|",
     ]
     for source, entry in tables.items():
         for name, v in entry["signals"].items():
             label = f"{name} (cross-validated cut)" if name in cross_validated else name
             lines.append(
-                f"| {source} ({entry['claims']}) | {label} | {cell(v, 'auroc', False)} | "
-                f"{cell(v, 'macro_f1', False)} | {cell(v, 'caught', True)} | {cell(v, 'falsely_marked', True)} |"
+                f"| {source} ({entry['claims']}) | {label} | {cell(v, 'auroc')} | {cell(v, 'auroc_minus', '{:+.3f}')} "
+                f"| {cell(v, 'macro_f1')} | {cell(v, 'caught', '{:.1%}')} | {cell(v, 'falsely_marked', '{:.1%}')} |"
             )
     return lines

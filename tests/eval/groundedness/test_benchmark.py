@@ -42,7 +42,13 @@ def test_attributionbench_rows_and_the_report_rewritten_from_them_without_the_mo
     assert results["claims"] == 24 and results["skipped"] == {"ExpertQA": 1}
     assert set(results["auroc"]) >= {"support", "coverage", "judge", "combined", "probe"}
     assert set(results["sources"]) == {"all", "ExpertQA", "LFQA"} and results["self_cut"] is not None
-    assert set(results["sources"]["all"]["signals"]) == {"support", "coverage", "logprob", "calibrated", "probe"}
+    assert set(results["sources"]["all"]["signals"]) == {
+        "support",
+        "coverage",
+        "logprob",
+        "calibrated",
+        "probe",
+    }
     assert "AttributionBench: 24 claims" in (out / "results.md").read_text()
     monkeypatch.setattr(
         "rcattr.runtime.models.load_model", lambda *args, **kwargs: pytest.fail("the model was loaded")

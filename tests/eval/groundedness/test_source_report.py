@@ -42,7 +42,9 @@ def test_every_source_and_the_pool_have_each_figure_in_its_interval() -> None:
             assert v["macro_f1"] == pytest.approx(f1_score(y, said, average="macro"))
             assert v["caught"] == pytest.approx(float((~said[y == 0]).mean()))
             assert v["falsely_marked"] == pytest.approx(float((~said[y == 1]).mean()))
-            for key in ("auroc", "macro_f1", "caught", "falsely_marked"):
+            reference = roc_auc_score(y, [values[i]["support"] for i in index])
+            assert v["auroc_minus"] == pytest.approx(v["auroc"] - reference)
+            for key in ("auroc", "auroc_minus", "macro_f1", "caught", "falsely_marked"):
                 assert v[f"{key}_low"] <= v[key] <= v[f"{key}_high"]
     lines = markdown(tables, cross_validated=("coverage",))
     assert len(lines) == 2 + 3 * 2 and "coverage (cross-validated cut)" in lines[3]
