@@ -134,6 +134,48 @@ def own_marks(kept: Sequence[dict[str, Any]], signals: list[dict[str, float]]) -
     return own
 
 
+def add_probe(
+    kept: Sequence[dict[str, Any]],
+    signals: list[dict[str, float]],
+    labels: np.ndarray,
+    heads: Sequence[dict[str, Any]],
+    seed: int,
+    groups: Sequence[str] | None,
+) -> dict[str, int] | None:
+    """Each claim's out-of-fold probe probability written into its ``signals`` (:data:`PROBE`), and how often
+    each penalty was chosen; None, and nothing written, unless every claim has its ``heads`` row."""
+    by_id = {row["id"]: row for row in heads if "skipped" not in row}
+    if not by_id or not all(row["id"] in by_id for row in kept):
+        return None
+    claims = [row_features({**row, **by_id[row["id"]]}) for row in kept]
+    groups = groups or [row["id"] for row in kept]
+    probabilities, chosen = probe_probabilities(claims, labels, folds(labels, seed, groups), groups, seed)
+    for values, probability in zip(signals, probabilities, strict=True):
+        values[PROBE] = float(probability)
+    return chosen
+
+
+def source_marks(
+    own: list[dict[str, bool]],
+    signals: list[dict[str, float]],
+    labels: np.ndarray,
+    seed: int,
+    groups: Sequence[str] | None,
+    cut: float | None,
+) -> tuple[list[dict[str, float]], list[dict[str, bool]]]:
+    """The values and marks of the per-source table: the ``own`` marks, the log-probability's by a
+    cross-validated cut (it has no cut-off of its own), and with a self-made ``cut``, the support's marks
+    below it (``calibrated``)."""
+    logprob = np.array([values["logprob"] for values in signals])
+    said = cross_validated_predictions(logprob, labels, seed, groups)
+    marks = [dict(mark, logprob=not attributable) for mark, attributable in zip(own, said, strict=True)]
+    if cut is None:
+        return signals, marks
+    for mark, values in zip(marks, signals, strict=True):
+        mark["calibrated"] = values[REFERENCE] < cut
+    return [dict(values, calibrated=values[REFERENCE]) for values in signals], marks
+
+
 def marks_table(
     own: list[dict[str, bool]],
     signals: list[dict[str, float]],
@@ -226,26 +268,14 @@ def claim_report(
         probabilities, fits[name] = combiner(matrix, labels, features, seed, groups)
         for values, probability in zip(signals, probabilities, strict=True):
             values[name] = float(probability)
-    by_id = {row["id"]: row for row in heads or () if "skipped" not in row}
-    if by_id and all(row["id"] in by_id for row in kept):
-        claims = [row_features({**row, **by_id[row["id"]]}) for row in kept]
-        splits = folds(labels, seed, groups)
-        probabilities, results["probe_c"] = probe_probabilities(
-            claims, labels, splits, groups or [row["id"] for row in kept], seed
-        )
-        for values, probability in zip(signals, probabilities, strict=True):
-            values[PROBE] = float(probability)
+    probe_c = add_probe(kept, signals, labels, heads or (), seed, groups)
+    if probe_c is not None:
+        results["probe_c"] = probe_c
     own = own_marks(kept, signals)
-    logprob = np.array([values["logprob"] for values in signals])
-    cut = cross_validated_predictions(logprob, labels, seed, groups)  # no cut-off of its own
-    with_cut = [dict(mark, logprob=not said) for mark, said in zip(own, cut, strict=True)]
-    table_values = signals
     results["self_cut"] = self_cut(made)
     if results["self_cut"] is not None:
         results["self_made"] = dict(Counter(row["kind"] for row in made if "skipped" not in row))
-        table_values = [dict(values, calibrated=values[REFERENCE]) for values in signals]
-        for mark, values in zip(with_cut, signals, strict=True):
-            mark["calibrated"] = values[REFERENCE] < results["self_cut"]
+    table_values, table_marks = source_marks(own, signals, labels, seed, groups, results["self_cut"])
     results.update(
         auroc=auroc_table(signals, labels.tolist(), REFERENCE, groups, n_boot=n_boot, seed=seed),
         auroc_against={
@@ -254,7 +284,7 @@ def claim_report(
         },
         marks=marks_table(own, signals, labels, seed, n_boot, groups),
         per_source=per_source(kept, signals, labels),
-        sources=source_tables(kept, table_values, with_cut, labels, groups, n_boot, seed),
+        sources=source_tables(kept, table_values, table_marks, labels, groups, n_boot, seed),
         combiners=fits,
         cost=cost(kept),
     )
