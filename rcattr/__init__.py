@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rcattr.attribution.result import RCAttributionResult
     from rcattr.attribution.scorers import AttentionScorer, SpanScorer
     from rcattr.grounding.citations import Citation, CitedSource, CitedSpan, SentenceRows
+    from rcattr.grounding.probe import SupportProbe, claim_verdict
     from rcattr.grounding.signals import RCSignals
     from rcattr.heads.selection import HeadSelection
     from rcattr.heads.selectors import FixedHeads, HeadSelector, OutlierHeads, TopHeads
@@ -44,6 +45,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         ".heads.selection": ["HeadSelection"],
         ".attribution.result": ["RCAttributionResult"],
         ".grounding.signals": ["RCSignals"],
+        ".grounding.probe": ["SupportProbe", "claim_verdict"],
         ".text.segmentation": ["TextSpan"],
         ".attribution.scorers": ["AttentionScorer", "SpanScorer"],
         ".heads.selectors": ["FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads"],
