@@ -6,12 +6,15 @@ how a probe fitted on one model's claims transfers to others'.
     python benchmarks/support_probe.py transfer docs/records/attributionbench/smollm2_dev \\
         docs/records/attributionbench/qwen_dev160 docs/records/attributionbench/gemma_dev
 
+    python benchmarks/support_probe.py table docs/records/attributionbench/smollm2_dev ...
+
 ``fit``: the penalty chosen by question-grouped cross-validation on every claim of the folder
 (:func:`rcattr.eval.groundedness.probe_report.best_c`), then the probe fitted on them all, for the folder's
 model (``config.json``; the default model when it names none). ``transfer``: a probe on the head-free
 features (:func:`~rcattr.eval.groundedness.probe_report.pooled_features`) fitted on the first folder's claims
 and applied to each other folder's, against the support there: AUROC, the marks' macro-F1 (below even odds),
-caught and falsely marked, each with its 95% interval (whole questions drawn).
+caught and falsely marked, each with its 95% interval (whole questions drawn). ``table``: the pooled rows of
+each folder's report (``results.json``) side by side, one block per model.
 """
 
 from __future__ import annotations
@@ -83,6 +86,17 @@ def transfer(source: Path, targets: list[Path], seed: int, n_boot: int) -> None:
         print("\n".join(markdown(tables, cross_validated=())) + "\n")
 
 
+def table(folders: list[Path]) -> None:
+    lines = []
+    for folder in folders:
+        results = json.loads((folder / "results.json").read_text())["attributionbench"]
+        pooled = results["sources"]["all"]
+        lines += [f"**{folder.name}** ({pooled['claims']} claims)", ""]
+        lines += markdown({"all": pooled}, cross_validated=("logprob",))
+        lines.append("")
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -95,10 +109,14 @@ def main() -> None:
     transfer_parser.add_argument("source", type=Path)
     transfer_parser.add_argument("targets", type=Path, nargs="+")
     transfer_parser.add_argument("--n-boot", type=int, default=2000)
+    table_parser = commands.add_parser("table", help="the pooled rows of run folders' reports side by side")
+    table_parser.add_argument("folders", type=Path, nargs="+")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.command == "fit":
         fit(args.folder, args.out, args.seed)
+    elif args.command == "table":
+        table(args.folders)
     else:
         transfer(args.source, args.targets, args.seed, args.n_boot)
 
