@@ -93,7 +93,9 @@ eval-reach: setup
 		--out runs/reach/gemma_verigran_8k_middle
 
 # support against people's labels (docs/benchmarks.md, "Support against people's labels"): AttributionBench's dev
-# split, read by path; SmolLM2 on every claim (about 1 h on 2 CPU cores), Qwen2.5-0.5B on a seeded 160 (about 40 min)
+# split, read by path; SmolLM2 on every claim (about 1 h on 2 CPU cores), Qwen2.5-0.5B on a seeded 160 (about 40 min),
+# Gemma-3-270m on every claim (about 1 h); then the support probe's table and its transfer (issue 75, "Marks people
+# agree with")
 CLAIMS_FILE ?= ../shared/data/attributionbench/dev.jsonl
 QWEN_MODEL = runs/models/qwen2.5-coder-0.5b-instruct
 CLAIM_ARGS = --task attributionbench --claims-file $(CLAIMS_FILE)
@@ -102,6 +104,11 @@ eval-attributionbench: setup
 	../shared/models/qwen2.5-coder-0.5b.sh $(QWEN_MODEL) $(PY)
 	$(PY) -m rcattr.eval.groundedness $(CLAIM_ARGS) --records 160 --model $(QWEN_MODEL) \
 		--out runs/attributionbench/qwen_dev160
+	$(PY) -m rcattr.eval.groundedness $(CLAIM_ARGS) --model gemma-3-270m --out runs/attributionbench/gemma_dev
+	$(PY) benchmarks/support_probe.py table runs/attributionbench/smollm2_dev runs/attributionbench/gemma_dev \
+		runs/attributionbench/qwen_dev160
+	$(PY) benchmarks/support_probe.py transfer runs/attributionbench/smollm2_dev runs/attributionbench/gemma_dev \
+		runs/attributionbench/qwen_dev160
 
 # every model x dev file x length (issue 74; docs/benchmarks.md, "Long retrievals on every model"): each cell a runner
 # folder (heads, bm25, hidden_state) with every head's per-record data for the levers (benchmarks/head_levers.py), then
