@@ -50,6 +50,7 @@ MOVED_MODULES: dict[str, str] = {
     "rcattr.prompting": "rcattr.text.prompting",
     "rcattr.segmentation": "rcattr.text.segmentation",
     "rcattr.eval.attribution.head_selection": "rcattr.eval.attribution.selection_rules",
+    "rcattr.eval.groundedness.context_signals": "rcattr.grounding.head_statistics",
 }
 """Old module path -> where it lives now."""
 
