@@ -51,8 +51,8 @@ def head_means(statistics: TokenStatistics, tokens: Sequence[int]) -> tuple[np.n
     """Per head, the ``[L, H]`` mean lookback ratio and mean peak superiority over the answer ``tokens``."""
     index = torch.tensor(list(tokens))
     return (
-        statistics.lookback[..., index].double().mean(-1).numpy(),
-        statistics.peak[..., index].double().mean(-1).numpy(),
+        statistics.lookback[..., index.to(statistics.lookback.device)].double().mean(-1).cpu().numpy(),
+        statistics.peak[..., index.to(statistics.peak.device)].double().mean(-1).cpu().numpy(),
     )
 
 
@@ -211,6 +211,8 @@ class SupportProbe:
 
     def probability(self, claims: Sequence[ClaimFeatures]) -> np.ndarray:
         """``[n]`` each claim's probability of being attributable."""
+        if not claims:
+            raise ValueError("no claims to judge")
         shapes = {claim.lookback.shape for claim in claims} - {(self.layers, self.heads)}
         if shapes:
             raise ValueError(

@@ -76,6 +76,8 @@ def test_bad_fits_and_other_models_are_refused() -> None:
     probe = SupportProbe.fit(claims, labels, "m")
     with pytest.raises(ValueError, match=r"this probe reads \(2, 3\)"):
         probe.probability(other)
+    with pytest.raises(ValueError, match="no claims"):
+        probe.probability([])
     probe.check(("m", 2, 3))
     with pytest.raises(ValueError, match="fitted on m .2 layers x 3 heads., not on n"):
         probe.check(("n", 2, 3))
