@@ -137,12 +137,12 @@ def test_numbers_and_names_copied_from_the_context_are_not_flagged_and_invented_
     assert lowest(invented, "Gustave") < 0.25  # the context names nobody: flagged, with "1889" or "1925"
 
 
-def test_the_shipped_probe_judges_the_default_models_claims(smollm2) -> None:
+def test_the_shipped_probe_judges_the_default_models_claims_as_the_readme_shows(smollm2) -> None:
     from rcattr.grounding.probe import claim_verdict
 
     attributor = RCAttributor(*smollm2)
-    inputs = ContextInput(FACTS, "When was the first transatlantic telegraph cable completed?")
+    inputs = ContextInput([FACTS[2], FACTS[3]], "When was the first transatlantic telegraph cable completed?")
     copied = claim_verdict(attributor, inputs, "It was completed in 1858 between Ireland and Newfoundland.")
-    invented = claim_verdict(attributor, inputs, "It was completed in 1902 by the Royal Navy off Gibraltar.")
+    invented = claim_verdict(attributor, inputs, "It was completed in 1902 by the Royal Navy.")
     assert copied.by == invented.by == "probe"
-    assert copied.attributable > invented.attributable and not copied.marked
+    assert not copied.marked and invented.marked  # the README's 0.81 and 0.11
