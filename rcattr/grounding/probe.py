@@ -182,6 +182,7 @@ class SupportProbe:
         """The probe fitted on ``claims`` (their features, all of one model named ``model``) and ``labels``
         (1: attributable, 0: not), with L2 penalty ``1 / c``."""
         from sklearn.linear_model import LogisticRegression
+        from sklearn.preprocessing import StandardScaler
 
         labels = np.asarray(labels, dtype=int)
         if len(claims) != len(labels):
@@ -193,9 +194,9 @@ class SupportProbe:
             raise ValueError(f"the claims come from models of different shapes: {sorted(shapes)}")
         (layers, heads) = shapes.pop()
         x = np.stack([claim.vector() for claim in claims])
-        mean, scale = x.mean(0), x.std(0)
-        scale[scale == 0] = 1.0
-        fitted = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, labels)
+        scaler = StandardScaler().fit(x)
+        mean, scale = scaler.mean_, scaler.scale_
+        fitted = LogisticRegression(C=c, max_iter=5000).fit(scaler.transform(x), labels)
         coefficients, intercept = tuple(fitted.coef_[0].tolist()), float(fitted.intercept_[0])
         return cls(
             model, layers, heads, tuple(mean.tolist()), tuple(scale.tolist()), coefficients, intercept, c

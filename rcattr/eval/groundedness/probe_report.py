@@ -25,7 +25,8 @@ from sklearn.preprocessing import StandardScaler
 
 from rcattr.grounding.probe import DEFAULT_C, ClaimFeatures, SupportProbe
 
-C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)  # larger C fit slowly and over-fit 2 L H features
+# larger C fit slowly: 8 s (C = 1) and 17 s (C = 10) a fit on SmolLM2's 1,195 claims, against 1 s at 0.01
+C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
 INNER_FOLDS = 5
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
