@@ -22,7 +22,7 @@ from tqdm import tqdm
 from rcattr import ContextInput, load_model
 from rcattr.eval.kv.data import squad_paragraphs
 from rcattr.kvcache import RCKVCache
-from rcattr.kvcache.compare import compare_generations
+from rcattr.cli.compare import compare_generations
 
 
 def questions(limit: int) -> list[ContextInput]:

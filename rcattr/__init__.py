@@ -17,10 +17,12 @@ moved.install()  # the module paths that moved in 0.2.0 import, with a Deprecati
 
 
 if TYPE_CHECKING:
+    from rcattr.attribution.attributed import SentenceRows
     from rcattr.attribution.attributor import RCAttributor
     from rcattr.attribution.result import RCAttributionResult
     from rcattr.attribution.scorers import AttentionScorer, SpanScorer
-    from rcattr.grounding.citations import Citation, CitedSource, CitedSpan, SentenceRows
+    from rcattr.grounding.citation_rule import CitationRule
+    from rcattr.grounding.citations import Citation, CitedSource, CitedSpan
     from rcattr.grounding.probe import SupportProbe, claim_verdict
     from rcattr.grounding.signals import RCSignals
     from rcattr.heads.selection import HeadSelection
@@ -38,7 +40,9 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         ".attribution.attributor": ["RCAttributor"],
         ".runtime.capture": ["CaptureStep", "LogitCapture", "LogitStore"],
-        ".grounding.citations": ["Citation", "CitedSource", "CitedSpan", "SentenceRows"],
+        ".attribution.attributed": ["SentenceRows"],
+        ".grounding.citation_rule": ["CitationRule"],
+        ".grounding.citations": ["Citation", "CitedSource", "CitedSpan"],
         ".text.documents": ["Document"],
         ".runtime.models": ["load_model"],
         ".text.prompting": ["ContextInput"],

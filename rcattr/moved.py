@@ -51,6 +51,8 @@ MOVED_MODULES: dict[str, str] = {
     "rcattr.segmentation": "rcattr.text.segmentation",
     "rcattr.eval.attribution.head_selection": "rcattr.eval.attribution.selection_rules",
     "rcattr.eval.groundedness.context_signals": "rcattr.grounding.head_statistics",
+    "rcattr.grounding.token_signals": "rcattr.attribution.token_signals",
+    "rcattr.kvcache.compare": "rcattr.cli.compare",
 }
 """Old module path -> where it lives now."""
 

@@ -4,7 +4,8 @@ answers ``--help``) before anything heavy is imported."""
 from __future__ import annotations
 
 import argparse
-from typing import Literal
+import dataclasses
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "GRANULARITIES",
@@ -39,3 +40,13 @@ def positive_int(text: str) -> int:
     if not text.strip().lstrip("+").isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return int(text)
+
+
+Settings = TypeVar("Settings")
+
+
+def settings_of(kind: type[Settings], args: argparse.Namespace, **given: Any) -> Settings:
+    """``kind`` (a dataclass of settings) with each field a command line has an argument of the same name for,
+    and ``given`` (what the arguments say otherwise); the dataclass refuses what is out of range."""
+    names = {field.name for field in dataclasses.fields(kind)} & vars(args).keys()  # type: ignore[arg-type]
+    return kind(**{**{name: getattr(args, name) for name in names}, **given})

@@ -1,4 +1,5 @@
-"""The package's shape (issues 36 and 63): no import cycle among rcattr's modules, no module over 400 lines, no
+"""The package's shape (issues 36, 63 and 76): no import cycle among rcattr's modules (counting every import
+statement, typing-only and in-function ones too), no module over 400 lines, no
 folder over 15 modules (but the benchmarks'), and public constructors with few parameters; and the test suite's: a test file mirroring every module, and no test
 module importing another (shared code lives in tests/helpers, tests/reference and conftest.py files)."""
 
@@ -31,21 +32,12 @@ MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _imports(name: str) -> set[str]:
-    """The rcattr modules ``name`` imports anywhere (functions included), but for typing-only imports."""
+    """The rcattr modules ``name`` imports anywhere: at the top, in functions and for typing only."""
     path = MODULES[name]
     tree = ast.parse(path.read_text())
-    typing_only = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for statement in block.body
-        for node in ast.walk(statement)
-    }
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -54,7 +46,10 @@ def _imports(name: str) -> set[str]:
                 base = ".".join(
                     package.split(".")[: len(package.split(".")) - node.level + 1] + [base]
                 ).strip(".")
-            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            # ``from package import module`` imports the module; ``from module import name`` the module
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names
+            ]
         else:
             continue
         for target in targets:

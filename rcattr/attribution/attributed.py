@@ -1,12 +1,13 @@
 """What a result's scores refer to: the context's spans in their documents (:class:`AttributedContext`), and
-the answer's output units and tokens (:class:`AttributedAnswer`)."""
+the answer's output units and tokens (:class:`AttributedAnswer`), with its sentences' rows (:class:`SentenceRows`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rcattr.grounding.citations import SentenceRows
+import torch
+
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan
 
@@ -37,6 +38,26 @@ class AttributedContext:
     ) -> AttributedContext:
         """The context of plain texts, one document each."""
         return cls([Document(text) for text in texts], spans, evidence)
+
+
+@dataclass(frozen=True)
+class SentenceRows:
+    """Each answer sentence's scores, kept when the result's output units are coarser than its sentences (the
+    whole answer, ``output_granularity="answer"``), so that citations are per sentence all the same.
+
+    Attributes
+    ----------
+    spans : list of TextSpan
+        The answer's sentences.
+    scores : Tensor, shape [n_sentences, n_spans]
+        Their rows, as ``token_attr``'s for output units.
+    context_reliance : Tensor, shape [n_sentences], or None
+        Their context reliance, as ``unit_context_reliance``'s (None for baselines).
+    """
+
+    spans: list[TextSpan]
+    scores: torch.Tensor
+    context_reliance: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)

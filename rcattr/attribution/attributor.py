@@ -23,8 +23,8 @@ from rcattr.attribution.fusion import LexicalFusion
 from rcattr.attribution.reduction import Layout, Reducer, Reduction, forward, forward_batch
 from rcattr.attribution.result import RCAttributionResult
 from rcattr.attribution.scorers import AttentionScorer, SpanScorer, scorer_name
-from rcattr.attribution.voting import HeadEvidence, HeadVote, HeadVotes
-from rcattr.grounding.token_signals import token_signals
+from rcattr.attribution.token_signals import token_signals
+from rcattr.attribution.voting import HeadEvidence, HeadVote, HeadVotes, Voted
 from rcattr.heads.scores import HeadScore
 from rcattr.heads.selection import HeadSelection
 from rcattr.heads.selectors import HeadSelector, OutlierHeads, TopHeads
@@ -81,13 +81,13 @@ class RCAttributor(SpanAttributor):
         (:class:`~rcattr.attribution.voting.HeadVote`, :class:`~rcattr.attribution.fusion.LexicalFusion`).
     lexical : bool, default False
         Vote with :class:`~rcattr.attribution.fusion.LexicalFusion`: where the selected heads disagree on a unit's top span,
-        BM25 fills the disagreeing share of the vote (``result.head_selection.lexical_share`` says how much it
+        BM25 fills the disagreeing share of the vote (``result.lexical_share`` says how much it
         filled). It won or tied on all three models and both dev files (docs/benchmarks.md) but is part
         lexical, not the model's own account alone, so it is asked for.
 
     The per-token signals (``result.rc``: groundedness and lookback on the selected heads, token support on
     its own 20 best heads, :attr:`RCSignals.support_heads <rcattr.grounding.signals.RCSignals.support_heads>`) are
-    measured apart from the vote (:func:`~rcattr.grounding.token_signals.token_signals`).
+    measured apart from the vote (:func:`~rcattr.attribution.token_signals.token_signals`).
 
     Examples
     --------
@@ -188,15 +188,12 @@ class RCAttributor(SpanAttributor):
     def _result(self, example: Example, inp: AttributionInput, reducer: Reducer) -> RCAttributionResult:
         """The result of one example from its pass: the heads, their vote, then the per-token signals."""
         selection = self.select_heads(reducer)
-        combined = self.span_scores(example, reducer, selection)
-        seq_attr, token_attr, selection = self.voting.settle(
-            example, self._evidence(reducer, selection), combined, selection
-        )
-        notes = result_notes(selection, seq_attr)
+        voted = self.span_scores(example, reducer, selection)
+        notes = result_notes(selection, voted.seq_attr)
         for note in notes:
             warnings.warn(note, stacklevel=5)  # the caller of attribute() or attribute_many()
-        signals = token_signals(example, reducer, selection, notes)
-        return example.result(seq_attr, token_attr, self.result_label, inp, signals)
+        signals = token_signals(example, reducer, selection, notes, voted.lexical_share)
+        return example.result(voted.seq_attr, voted.token_attr, self.result_label, inp, signals)
 
     def _evidence(self, reducer: Reducer, selection: HeadSelection) -> HeadEvidence:
         """The selected heads' answer and unit span scores by this attributor's span scorer."""
@@ -227,12 +224,11 @@ class RCAttributor(SpanAttributor):
         out = reducer.out
         return self.heads.select(Reduction.stack(out.head_scores[self.head_score]), out.reach())
 
-    def span_scores(
-        self, example: Example, reducer: Reducer, selection: HeadSelection
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The selected heads' ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores, combined."""
+    def span_scores(self, example: Example, reducer: Reducer, selection: HeadSelection) -> Voted:
+        """The vote of the selected heads (:attr:`voting`): the ``[n_spans]`` answer and ``[n_outputs, n_spans]``
+        unit scores."""
         reducer.score_heads(selection.heads)
-        return self.voting.combine(self._evidence(reducer, selection), selection.weights)
+        return self.voting(example, self._evidence(reducer, selection), selection.weights)
 
     @torch.no_grad()
     def head_scores(

@@ -13,9 +13,8 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
+from rcattr.attribution.attributed import AttributedAnswer, AttributedContext, SentenceRows
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.grounding.citations import SentenceRows
 from rcattr.grounding.signals import RCSignals
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.protocols import TokenizerLike

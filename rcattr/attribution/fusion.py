@@ -9,14 +9,13 @@ the heads' own agreement, so nothing is fitted per model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
 from rcattr.attribution.base import Example, normalise
 from rcattr.attribution.lexical import bm25_scores
 from rcattr.attribution.voting import HeadEvidence, HeadVote, Voted
-from rcattr.heads.selection import HeadSelection
 
 
 def head_agreement(evidence: torch.Tensor, weights: torch.Tensor | None, vote: torch.Tensor) -> torch.Tensor:
@@ -100,17 +99,12 @@ def fuse_where_heads_disagree(
 @dataclass(frozen=True)
 class LexicalFusion(HeadVote):
     """The heads' vote, with BM25 filling the share of each unit's vote where the heads disagree
-    (:func:`fuse_where_heads_disagree`); the selection's ``lexical_share`` says how much it filled.
+    (:func:`fuse_where_heads_disagree`); the vote's ``lexical_share`` says how much it filled.
     ``RCAttributor(lexical=True)``."""
 
-    def settle(
-        self,
-        example: Example,
-        evidence: HeadEvidence,
-        combined: tuple[torch.Tensor, torch.Tensor],
-        selection: HeadSelection,
-    ) -> Voted:
-        seq_attr, token_attr, share = fuse_where_heads_disagree(
-            combined, (evidence.answer, evidence.units), selection.weights, example
+    def __call__(self, example: Example, evidence: HeadEvidence, weights: torch.Tensor | None) -> Voted:
+        return Voted(
+            *fuse_where_heads_disagree(
+                self.combine(evidence, weights), (evidence.answer, evidence.units), weights, example
+            )
         )
-        return Voted(seq_attr, token_attr, replace(selection, lexical_share=share))

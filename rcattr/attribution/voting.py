@@ -10,7 +10,6 @@ from typing import Literal, NamedTuple
 import torch
 
 from rcattr.attribution.base import Example, normalise
-from rcattr.heads.selection import HeadSelection
 
 __all__ = ["HEAD_VOTES", "HeadEvidence", "HeadVote", "HeadVotes", "Voted", "vote"]
 
@@ -45,11 +44,12 @@ class HeadEvidence(NamedTuple):
 
 
 class Voted(NamedTuple):
-    """A vote's ``seq_attr [S]`` and ``token_attr [U, S]``, and the selection saying how it was reached."""
+    """A vote's ``seq_attr [S]`` and ``token_attr [U, S]``, and how much of it BM25 filled where the heads
+    disagreed (:class:`~rcattr.attribution.fusion.LexicalFusion`; None for a vote of the heads alone)."""
 
     seq_attr: torch.Tensor
     token_attr: torch.Tensor
-    selection: HeadSelection
+    lexical_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,8 @@ class HeadVote:
         """The ``[S]`` answer and ``[U, S]`` unit votes of the heads' evidence, with ``[k]`` weights (None: 1)."""
         return vote(evidence.answer, weights, self.votes), vote(evidence.units, weights, self.votes)
 
-    def settle(
-        self,
-        example: Example,
-        evidence: HeadEvidence,
-        combined: tuple[torch.Tensor, torch.Tensor],
-        selection: HeadSelection,
-    ) -> Voted:
-        """The final scores from the heads' ``combined`` votes (an attributor's span scores): as they are."""
-        return Voted(*combined, selection)
+    def __call__(self, example: Example, evidence: HeadEvidence, weights: torch.Tensor | None) -> Voted:
+        """The final scores of ``example`` from the selected heads' ``evidence`` and ``[k]`` weights: their
+        :meth:`combine`-d votes (a subclass completes them, as :class:`~rcattr.attribution.fusion.LexicalFusion`
+        does)."""
+        return Voted(*self.combine(evidence, weights))

@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _one_line_warning(prog)
         try:
             if args.command == "serve":  # no input: requests bring theirs
-                from rcattr.serve.command import serve
+                from rcattr.cli.serve_command import serve
 
                 return serve(args)
             check_output("--html", getattr(args, "html", None), html_suffixes, "an HTML page")

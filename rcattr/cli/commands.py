@@ -125,18 +125,19 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
         inp, args.answer, granularity="chunk", gen_args={"max_new_tokens": args.max_new_tokens}
     )
     path = save_head_heatmap(result, args.out)
-    selection = RCSignals.of(result).head_selection
+    signals = RCSignals.of(result)
+    selection = signals.head_selection
     best = ", ".join(f"L{layer}.H{head}" for layer, head in selection.as_pairs()[:10])
     print(
-        f"Answer: {result.answer}\n{selection.describe()}.\n"
+        f"Answer: {result.answer}\n{selection.describe(signals.lexical_share)}.\n"
         f"Top heads ({selection.kind}): {best}\nHeat map: {path}"
     )
     return 0
 
 
 def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
+    from rcattr.cli.compare import compare_generations
     from rcattr.kvcache import RCKVCache
-    from rcattr.kvcache.compare import compare_generations
     from rcattr.runtime.models import load_model
     from rcattr.viz import save_head_heatmap
 

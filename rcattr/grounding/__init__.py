@@ -1,3 +1,4 @@
-"""What an answer's grounding says: the per-token signals and how they are measured (signals, token_signals),
-token support (support), the claims of an answer (claims), citations (citations) and how much the documents
-vouch for a sentence (vouching)."""
+"""What an answer's grounding says, read from an attribution's record: the per-token signals (signals), token
+support (support), the claims of an answer (claims), the citation rule (citation_rule), citations (citations),
+how much the documents vouch for a sentence (vouching), the heads' statistics of a claim (head_statistics) and
+the support probe (probe)."""

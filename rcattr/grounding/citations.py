@@ -5,10 +5,12 @@ into one :class:`Citation` per answer sentence, whatever unit was attributed: :f
 the output units with the sentences they lie in (a sentence's tokens are averaged into it). A whole-answer
 unit (``output_granularity="answer"``) is scored per sentence too (the result's :class:`SentenceRows`), which
 are cited instead; a unit over several sentences without such rows (given character spans, a method that
-scores fewer rows) cannot be split, so they are cited once, after the last. :func:`cited_sources` is the rule: a sentence cites the documents whose share of its attribution is at
-least ``min_share`` of its best document's, at most ``max_sources`` of them, and none when its context
-reliance (the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen on
-part of QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
+scores fewer rows) cannot be split, so they are cited once, after the last.
+:func:`cited_sources` applies the rule
+(:class:`~rcattr.grounding.citation_rule.CitationRule`): a sentence cites the documents whose share of its
+attribution is at least ``min_share`` of its best document's, at most ``max_sources`` of them, and none when its
+context reliance (the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen
+on part of QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
 docs/benchmarks.md).
 """
 
@@ -17,24 +19,17 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from rcattr.attribution.attributed import SentenceRows
+from rcattr.attribution.record import AttributionRecord
+from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule
 from rcattr.grounding.claims import Claim, context_parts
-from rcattr.grounding.vouching import UNSUPPORTED_BELOW, partly_held, sentence_status, sentence_vouching
+from rcattr.grounding.vouching import partly_held, sentence_status, sentence_vouching
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan, sentence_spans
-
-if TYPE_CHECKING:
-    from rcattr.attribution.result import RCAttributionResult
-
-# Chosen on the dev part of QuoteSum and Veri-Gran (docs/benchmarks.md, "Citations"): the rule with the best
-# mean F1 of the cited documents over both files, 91.5% and 90.0% there, 87.7% and 86.1% on the held-back part.
-# Withholding by any signal lowered F1 on both files' answers (reliance by 0.9 and 2.9 points), so it is off.
-MIN_SHARE = 0.8
-MAX_SOURCES = 3
-MIN_RELIANCE = 0.0
 
 
 @dataclass(frozen=True)
@@ -141,26 +136,6 @@ class Citation:
         return partly_held(self.claims)
 
 
-@dataclass(frozen=True)
-class SentenceRows:
-    """Each answer sentence's scores, kept when the result's output units are coarser than its sentences (the
-    whole answer, ``output_granularity="answer"``), so that citations are per sentence all the same.
-
-    Attributes
-    ----------
-    spans : list of TextSpan
-        The answer's sentences.
-    scores : Tensor, shape [n_sentences, n_spans]
-        Their rows, as ``token_attr``'s for output units.
-    context_reliance : Tensor, shape [n_sentences], or None
-        Their context reliance, as ``unit_context_reliance``'s (None for baselines).
-    """
-
-    spans: list[TextSpan]
-    scores: torch.Tensor
-    context_reliance: torch.Tensor | None = None
-
-
 def sentence_groups(
     sentences: Sequence[TextSpan], units: Sequence[TextSpan]
 ) -> list[tuple[range, list[int]]]:
@@ -232,59 +207,35 @@ def document_shares(scores: torch.Tensor, sources: torch.Tensor, n_documents: in
 
 
 def cited_sources(
-    shares: Sequence[float],
-    reliance: float | None,
-    *,
-    min_share: float = MIN_SHARE,
-    max_sources: int = MAX_SOURCES,
-    min_reliance: float = MIN_RELIANCE,
+    shares: Sequence[float], reliance: float | None, rule: CitationRule = DEFAULT_RULE
 ) -> tuple[list[int], str | None]:
-    """The documents one unit cites, best first, and why there are none (None when there are some).
+    """The documents one unit cites under ``rule``, best first, and why there are none (None when there are
+    some).
 
     ``shares`` holds each document's share of the unit's attribution; ``reliance`` the unit's context
     reliance (None: not known, never a reason to withhold).
     """
-    check_rule(min_share, max_sources, min_reliance)
-    if reliance is not None and reliance < min_reliance:
+    if reliance is not None and reliance < rule.min_reliance:
         return [], "low reliance"
     best = max(shares, default=0.0)
     if best <= 0:
         return [], "no context scores"
     order = sorted(range(len(shares)), key=lambda d: (-shares[d], d))
-    return [d for d in order if shares[d] >= min_share * best][:max_sources], None
+    return [d for d in order if shares[d] >= rule.min_share * best][: rule.max_sources], None
 
 
-def check_rule(
-    min_share: float, max_sources: int, min_reliance: float, min_support: float = UNSUPPORTED_BELOW
-) -> None:
-    """Refuse a rule outside its range, naming the argument."""
-    if not 0 <= min_support <= 1:
-        raise ValueError(f"min_support must be in [0, 1] (support is a probability), got {min_support!r}")
-    if not 0 < min_share <= 1:
-        raise ValueError(f"min_share must be in (0, 1] (a share of the best document's), got {min_share!r}")
-    if isinstance(max_sources, bool) or not isinstance(max_sources, int) or max_sources < 1:
-        raise ValueError(f"max_sources must be a whole number >= 1, got {max_sources!r}")
-    if not 0 <= min_reliance <= 1:
-        raise ValueError(
-            f"min_reliance must be in [0, 1] (context reliance is a ratio), got {min_reliance!r}"
-        )
+def document_scores(result: AttributionRecord, output: int | None = None) -> torch.Tensor:
+    """``[n_documents]``: each document's share of the answer's (or output unit ``output``'s) attribution, as
+    citations rank them: its best span's score, normalised over the documents (:func:`document_shares`)."""
+    sources = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
+    return document_shares(result.scores(output).cpu(), sources, len(result.chunks))
 
 
-def sentence_citations(
-    result: RCAttributionResult,
-    min_share: float = MIN_SHARE,
-    max_sources: int = MAX_SOURCES,
-    min_reliance: float = MIN_RELIANCE,
-    sentences: int = 0,
-    min_support: float = UNSUPPORTED_BELOW,
-) -> list[Citation]:
-    """:meth:`RCAttributionResult.citations <rcattr.attribution.result.RCAttributionResult.citations>`: one citation per
-    answer sentence (per group of :func:`sentence_groups`), with a warning at its caller's caller for one over
-    several."""
-    if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
-        raise ValueError(f"sentences must be a whole number >= 0, got {sentences!r}")
-    check_rule(min_share, max_sources, min_reliance, min_support)
-    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+def sentence_citations(result: AttributionRecord, rule: CitationRule = DEFAULT_RULE) -> list[Citation]:
+    """One citation per answer sentence (per group of :func:`sentence_groups`) under ``rule``, with a warning
+    at its caller's caller for one over several (:meth:`RCAttributionResult.citations
+    <rcattr.attribution.result.RCAttributionResult.citations>`)."""
+    assert result.token_attr is not None  # always set by AttributionRecord.__init__
     rows = result.sentence_rows or SentenceRows(
         result.output_spans, result.token_attr, result.unit_context_reliance
     )
@@ -299,13 +250,11 @@ def sentence_citations(
         start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
         claims, support, held_support = sentence_vouching(result, start, end, context)
         status = None if held_support is None else sentence_status(held_support, claims)
-        cited, uncited = cited_sources(
-            shares, reliance, min_share=min_share, max_sources=max_sources, min_reliance=min_reliance
-        )
-        if held_support is not None and held_support < min_support:
+        cited, uncited = cited_sources(shares, reliance, rule)
+        if held_support is not None and held_support < rule.min_support:
             cited, uncited = [], "unsupported"
         found = [
-            source(result.documents[d], d, shares[d], _best_spans(result, scores, d, sentences))
+            source(result.documents[d], d, shares[d], _best_spans(result, scores, d, rule.sentences))
             for d in cited
         ]
         citations.append(
@@ -334,7 +283,7 @@ def sentence_citations(
     return citations
 
 
-def _best_spans(result: RCAttributionResult, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:
+def _best_spans(result: AttributionRecord, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:
     """The ``k`` context spans of ``document`` with the highest ``[n_spans]`` scores (ties in span order)."""
     order = torch.argsort(scores, descending=True, stable=True).tolist()
     ranked = [i for i in order if result.context_spans[i].source == document][:k]

@@ -4,14 +4,21 @@ and the heads it was read from. A result carries them as ``result.rc`` (None for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from rcattr.heads.selection import HeadSelection
 
-if TYPE_CHECKING:
-    from rcattr.attribution.result import RCAttributionResult
+
+class _Attributed(Protocol):
+    """What :meth:`RCSignals.of` reads of a result (an :class:`~rcattr.attribution.record.AttributionRecord`)."""
+
+    @property
+    def rc(self) -> RCSignals | None: ...
+
+    @property
+    def span_scorer(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,9 @@ class RCSignals:
         by this example's head scores (:data:`rcattr.grounding.support.SUPPORT_HEADS`; all heads of a smaller model),
         whatever rule chose the voting heads (``heads=``), since the peak is a max over the context, noisy on
         few heads (measured in docs/benchmarks.md). Groundedness and lookback are read on the selected heads.
+    lexical_share : float, optional
+        With ``RCAttributor(lexical=True)``, how much of the unit votes BM25 filled where the selected heads
+        disagreed (mean over units of 1 - the heads' agreement; :mod:`rcattr.attribution.fusion`); None without.
     """
 
     groundedness: torch.Tensor
@@ -63,6 +73,7 @@ class RCSignals:
     head_selection: HeadSelection
     notes: tuple[str, ...] = ()
     support_heads: torch.Tensor | None = None
+    lexical_share: float | None = None
 
     @property
     def context_reliance(self) -> float:
@@ -70,7 +81,7 @@ class RCSignals:
         return float(self.lookback.double().mean())
 
     @classmethod
-    def of(cls, result: RCAttributionResult) -> RCSignals:
+    def of(cls, result: _Attributed) -> RCSignals:
         """The RC signals of ``result``; ValueError naming its method when it has none (a baseline's)."""
         if result.rc is None:
             raise ValueError(

@@ -5,21 +5,20 @@ against fixed odds.
 (:mod:`rcattr.grounding.claims`); :func:`support_status` reads a score as ``"supported"``, ``"weak"`` or
 ``"unsupported"``. A sentence that mixes held and unheld claims is judged by its held part as well
 (:func:`sentence_vouching`, issue 59): it keeps that part's citation, and its unheld claims are marked where
-they stand. :func:`rcattr.grounding.citations.sentence_citations` gives each citation these figures.
+they stand. :func:`rcattr.grounding.citations.sentence_citations` gives each citation these figures;
+:func:`unsupported_tokens` names the answer's tokens the documents do not vouch for.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from rcattr.grounding.claims import Claim, citation_markers, find_claims
+from rcattr.attribution.record import AttributionRecord
+from rcattr.grounding.claims import Claim, citation_markers, context_parts, find_claims
 from rcattr.grounding.support import SUPPORT_THRESHOLD
 from rcattr.text.segmentation import tokens_within
-
-if TYPE_CHECKING:
-    from rcattr.attribution.result import RCAttributionResult
 
 # A sentence's support (:func:`sentence_support`) is a probability that the context holds it, so the cut-offs
 # are the odds, the same on every model: below even odds it is weak, below 1 to 3 (token support's cut-off)
@@ -60,7 +59,7 @@ def sentence_status(held_support: float, claims: Sequence[Claim]) -> str:
 
 
 def sentence_vouching(
-    result: RCAttributionResult, start: int, end: int, context: Sequence[frozenset[str]]
+    result: AttributionRecord, start: int, end: int, context: Sequence[frozenset[str]]
 ) -> tuple[list[Claim], float | None, float | None]:
     """The claims of ``result.answer[start:end]`` (offsets in the answer) with their least token support,
     the sentence's :func:`sentence_support` and its held part's (:attr:`Citation.held_support`); both None
@@ -85,3 +84,31 @@ def sentence_vouching(
         return claims, whole, whole
     unheld = [(claim.start, claim.end) for claim in claims if not claim.held]
     return claims, whole, sentence_support(inside(start, end, unheld), [])
+
+
+def unsupported_tokens(result: AttributionRecord, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
+    """Indices of the answer tokens (not blank) whose :attr:`token_support
+    <rcattr.attribution.record.AttributionRecord.token_support>` is below ``threshold`` (none for baselines).
+    A token of a claim that a sentence of the documents or the question holds whole is not flagged: the first
+    piece of a copied word (``" O"`` of ``"OAPEC"``) is often unlikely on its own, and the claim is in the
+    context. ``threshold`` is a real number in [0, 1]; anything else raises ValueError."""
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 <= threshold <= 1:
+        raise ValueError(
+            f"threshold must be a real number in [0, 1] (token support is a probability), got {threshold!r}"
+        )
+    if result.token_support is None:
+        return []
+    context = context_parts(result.evidence if result.evidence is not None else result.chunks)
+    held = {
+        index
+        for claim in find_claims(result.answer, context)
+        if claim.held
+        for index in tokens_within(result.answer_tokens, claim.start, claim.end)
+    }
+    return [
+        index
+        for index, (token, support) in enumerate(
+            zip(result.answer_tokens, result.token_support.tolist(), strict=True)
+        )
+        if support < threshold and token.text.strip() and index not in held
+    ]

@@ -28,9 +28,6 @@ class HeadSelection:
     minimum : int, optional
         The stated minimum of a selection (:func:`rcattr.heads.scores.min_heads`, 5% of the model's heads): fewer
         selected heads are flagged (:attr:`few_heads`).
-    lexical_share : float, optional
-        With ``RCAttributor(lexical=True)``, how much of the unit votes BM25 filled where the selected heads
-        disagreed (mean over units of 1 - the heads' agreement; :mod:`rcattr.attribution.fusion`).
     reach : Tensor, shape [L], optional
         Each layer's view of the context from the answer: the share of the (answer token, context token)
         pairs its attention mask lets it see (1 for a full-attention layer; less for a sliding-window or
@@ -44,7 +41,6 @@ class HeadSelection:
     weights: torch.Tensor | None = None
     outliers: int | None = None
     minimum: int | None = None
-    lexical_share: float | None = None
     reach: torch.Tensor | None = None
 
     def as_pairs(self) -> list[tuple[int, int]]:
@@ -90,8 +86,10 @@ class HeadSelection:
             text += ": the attribution rests on few heads that can see the sources"
         return text
 
-    def describe(self) -> str:
-        """One sentence: how many heads were selected, by which score and rule, and whether they are few."""
+    def describe(self, lexical_share: float | None = None) -> str:
+        """One sentence: how many heads were selected, by which score and rule, and whether they are few; with
+        ``lexical_share``, how much of the votes BM25 filled (:attr:`RCSignals.lexical_share
+        <rcattr.grounding.signals.RCSignals.lexical_share>`)."""
         count = len(self.heads)
         text = f"{count} head{'' if count == 1 else 's'} selected by {self.kind}"
         if self.outliers is not None:
@@ -101,8 +99,8 @@ class HeadSelection:
                 f"; fewer than {self.minimum} ({MIN_HEAD_SHARE:.0%} of the model's {self.scores.numel()}): "
                 "the attribution rests on few heads' votes (a fixed top_k spreads it)"
             )
-        if self.lexical_share is not None:
-            text += f"; BM25 filled {self.lexical_share:.0%} of the votes, where the heads disagreed"
+        if lexical_share is not None:
+            text += f"; BM25 filled {lexical_share:.0%} of the votes, where the heads disagreed"
         reach = self.reach_note()
         if reach is not None:
             text += f"; {reach}"

@@ -1,24 +1,20 @@
 """Where an evicting layer's scores wait for their decision: the one thing of :class:`~rcattr.kvcache.RCKVCache`
-that spans layers. A rule at ``"head"`` or ``"layer"`` scope decides for each layer as soon as it has scored;
-one at ``"model"`` scope (:attr:`Rule.spans_layers <rcattr.kvcache.policy.Rule.spans_layers>`) once the last
-evicting layer of the forward has, over all of them together.
+that spans layers. It only gathers: a rule at ``"head"`` or ``"layer"`` scope decides for each layer as soon as it
+has scored; one at ``"model"`` scope (:attr:`Rule.spans_layers <rcattr.kvcache.policy.Rule.spans_layers>`) once the
+last evicting layer of the forward has, over all of them together.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from rcattr.kvcache.eviction import Scored
-from rcattr.kvcache.policy import Rule
-
-if TYPE_CHECKING:
-    from rcattr.kvcache.layer import RCLayer
+from typing import Generic, TypeVar
 
 __all__ = ["Barrier"]
 
+Waiting = TypeVar("Waiting")
 
-class Barrier:
-    """Holds the scores of the evicting layers that have scored in this forward, until the rule decides.
+
+class Barrier(Generic[Waiting]):
+    """Holds what the evicting layers have scored in this forward until the rule can decide.
 
     Parameters
     ----------
@@ -28,17 +24,17 @@ class Barrier:
 
     def __init__(self, layers: int) -> None:
         self.layers = layers
-        self._waiting: list[tuple[RCLayer, Scored]] = []
+        self._waiting: list[Waiting] = []
 
-    def submit(self, layer: RCLayer, rule: Rule, scored: Scored) -> None:
-        """Add ``layer``'s scores; decide and apply when ``rule`` has all the layers it groups."""
-        self._waiting.append((layer, scored))
-        if rule.spans_layers and len(self._waiting) < self.layers:
-            return
+    def gather(self, scored: Waiting, spans_layers: bool) -> list[Waiting]:
+        """Add one layer's ``scored``; return everything to decide now, in the order it came: that one alone
+        for a rule that does not span layers, every layer's once the last has scored for one that does, and
+        nothing while it waits."""
+        self._waiting.append(scored)
+        if spans_layers and len(self._waiting) < self.layers:
+            return []
         waiting, self._waiting = self._waiting, []
-        decisions = rule.decide([scores for _, scores in waiting])
-        for (waiting_layer, scores), (keep, threshold) in zip(waiting, decisions, strict=True):
-            scores.apply(waiting_layer, keep, threshold)
+        return waiting
 
     def clear(self) -> None:
         """Drop the scores that wait (the cache was reset)."""

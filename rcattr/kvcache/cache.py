@@ -15,7 +15,8 @@ from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import RCLayer
-from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
+from rcattr.kvcache.policy import EvictionPolicy, Threshold
+from rcattr.kvcache.scored import Scored
 from rcattr.kvcache.scoring import WindowScorer
 from rcattr.kvcache.state import Eviction, LayerState
 from rcattr.runtime.attention import (
@@ -101,17 +102,8 @@ class RCKVCache(Cache):
         decode_every: int | None = None,
         policy: EvictionPolicy | None = None,
     ) -> None:
-        if isinstance(window, bool) or not (isinstance(window, int) and window >= 1):
-            raise ValueError(f"window must be an int >= 1, got {window!r}")
         policy = _policy(c, ratio, budget, decode_every, policy)
-        windows = 1 if policy.decode is None else policy.decode.windows
-        for rule in (policy.rule, policy.decode_rule):
-            room = window * windows + policy.scorer.sinks
-            if isinstance(rule, TokenBudget) and rule.n <= room:
-                raise ValueError(
-                    f"budget={rule.n} leaves no room besides the windows ({room - policy.scorer.sinks}) and the "
-                    f"sinks ({policy.scorer.sinks})"
-                )
+        policy.check_window(window)
         check_supported(model)
         layers = DynamicCache(config=model.config).layers
         if not layers:
@@ -124,7 +116,9 @@ class RCKVCache(Cache):
                 f"every layer of {type(model).__name__} uses sliding-window attention, whose cache is already "
                 "bounded by the window; RCKVCache evicts from full-attention layers only"
             )
-        self._barrier = Barrier(sum(evicting))  # what a "model"-scope rule waits for: every evicting layer
+        self._barrier: Barrier[tuple[RCLayer, Scored]] = Barrier(
+            sum(evicting)
+        )  # what a "model"-scope rule waits for: every evicting layer
         layers = [
             RCLayer(policy, window, self._barrier) if evicts else layer
             for layer, evicts in zip(layers, evicting, strict=True)
@@ -330,37 +324,17 @@ def _policy(
 ) -> EvictionPolicy:
     """The policy of ``RCKVCache(model, c, ratio=..., budget=..., decode_every=..., policy=...)``, or a
     ValueError naming the arguments that do not go together."""
-    given = {"c": c, "ratio": ratio, "budget": budget}
-    if policy is not None:
-        clashing = ", ".join(
-            f"{name}={value!r}"
-            for name, value in {**given, "decode_every": decode_every}.items()
-            if value is not None
-        )
-        if clashing:
-            raise ValueError(
-                f"give policy alone or c, ratio, budget and decode_every without it, not both: {clashing}"
-            )
-        if not isinstance(policy, EvictionPolicy):
-            raise ValueError(f"policy must be an EvictionPolicy, got {policy!r}")
-        return policy
-    chosen = {name: value for name, value in given.items() if value is not None}
-    if len(chosen) > 1:
+    if policy is None:
+        return EvictionPolicy.of_sizes(c, ratio, budget, decode_every)
+    given = {"c": c, "ratio": ratio, "budget": budget, "decode_every": decode_every}
+    clashing = ", ".join(f"{name}={value!r}" for name, value in given.items() if value is not None)
+    if clashing:
         raise ValueError(
-            "give one of c (an adaptive threshold), ratio (a share to evict) and budget (entries to keep): "
-            + ", ".join(f"{name}={value!r}" for name, value in chosen.items())
+            f"give policy alone or c, ratio, budget and decode_every without it, not both: {clashing}"
         )
-    rule: Rule
-    if budget is not None:
-        rule = TokenBudget(budget)
-    elif ratio is not None:
-        rule = Ratio(ratio)
-    else:
-        rule = Threshold(1.0 if c is None else c)
-    # without a budget, decode-time eviction judges the new tokens against a threshold per layer
-    decode_rule = Threshold(rule.c, scope="layer") if isinstance(rule, Threshold) else None
-    decode = None if decode_every is None else DecodeEviction(decode_every, decode_rule)
-    return EvictionPolicy(rule, decode=decode)
+    if not isinstance(policy, EvictionPolicy):
+        raise ValueError(f"policy must be an EvictionPolicy, got {policy!r}")
+    return policy
 
 
 def cache_nbytes(cache: Cache) -> int:

@@ -1,5 +1,6 @@
-"""Scoring what one :class:`~rcattr.kvcache.RCLayer` holds and applying a rule's decision to it: the steps the
-layer runs after its attention (the rule decides in between, :meth:`Rule.decide <rcattr.kvcache.Rule.decide>`).
+"""Scoring what one :class:`~rcattr.kvcache.RCLayer` holds, the step the layer runs after its attention: the
+scores (:mod:`rcattr.kvcache.scored`) go to the rule, which decides (:meth:`Rule.decide
+<rcattr.kvcache.Rule.decide>`), and the layer applies the decision.
 
 Every compressed forward of more than one token (the prompt, and a later turn of a chat fed to the same cache
 where the policy's ``chunks`` or :meth:`RCKVCache.compressing <rcattr.kvcache.RCKVCache.compressing>` says so) is
@@ -11,98 +12,17 @@ all that a layer holds is scored against its last window of queries (:func:`scor
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import torch
 
 from rcattr.kvcache.headwise import HeadwiseLayer
 from rcattr.kvcache.policy import DecodeEviction, Rule
+from rcattr.kvcache.scored import ChunkScores, DecodeScores
 from rcattr.kvcache.scoring import WindowScorer, leading_tokens
-from rcattr.kvcache.state import DecodeRecord, Eviction, LayerState
+from rcattr.kvcache.state import LayerState
 from rcattr.runtime.attention import AttentionCall
 from rcattr.runtime.capture import raw_logits
 
-if TYPE_CHECKING:
-    from rcattr.kvcache.layer import RCLayer
-
-__all__ = ["ChunkScores", "DecodeScores", "Scored", "score_chunk", "score_decoded", "score_replayed"]
-
-
-@dataclass(frozen=True)
-class Scored(ABC):
-    """What one layer scored, nothing decided yet; :meth:`apply` carries out a decision on it.
-
-    Attributes
-    ----------
-    scores : torch.Tensor
-        ``[B, S]`` score of every candidate, the key heads one after the other; ``nan`` for what is not a
-        candidate (padding, and at decode time the windows, sinks, pads and what is not judged again).
-    protected : torch.Tensor
-        ``[B, S]`` bool, the entries kept whatever their score.
-    slots : list of int
-        Entries of each key head in ``scores``.
-    window : int
-        Entries each key head holds besides its ``slots`` that count in a ratio or a budget (the chunk's
-        window; 0 at decode time, where the windows are among the protected slots).
-    """
-
-    scores: torch.Tensor
-    protected: torch.Tensor
-    slots: list[int]
-    window: int
-
-    @abstractmethod
-    def apply(self, layer: RCLayer, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
-        """Keep the ``[B, S]`` ``keep`` entries in ``layer`` and record the decision (``[B, Hkv]`` thresholds,
-        None for ratios and budgets) in its state."""
-
-
-@dataclass(frozen=True)
-class ChunkScores(Scored):
-    """A chunk's scores (the keys before its window); ``present [B, n]`` marks its real tokens and
-    ``start`` is the sequence position of its first."""
-
-    present: torch.Tensor
-    start: int
-
-    def apply(self, layer: RCLayer, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
-        """Record the decision on the chunk's keys before its window and evict the rest of the chunk (earlier
-        slots stay)."""
-        present, window = self.present, self.window
-        batch, kv_heads = present.shape[0], len(self.slots)
-        before = self.scores.view(batch, kv_heads, -1)
-        in_window = present[:, None, present.shape[-1] - window :].expand(batch, kv_heads, window)
-        kept = torch.cat([keep.view_as(before), in_window], dim=-1)
-        window_scores = before.new_full((batch, kv_heads, window), float("inf"))
-        scores = torch.cat([before, window_scores.masked_fill(~in_window, float("nan"))], dim=-1)
-        layer.state.evictions.append(Eviction(scores, threshold, kept, present, self.start))
-        layer.state.judged_until = layer.seen - window
-        if not bool(kept.all()):
-            n = kept.shape[-1]
-            layer.keep_slots(
-                [
-                    torch.cat([positions[:, :-n] >= 0, kept[:, head]], dim=-1)
-                    for head, (_, _, positions) in enumerate(layer.held())
-                ]
-            )
-
-
-@dataclass(frozen=True)
-class DecodeScores(Scored):
-    """A decode-time eviction's scores of everything a layer holds (``window`` 0: the windows are among the
-    protected slots)."""
-
-    def apply(self, layer: RCLayer, keep: torch.Tensor, threshold: torch.Tensor | None) -> None:
-        """Keep the ``keep`` slots and record what each head holds."""
-        layer.keep_slots(list(keep.split(self.slots, dim=-1)))
-        seen, batch, state = layer.seen, keep.shape[0], layer.state
-        held = torch.zeros(batch, layer.kv_heads, seen + 1, dtype=torch.bool, device=keep.device)  # +1: pads
-        for head, (_, _, positions) in enumerate(layer.held()):
-            held[:, head].scatter_(1, positions.long().masked_fill(positions < 0, seen), True)
-        state.decode_evictions.append(DecodeRecord(seen, held[..., :seen], threshold))
-        state.decoded, state.judged_until = 0, seen - state.recent.shape[-2]
+__all__ = ["score_chunk", "score_decoded", "score_replayed"]
 
 
 def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: WindowScorer) -> ChunkScores:

@@ -24,16 +24,19 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from rcattr.runtime.attention import AttentionCall, AttentionOutput
 
-if TYPE_CHECKING:
-    from rcattr.kvcache.cache import RCKVCache
-
 __all__ = ["CacheHook"]
+
+
+class _Attends(Protocol):
+    """What the hook hands a paired call to (:meth:`RCKVCache.attention <rcattr.kvcache.RCKVCache.attention>`)."""
+
+    def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput: ...
 
 
 class _Pending(threading.local):
@@ -44,7 +47,7 @@ class _Pending(threading.local):
 class CacheHook:
     """Pairs each evicting layer's update in one cache with the attention call that reads it."""
 
-    def __init__(self, cache: weakref.ref[RCKVCache]) -> None:
+    def __init__(self, cache: weakref.ref[_Attends]) -> None:
         self._cache = cache
         self._pending = _Pending()
 

@@ -1,8 +1,9 @@
 """One evicting layer of :class:`~rcattr.kvcache.RCKVCache`: it stores per key head (:class:`HeadwiseLayer`),
 owns what it has decided (:class:`~rcattr.kvcache.state.LayerState`), and after each attention call that its
-policy says should evict, scores what it holds (:mod:`rcattr.kvcache.eviction`) and hands the scores to the
-cache's :class:`~rcattr.kvcache.barrier.Barrier`, which applies the rule's decision at once, or at
-``"model"`` scope once the last evicting layer has scored.
+policy says should evict, scores what it holds (:mod:`rcattr.kvcache.eviction`), and :meth:`RCLayer.evict`
+reads the decision in one place: the cache's :class:`~rcattr.kvcache.barrier.Barrier` gathers the scores (every
+evicting layer's, for a ``"model"``-scope rule), the rule decides (:meth:`Rule.decide
+<rcattr.kvcache.policy.Rule.decide>`) and each layer's scores apply it (:mod:`rcattr.kvcache.scored`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import torch
 from rcattr.kvcache.barrier import Barrier
 from rcattr.kvcache.eviction import score_chunk, score_decoded, score_replayed
 from rcattr.kvcache.headwise import HeadwiseLayer
-from rcattr.kvcache.policy import EvictionPolicy
+from rcattr.kvcache.policy import EvictionPolicy, Rule
+from rcattr.kvcache.scored import Scored
 from rcattr.runtime.attention import AttentionCall, AttentionOutput
 
 __all__ = ["RCLayer"]
@@ -44,7 +46,7 @@ class RCLayer(HeadwiseLayer):
         context is scored against its replay and the rest forgotten (:func:`~rcattr.kvcache.eviction.score_replayed`).
     """
 
-    def __init__(self, policy: EvictionPolicy, window: int, barrier: Barrier) -> None:
+    def __init__(self, policy: EvictionPolicy, window: int, barrier: Barrier[tuple[RCLayer, Scored]]) -> None:
         super().__init__()
         self.policy, self.window, self.barrier = policy, window, barrier
         self.state = policy.new_state()
@@ -62,15 +64,25 @@ class RCLayer(HeadwiseLayer):
         if decode is not None:
             decode.observe(state, call.query, self.seen, self.window)
         if not state.prefilled and self.replayed is not None:
-            self.barrier.submit(self, policy.rule, score_replayed(self, call, self.replayed, policy.scorer))
+            self.evict(policy.rule, score_replayed(self, call, self.replayed, policy.scorer))
         elif not state.prefilled or (call.query.shape[-2] > 1 and self.compresses_chunks):
-            self.barrier.submit(self, policy.rule, score_chunk(self, call, self.window, policy.scorer))
+            self.evict(policy.rule, score_chunk(self, call, self.window, policy.scorer))
         elif decode is not None and call.query.shape[-2] == 1:
             state.decoded += 1
             if state.decoded >= decode.every:
                 rule = policy.decode_rule
-                self.barrier.submit(self, rule, score_decoded(self, state, call, decode, rule, policy.scorer))
+                self.evict(rule, score_decoded(self, state, call, decode, rule, policy.scorer))
         return output
+
+    def evict(self, rule: Rule, scored: Scored) -> None:
+        """Evict by ``rule`` from what was ``scored``: once the barrier has every layer the rule groups, the
+        rule decides for them and each layer keeps what it was told."""
+        ready = self.barrier.gather((self, scored), rule.spans_layers)
+        if not ready:
+            return
+        decisions = rule.decide([layer_scores for _, layer_scores in ready])
+        for (layer, layer_scores), (keep, threshold) in zip(ready, decisions, strict=True):
+            layer_scores.apply(layer, layer.state, keep, threshold)
 
     @property
     def compresses_chunks(self) -> bool:

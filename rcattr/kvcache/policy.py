@@ -17,15 +17,13 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import torch
 
+from rcattr.kvcache.scored import Scored
 from rcattr.kvcache.scoring import WindowScorer, adaptive_keep, budget_keep, fixed_ratio_keep
 from rcattr.kvcache.state import LayerState
-
-if TYPE_CHECKING:
-    from rcattr.kvcache.eviction import Scored
 
 __all__ = ["DecodeEviction", "EvictionPolicy", "Ratio", "Rule", "Scope", "Threshold", "TokenBudget"]
 
@@ -248,3 +246,49 @@ class EvictionPolicy:
 
     def new_state(self) -> LayerState:
         return LayerState() if self.decode is None else self.decode.new_state()
+
+    def check_window(self, window: int) -> None:
+        """Refuse a ``window`` of queries (kept whole, as many as the decode-time windows) that leaves a token
+        budget no room besides itself and the sinks."""
+        if isinstance(window, bool) or not (isinstance(window, int) and window >= 1):
+            raise ValueError(f"window must be an int >= 1, got {window!r}")
+        room = window * (1 if self.decode is None else self.decode.windows) + self.scorer.sinks
+        for rule in (self.rule, self.decode_rule):
+            if isinstance(rule, TokenBudget) and rule.n <= room:
+                raise ValueError(
+                    f"budget={rule.n} leaves no room besides the windows ({room - self.scorer.sinks}) and the "
+                    f"sinks ({self.scorer.sinks})"
+                )
+
+    @classmethod
+    def of_sizes(
+        cls,
+        c: float | None = None,
+        ratio: float | None = None,
+        budget: int | None = None,
+        decode_every: int | None = None,
+    ) -> EvictionPolicy:
+        """The policy of ``RCKVCache(model, c, ratio=..., budget=..., decode_every=...)``: one of a threshold
+        (``c``, default 1), a share to evict and a token budget, at model scope, with decode-time eviction every
+        ``decode_every`` tokens (a threshold's at layer scope: the new tokens against their layer's mean);
+        ValueError naming the sizes when more than one is given."""
+        chosen = {
+            name: value
+            for name, value in {"c": c, "ratio": ratio, "budget": budget}.items()
+            if value is not None
+        }
+        if len(chosen) > 1:
+            raise ValueError(
+                "give one of c (an adaptive threshold), ratio (a share to evict) and budget (entries to keep): "
+                + ", ".join(f"{name}={value!r}" for name, value in chosen.items())
+            )
+        rule: Rule
+        if budget is not None:
+            rule = TokenBudget(budget)
+        elif ratio is not None:
+            rule = Ratio(ratio)
+        else:
+            rule = Threshold(1.0 if c is None else c)
+        decode_rule = Threshold(rule.c, scope="layer") if isinstance(rule, Threshold) else None
+        decode = None if decode_every is None else DecodeEviction(decode_every, decode_rule)
+        return cls(rule, decode=decode)

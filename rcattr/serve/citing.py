@@ -111,8 +111,9 @@ def response(
     """The response to ``request`` from its result: the citations by its rule, the answer cited in its style."""
 
     def cite() -> tuple[list, str]:
-        citations = result.citations(**request.rule())
-        return citations, cited_answer(result, citations, request.style, references=request.references)
+        rule = request.rule()
+        citations = result.citations(rule)
+        return citations, cited_answer(result, citations, rule)
 
     (citations, cited), citation_warnings = with_warnings(cite)
     rc = result.rc
@@ -124,7 +125,7 @@ def response(
             "cited_answer": cited,
             "documents": documents_json(result.documents),
             "context_reliance": result.context_reliance,
-            "lexical_share": None if rc is None else rc.head_selection.lexical_share,
+            "lexical_share": None if rc is None else rc.lexical_share,
             "warnings": list(dict.fromkeys([*(rc.notes if rc else ()), *batch_warnings, *citation_warnings])),
             "result": result.to_dict() if request.include_result else None,
         }

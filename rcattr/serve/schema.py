@@ -5,12 +5,12 @@ mirror the library's objects, a request :meth:`~rcattr.RCAttributor.attribute`'s
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rcattr.grounding.citations import MAX_SOURCES, MIN_RELIANCE, MIN_SHARE
-from rcattr.grounding.vouching import UNSUPPORTED_BELOW
+from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule, CitationStyle
 from rcattr.text.documents import TEXT_FIELDS
 from rcattr.text.prompting import check_text
 
@@ -67,6 +67,7 @@ class DocumentIn(BaseModel):
 
 
 _DOCUMENT_FIELDS = FRAMEWORK_FIELDS | DocumentIn.model_fields.keys()
+_RULE_FIELDS = tuple(field.name for field in dataclasses.fields(CitationRule))
 
 
 class CiteRequest(BaseModel):
@@ -81,15 +82,20 @@ class CiteRequest(BaseModel):
     answer: str | None = Field(None, description="the answer to explain; null: the model answers greedily")
     granularity: Literal["sentence", "chunk", "token"] = "sentence"
     output_granularity: Literal["answer", "sentence", "token"] = "answer"
-    style: Literal["[n]", "markdown", "html"] = "[n]"
-    references: bool = Field(True, description="append the cited documents' list to cited_answer")
-    sentences: int = Field(
-        0, ge=0, le=20, description="each cited document's best spans (granularity sentence)"
+    style: CitationStyle = DEFAULT_RULE.style
+    references: bool = Field(
+        DEFAULT_RULE.references, description="append the cited documents' list to cited_answer"
     )
-    min_share: float = Field(MIN_SHARE, gt=0, le=1)
-    max_sources: int = Field(MAX_SOURCES, ge=1)
-    min_reliance: float = Field(MIN_RELIANCE, ge=0, le=1)
-    min_support: float = Field(UNSUPPORTED_BELOW, ge=0, le=1)
+    sentences: int = Field(
+        DEFAULT_RULE.sentences,
+        ge=0,
+        le=20,
+        description="each cited document's best spans (granularity sentence)",
+    )
+    min_share: float = Field(DEFAULT_RULE.min_share, gt=0, le=1)
+    max_sources: int = Field(DEFAULT_RULE.max_sources, ge=1)
+    min_reliance: float = Field(DEFAULT_RULE.min_reliance, ge=0, le=1)
+    min_support: float = Field(DEFAULT_RULE.min_support, ge=0, le=1)
     include_result: bool = Field(
         False, description="also return the whole result (RCAttributionResult.to_dict)"
     )
@@ -131,15 +137,9 @@ class CiteRequest(BaseModel):
             for document in self.documents
         ]
 
-    def rule(self) -> dict[str, Any]:
-        """The citation rule's arguments (:meth:`~rcattr.RCAttributionResult.citations`)."""
-        return {
-            "min_share": self.min_share,
-            "max_sources": self.max_sources,
-            "min_reliance": self.min_reliance,
-            "sentences": self.sentences,
-            "min_support": self.min_support,
-        }
+    def rule(self) -> CitationRule:
+        """The request's citation rule and style."""
+        return CitationRule(**{field: getattr(self, field) for field in _RULE_FIELDS})
 
 
 class CitedSpanOut(BaseModel):

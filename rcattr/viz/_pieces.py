@@ -12,7 +12,7 @@ from rcattr.text.documents import source_labels
 from rcattr.text.segmentation import TextSpan
 
 if TYPE_CHECKING:
-    from rcattr.attribution.result import RCAttributionResult
+    from rcattr.attribution.record import AttributionRecord
 
 Piece = tuple[int, int, int | None]  # (start, end, index): characters and their span (None in a gap)
 
@@ -38,12 +38,12 @@ def text_pieces(spans: Sequence[tuple[int, TextSpan]], start: int, end: int) -> 
     return pieces
 
 
-def chunk_pieces(result: RCAttributionResult, source: int) -> list[Piece]:
+def chunk_pieces(result: AttributionRecord, source: int) -> list[Piece]:
     spans = [(i, span) for i, span in enumerate(result.context_spans) if span.source == source]
     return text_pieces(spans, 0, len(result.chunks[source]))
 
 
-def document_names(result: RCAttributionResult) -> list[str]:
+def document_names(result: AttributionRecord) -> list[str]:
     """``[n_documents]`` headings: ``Document [n]`` (``Context`` for a lone string), with the document's title,
     source or id when it has one, told apart from the documents that share it (:func:`source_labels`)."""
     several = len(result.chunks) > 1

@@ -21,16 +21,12 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
 
+from rcattr.attribution.record import AttributionRecord
+from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule
 from rcattr.grounding.citations import Citation
 from rcattr.grounding.claims import Claim
 from rcattr.text.documents import source_labels
-
-if TYPE_CHECKING:
-    from rcattr.attribution.result import RCAttributionResult
-
-CITATION_STYLES = ("[n]", "markdown", "html")
 
 _CLOSING = re.compile(r"[.!?;:]*[\"')\]»”’]*\s*$")  # a unit's closing punctuation, which its marks go before
 _MARKDOWN = {char: "\\" + char for char in "\\`*_[]~|^"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
@@ -47,12 +43,12 @@ _MEANING = {
 
 
 def cited_answer(
-    result: RCAttributionResult, citations: Sequence[Citation], style: str = "[n]", *, references: bool = True
+    result: AttributionRecord, citations: Sequence[Citation], rule: CitationRule = DEFAULT_RULE
 ) -> str:
     """``result.answer`` with the marks of ``citations`` inserted before each one's closing punctuation (the
-    marks of a sentence at its end), and, with ``references``, the list of the cited documents after it."""
-    if style not in CITATION_STYLES:
-        raise ValueError(f"unknown citation style {style!r}; choose one of {list(CITATION_STYLES)}")
+    marks of a sentence at its end) in ``rule.style``, and, with ``rule.references``, the list of the cited
+    documents after it."""
+    style = rule.style
     marks: dict[int, str] = {}
     for citation in citations:
         cut = citation.start + _CLOSING.search(citation.text).start()  # type: ignore[union-attr]  # always matches
@@ -72,7 +68,7 @@ def cited_answer(
     cited = sorted({cited.number for citation in citations for cited in citation.sources})
     if style == "html":
         text = f'<p class="rc-answer">{text}</p>'
-    if not references or not cited:
+    if not rule.references or not cited:
         return text
     return text + _references(result, cited, style)
 
@@ -150,7 +146,7 @@ def _marks(numbers: Sequence[int], style: str) -> str:
     return f'<sup class="rc-cite">[{links}]</sup>'
 
 
-def _link(result: RCAttributionResult, number: int) -> str | None:
+def _link(result: AttributionRecord, number: int) -> str | None:
     """Document ``number``'s metadata url when it is an http(s) one."""
     url = result.documents[number - 1].metadata.get("url")
     return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
@@ -161,7 +157,7 @@ def _markdown_url(url: str) -> str:
     return _URL_UNSAFE.sub(lambda match: "".join(f"%{byte:02X}" for byte in match.group().encode()), url)
 
 
-def _references(result: RCAttributionResult, numbers: Sequence[int], style: str) -> str:
+def _references(result: AttributionRecord, numbers: Sequence[int], style: str) -> str:
     every = source_labels(result.documents)
     labels = {n: every[n - 1] for n in numbers}
     if style == "[n]":

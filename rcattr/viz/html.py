@@ -13,10 +13,11 @@ from typing import Any
 
 import torch
 
-from rcattr.attribution.result import RCAttributionResult
-from rcattr.grounding.citations import Citation, cited_sources
+from rcattr.attribution.record import AttributionRecord
+from rcattr.grounding.citation_rule import CitationRule
+from rcattr.grounding.citations import Citation, cited_sources, document_scores, sentence_citations
 from rcattr.grounding.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
-from rcattr.grounding.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
+from rcattr.grounding.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW, unsupported_tokens
 from rcattr.options import HTML_SUFFIXES
 from rcattr.text.documents import plain_json
 from rcattr.text.segmentation import one_line
@@ -97,7 +98,7 @@ for (const el of units) {
 """
 
 
-def _answer_html(result: RCAttributionResult) -> str:
+def _answer_html(result: AttributionRecord) -> str:
     answer = result.answer
     g = None if result.groundedness is None else result.groundedness.detach().float().cpu().tolist()
     if g is not None and len(g) != len(result.answer_tokens):
@@ -105,7 +106,7 @@ def _answer_html(result: RCAttributionResult) -> str:
             f"groundedness has {len(g)} values but the result has {len(result.answer_tokens)} answer tokens"
         )
     support = None if result.token_support is None else result.token_support.tolist()
-    unsupported = set(result.unsupported_tokens())
+    unsupported = set(unsupported_tokens(result))
     tokens = list(enumerate(result.answer_tokens))
     parts = []
     for start, end, unit in text_pieces(list(enumerate(result.output_spans)), 0, len(answer)):
@@ -128,7 +129,7 @@ def _answer_html(result: RCAttributionResult) -> str:
     return "".join(parts)
 
 
-def _views(result: RCAttributionResult, citations: Sequence[Citation]) -> dict[str, Any]:
+def _views(result: AttributionRecord, citations: Sequence[Citation]) -> dict[str, Any]:
     """What the page shows for the whole answer (``"seq"``) and for each output unit (``"units"``).
 
     ``alpha``: each span's shade, ``[n_spans]`` and ``[n_outputs, n_spans]`` (:func:`contrast_intensity`
@@ -138,9 +139,9 @@ def _views(result: RCAttributionResult, citations: Sequence[Citation]) -> dict[s
     shares and context reliance (a sentence unit's are its sentence's citation), none for a unit inside an
     unsupported sentence.
     """
-    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
+    assert result.token_attr is not None  # always set by AttributionRecord.__init__
     reliance = result.unit_context_reliance
-    shares = [result.document_scores(unit) for unit in range(len(result.output_spans))]
+    shares = [document_scores(result, unit) for unit in range(len(result.output_spans))]
     unsupported = [(c.start, c.end) for c in citations if c.uncited == "unsupported"]
     cited = [
         []
@@ -157,7 +158,7 @@ def _views(result: RCAttributionResult, citations: Sequence[Citation]) -> dict[s
             "seq": rounded(_ALPHA * contrast_intensity(result.seq_attr), 3),
             "units": rounded(_ALPHA * contrast_intensity(result.token_attr), 3),
         },
-        "documents": {"seq": rounded(result.document_scores()), "units": [rounded(row) for row in shares]},
+        "documents": {"seq": rounded(document_scores(result)), "units": [rounded(row) for row in shares]},
         "cited": {
             "seq": sorted({source.document for citation in citations for source in citation.sources}),
             "units": cited,
@@ -172,7 +173,7 @@ def _folding_text(n: int, k: int, name: str) -> str:
     )
 
 
-def _chunk_html(result: RCAttributionResult, source: int, name: str, views: dict[str, Any]) -> str:
+def _chunk_html(result: AttributionRecord, source: int, name: str, views: dict[str, Any]) -> str:
     chunk, doc = result.chunks[source], html.escape(name)
     alpha = views["alpha"]["seq"]
     parts = []
@@ -203,7 +204,7 @@ def _chunk_html(result: RCAttributionResult, source: int, name: str, views: dict
     return f'<details class="chunk{kind}" data-d="{source}"{opened}>{summary}{body}</details>'
 
 
-def _metadata_html(result: RCAttributionResult, source: int) -> str:
+def _metadata_html(result: AttributionRecord, source: int) -> str:
     """The document's id and metadata, as the input gave them, in one line (nothing when it has none)."""
     document = result.documents[source]
     items = ([("id", document.id)] if document.id else []) + list(document.metadata.items())
@@ -222,7 +223,7 @@ def _shown(value: object) -> str:
     return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
 
 
-def _summary_html(result: RCAttributionResult, names: list[str]) -> str:
+def _summary_html(result: AttributionRecord, names: list[str]) -> str:
     rows = "".join(
         f"<tr><td>{rank}</td><td>{score:.3f}</td><td>{html.escape(names[span.source])}</td>"
         f'<td dir="auto">{html.escape(one_line(span.text, 200))}</td></tr>'
@@ -233,10 +234,10 @@ def _summary_html(result: RCAttributionResult, names: list[str]) -> str:
     if selection is None:
         return f"{table}<p>Method: <code>{html.escape(result.span_scorer)}</code></p>"
     heads = ", ".join(f"L{layer}H{head}" for layer, head in selection.as_pairs())
-    return f"{table}<h2>Heads</h2><p>{html.escape(selection.describe())}: <code>{heads}</code></p>"
+    return f"{table}<h2>Heads</h2><p>{html.escape(selection.describe(result.lexical_share))}: <code>{heads}</code></p>"
 
 
-def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
+def to_html(result: AttributionRecord, *, title: str | None = None) -> str:
     """A standalone HTML page (no external resources) showing ``result``.
 
     Each context span is shaded by how far its score stands above an even spread, against the best span
@@ -250,7 +251,7 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
 
     Parameters
     ----------
-    result : RCAttributionResult
+    result : AttributionRecord
     title : str, optional
         Page title. Default: ``"Context attribution (<span scorer>)"``.
 
@@ -263,8 +264,8 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         (``"documents"``) and the cited documents (``"cited"``, 0-based), with ``"fold"``.
     """
     title = html.escape(title or f"Context attribution ({result.span_scorer})")
-    assert result.token_attr is not None  # always set by RCAttributionResult.__init__
-    citations = result.citations()
+    assert result.token_attr is not None  # always set by AttributionRecord.__init__
+    citations = sentence_citations(result)
     views = _views(result, citations)
     payload = {
         "seq": result.seq_attr.double().round(decimals=6).tolist(),
@@ -281,7 +282,7 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_CSS}</style></head><body><h1>{title}</h1>"
         f'<h2>Answer</h2><div class="text" dir="auto" id="answer">{_answer_html(result)}</div>'
-        f'<h2>Cited answer</h2><div dir="auto" id="cited">{cited_answer(result, citations, "html")}</div>'
+        f'<h2>Cited answer</h2><div dir="auto" id="cited">{cited_answer(result, citations, CitationRule(style="html"))}</div>'
         '<p class="legend">Hover an answer part to see its sources (click to pin, again to unpin). '
         '<span style="background:#ff9d26">Orange</span>: how far a context span stands '
         "above an even spread of the scores, against the best span (darkest); spans at or below an even share "
@@ -305,7 +306,7 @@ def to_html(result: RCAttributionResult, *, title: str | None = None) -> str:
     )
 
 
-def save_html(result: RCAttributionResult, path: str | os.PathLike[str], **kw: Any) -> Path:
+def save_html(result: AttributionRecord, path: str | os.PathLike[str], **kw: Any) -> Path:
     """Write :func:`to_html` of ``result`` (keyword arguments passed on) to ``path``, whose name ends with
     ``.html`` or ``.htm`` (anything else raises ValueError); returns the path."""
     path = Path(path)

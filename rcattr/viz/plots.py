@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from rcattr.attribution.result import RCAttributionResult
+from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.support import SUPPORT_THRESHOLD
+from rcattr.grounding.vouching import unsupported_tokens
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,11 +24,11 @@ HeadsLike = torch.Tensor | np.ndarray | Sequence[tuple[int, int]]
 
 
 def _head_scores(
-    scores_or_result: RCAttributionResult | torch.Tensor | np.ndarray, selected: HeadsLike | None
+    scores_or_result: AttributionRecord | torch.Tensor | np.ndarray, selected: HeadsLike | None
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """``[L, H]`` scores, ``[k, 2]`` selected heads and the score's name, checked."""
     kind = "head score"
-    if isinstance(scores_or_result, RCAttributionResult):
+    if isinstance(scores_or_result, AttributionRecord):
         selection = scores_or_result.head_selection
         if selection is None:
             raise ValueError(f"a {scores_or_result.span_scorer!r} result has no head scores to plot")
@@ -47,7 +48,7 @@ def _head_scores(
 
 
 def plot_head_scores(
-    scores_or_result: RCAttributionResult | torch.Tensor | np.ndarray,
+    scores_or_result: AttributionRecord | torch.Tensor | np.ndarray,
     *,
     selected: HeadsLike | None = None,
     ax: Axes | None = None,
@@ -58,7 +59,7 @@ def plot_head_scores(
 
     Parameters
     ----------
-    scores_or_result : RCAttributionResult or Tensor or ndarray, shape [L, H]
+    scores_or_result : AttributionRecord or Tensor or ndarray, shape [L, H]
         A result (its ``head_selection`` is drawn) or a table of head scores.
     selected : Tensor or ndarray or sequence of (layer, head), shape [k, 2], optional
         Heads to outline. Default: the result's selected heads, or none for a table.
@@ -94,7 +95,7 @@ def plot_head_scores(
 
 
 def plot_token_support(
-    result: RCAttributionResult,
+    result: AttributionRecord,
     *,
     threshold: float = SUPPORT_THRESHOLD,
     ax: Axes | None = None,
@@ -112,7 +113,7 @@ def plot_token_support(
         raise ValueError("this result has no token_support (baselines have none): explain with RCAttributor")
     eps = 1e-6
     log_odds = torch.logit(result.token_support.double().clamp(eps, 1 - eps)).tolist()
-    flagged = set(result.unsupported_tokens(threshold))
+    flagged = set(unsupported_tokens(result, threshold))
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -133,7 +134,7 @@ def plot_token_support(
 
 
 def save_head_heatmap(
-    scores_or_result: RCAttributionResult | torch.Tensor | np.ndarray,
+    scores_or_result: AttributionRecord | torch.Tensor | np.ndarray,
     path: str | os.PathLike[str],
     **kw: Any,
 ) -> Path:

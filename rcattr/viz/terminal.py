@@ -13,7 +13,7 @@ from operator import itemgetter
 
 import torch
 
-from rcattr.attribution.result import RCAttributionResult
+from rcattr.attribution.record import AttributionRecord
 from rcattr.text.segmentation import one_line
 from rcattr.viz._pieces import chunk_pieces, document_names, shade_intensity
 
@@ -51,7 +51,7 @@ def _styled(line: Sequence[tuple[str, str | None]]) -> str:
 
 
 def _context_pieces(
-    result: RCAttributionResult, scores: torch.Tensor, color: bool
+    result: AttributionRecord, scores: torch.Tensor, color: bool
 ) -> list[tuple[str, str | None]]:
     intensity = shade_intensity(scores)
     ranks = {
@@ -79,7 +79,7 @@ def _context_pieces(
 
 
 def shade_context(
-    result: RCAttributionResult,
+    result: AttributionRecord,
     *,
     output: int | None = None,
     color: bool | None = None,
@@ -95,7 +95,7 @@ def shade_context(
 
 
 def to_terminal(
-    result: RCAttributionResult,
+    result: AttributionRecord,
     *,
     output: int | None = None,
     color: bool | None = None,
@@ -105,7 +105,7 @@ def to_terminal(
 
     Parameters
     ----------
-    result : RCAttributionResult
+    result : AttributionRecord
     output : int, optional
         Highlight the scores of this output unit. Default: the whole answer.
     color : bool, optional

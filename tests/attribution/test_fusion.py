@@ -48,7 +48,7 @@ def test_fusion_is_a_distribution_between_the_vote_and_the_lexical_shares(units,
     assert bool((fused <= torch.maximum(vote, shares) + 1e-12).all())
 
 
-def test_lexical_fusion_settles_a_vote_with_bm25_and_says_how_much_it_filled(llama) -> None:
+def test_lexical_fusion_fills_a_vote_with_bm25_and_says_how_much_it_filled(llama) -> None:
     from rcattr.attribution.attributor import RCAttributor
     from rcattr.attribution.fusion import LexicalFusion, fuse_where_heads_disagree
     from rcattr.heads.selectors import TopHeads
@@ -59,12 +59,14 @@ def test_lexical_fusion_settles_a_vote_with_bm25_and_says_how_much_it_filled(lla
     example = attributor.prepare(INPUT, ANSWER, "sentence", "sentence")
     reducer = attributor.run_pass(example, {attributor.scorer_name: attributor.scorer})
     selection = attributor.select_heads(reducer)
-    combined = attributor.span_scores(example, reducer, selection)
+    voted = attributor.span_scores(example, reducer, selection)
     evidence = attributor._evidence(reducer, selection)
-    settled = LexicalFusion().settle(example, evidence, combined, selection)
+    combined = LexicalFusion().combine(evidence, selection.weights)
     answer, units, share = fuse_where_heads_disagree(combined, tuple(evidence), selection.weights, example)
-    assert torch.equal(settled.seq_attr, answer) and torch.equal(settled.token_attr, units)
-    assert settled.selection.lexical_share == share and selection.lexical_share is None
+    assert torch.equal(voted.seq_attr, answer) and torch.equal(voted.token_attr, units)
+    assert voted.lexical_share == share
     result = attributor.attribute(INPUT, ANSWER, granularity="sentence", output_granularity="sentence")
     torch.testing.assert_close(result.seq_attr, answer.detach().float())
-    assert result.head_selection.lexical_share == pytest.approx(share)
+    assert result.lexical_share == pytest.approx(share) and result.rc.lexical_share == result.lexical_share
+    assert f"BM25 filled {share:.0%} of the votes" in result.head_selection.describe(result.lexical_share)
+    assert result.to_dict()["heads"]["lexical_share"] == result.lexical_share

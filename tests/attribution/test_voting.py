@@ -7,7 +7,6 @@ import torch
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.attribution.voting import HeadEvidence, HeadVote, vote
-from rcattr.heads.selection import HeadSelection
 from rcattr.heads.selectors import TopHeads
 from tests.helpers import char_tokenizer
 from tests.helpers.attribution import ANSWER, INPUT
@@ -27,13 +26,13 @@ def test_mass_sums_the_scores_and_share_each_heads_share() -> None:
         HeadVote("most")  # type: ignore[arg-type]
 
 
-def test_a_plain_vote_settles_on_the_combined_scores_as_they_are() -> None:
+def test_a_plain_vote_is_the_combined_scores_and_fills_nothing() -> None:
     evidence = HeadEvidence(EVIDENCE, EVIDENCE[:, None].expand(2, 3, 2))
     answer, units = HeadVote("mass").combine(evidence, None)
     assert torch.equal(answer, vote(EVIDENCE, None, "mass")) and units.shape == (3, 2)
-    selection = HeadSelection(torch.zeros(1, 2), torch.tensor([[0, 0], [0, 1]]), "superiority")
-    settled = HeadVote().settle(None, evidence, (answer, units), selection)  # type: ignore[arg-type]
-    assert settled.seq_attr is answer and settled.token_attr is units and settled.selection is selection
+    voted = HeadVote("mass")(None, evidence, None)  # type: ignore[arg-type]
+    assert torch.equal(voted.seq_attr, answer) and torch.equal(voted.token_attr, units)
+    assert voted.lexical_share is None
 
 
 def test_the_attributor_takes_a_vote_strategy_as_its_votes(llama) -> None:

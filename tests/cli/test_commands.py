@@ -105,15 +105,15 @@ def test_compress_budget_and_decode_every_build_the_cache(
     saved_llama, tmp_path, capsys, monkeypatch, options, rule, decode
 ):
     """On a tiny model saved with its tokenizer: the cache compress answers with has the policy asked for."""
-    import rcattr.kvcache.compare
+    import rcattr.cli.compare
 
-    compare, policies = rcattr.kvcache.compare.compare_generations, []
+    compare, policies = rcattr.cli.compare.compare_generations, []
 
     def recording(model, tokenizer, inp, cache, max_new_tokens, prefill_chunk=None):
         policies.append(cache.policy)
         return compare(model, tokenizer, inp, cache, max_new_tokens, prefill_chunk)
 
-    monkeypatch.setattr(rcattr.kvcache.compare, "compare_generations", recording)
+    monkeypatch.setattr(rcattr.cli.compare, "compare_generations", recording)
     folder = saved_llama
     context = tmp_path / "context.txt"
     context.write_text("Paris is the capital of France. Berlin is the capital of Germany.", encoding="utf-8")

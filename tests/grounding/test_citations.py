@@ -14,8 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rcattr import ContextInput, RCAttributor
+from rcattr.attribution.attributed import SentenceRows
 from rcattr.baselines import BM25Attributor
-from rcattr.grounding.citations import SentenceRows, cited_sources, document_shares, sentence_groups
+from rcattr.grounding.citation_rule import CitationRule
+from rcattr.grounding.citations import cited_sources, document_shares, sentence_groups
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan, sentence_spans, whole_span
 from rcattr.viz import to_html
@@ -70,9 +72,7 @@ def test_one_span_per_document_keeps_its_share(scores: list[float]) -> None:
 def test_the_rule_cites_what_its_definition_says(
     shares: list[float], min_share: float, most: int, reliance: float | None, min_reliance: float
 ) -> None:
-    cited, why = cited_sources(
-        shares, reliance, min_share=min_share, max_sources=most, min_reliance=min_reliance
-    )
+    cited, why = cited_sources(shares, reliance, CitationRule(min_share, most, min_reliance))
     if reliance is not None and reliance < min_reliance:
         assert (cited, why) == ([], "low reliance")
     elif max(shares) == 0:

@@ -113,7 +113,7 @@ def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
     call = AttentionCall(attention, query, keys, values, None, "sdpa")  # plain causality
     scored = score_chunk(layer, call, window, WindowScorer(sinks=2))
     ((keep, threshold),) = rule.decide([scored])
-    scored.apply(layer, keep, threshold)
+    scored.apply(layer, layer.state, keep, threshold)
     visible = (torch.arange(n)[None, :] <= torch.arange(n - window, n)[:, None])[None]
     scores = value_weighted(
         window_rc_scores(raw_logits(query[:, :, -window:], keys), visible, kv_heads), values

@@ -75,7 +75,7 @@ def test_with_warnings_records_every_warning() -> None:
 def test_a_source_counts_its_document_from_one_as_the_response_s_documents(gated: GatedAttributor) -> None:
     request = CiteRequest.model_validate({**REQUESTS[1], "min_share": 1e-6, "max_sources": 3})
     result = gated.attribute(context_input(request), request.answer)
-    library = result.citations(**request.rule())
+    library = result.citations(request.rule())
     served = response(request, result, []).model_dump(mode="json")
     cited = [
         (source["document"], source["number"]) for item in served["citations"] for source in item["sources"]

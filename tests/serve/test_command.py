@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 
 import httpx
 import pytest
 
 import rcattr
-from rcattr.cli import main
 from rcattr.serve.command import free_port, start_service
 
 pytestmark = pytest.mark.slow  # a fresh interpreter loads torch and the model
@@ -44,19 +41,6 @@ def test_rcattr_serve_starts_answers_and_stops(saved_llama, tmp_path) -> None:
     assert not any(
         "Uvicorn running" in line for line in lines
     )  # uvicorn's own lines only at --log-level debug
-
-
-def test_bad_limits_are_usage_errors(capsys) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["serve", "--queue-size", "0"])
-    assert exit_info.value.code == 2 and "--queue-size" in capsys.readouterr().err
-
-
-def test_without_fastapi_the_command_says_what_to_install(monkeypatch, capsys) -> None:
-    monkeypatch.setitem(sys.modules, "uvicorn", None)  # import uvicorn raises ImportError
-    assert main(["serve"]) == 2
-    assert "pip install 'rcattr[serve]'" in capsys.readouterr().err
-    assert os.environ.get("RCATTR_TRACEBACK") is None
 
 
 def test_a_service_that_cannot_start_says_why(tmp_path) -> None:

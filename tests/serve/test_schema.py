@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rcattr.grounding.citations import MAX_SOURCES, MIN_SHARE
-from rcattr.grounding.vouching import UNSUPPORTED_BELOW
+from rcattr.grounding.citation_rule import CitationRule
 from rcattr.serve.schema import CiteRequest
 from rcattr.text.prompting import ContextInput
 
@@ -66,14 +65,9 @@ def test_the_documents_rag_frameworks_write_are_read_whole() -> None:
 
 
 def test_the_rule_defaults_to_the_library_s() -> None:
-    rule = CiteRequest(documents=["x"]).rule()
-    assert rule == {
-        "min_share": MIN_SHARE,
-        "max_sources": MAX_SOURCES,
-        "min_reliance": 0.0,
-        "sentences": 0,
-        "min_support": UNSUPPORTED_BELOW,
-    }
+    assert CiteRequest(documents=["x"]).rule() == CitationRule()
+    chosen = CiteRequest(documents=["x"], min_share=0.5, style="markdown", references=False).rule()
+    assert chosen == CitationRule(min_share=0.5, style="markdown", references=False)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rcattr.grounding.citation_rule import CitationRule
 from rcattr.grounding.citations import Citation, CitedSource
 from rcattr.viz import to_html
 from rcattr.viz.cited_answer import cited_answer
@@ -23,12 +24,12 @@ from tests.helpers.results import hand_made_result
 def test_marks_go_before_each_sentences_closing_punctuation() -> None:
     result = hand_made_result()
     citations = result.citations()
-    assert cited_answer(result, citations, references=False) == (
+    assert cited_answer(result, citations, CitationRule(references=False)) == (
         "It is 330 metres tall [1][weak]. It opened in 1889 [1]."
     )
-    markdown = cited_answer(result, citations, "markdown")
+    markdown = cited_answer(result, citations, CitationRule(style="markdown"))
     assert markdown.startswith("It is 330 metres tall[^1] *(weak)*. It opened in 1889[^1].\n\n[^1]: ")
-    page = cited_answer(result, citations, "html", references=False)
+    page = cited_answer(result, citations, CitationRule(style="html", references=False))
     assert page.startswith('<p class="rc-answer">') and page.endswith("</p>")
 
 
@@ -51,7 +52,7 @@ def test_the_source_list_tells_apart_chunks_of_one_article() -> None:
 def test_an_unknown_style_is_refused() -> None:
     result = hand_made_result()
     with pytest.raises(ValueError, match="unknown citation style 'latex'"):
-        cited_answer(result, result.citations(), "latex")
+        result.cited_answer("latex")  # type: ignore[arg-type]
 
 
 def test_cited_answer_in_each_style() -> None:
@@ -148,4 +149,9 @@ def test_markdown_marks_are_not_read_as_links_or_definitions() -> None:
         (": see x", ":", "[^1]\\: see x"),  # [^1]: at a line's start would define a footnote
     ]:
         citation = Citation(0, len(text), text, [cites], None)
-        assert cited_answer(titled_result({}, answer), [citation], "markdown", references=False) == expected
+        assert (
+            cited_answer(
+                titled_result({}, answer), [citation], CitationRule(style="markdown", references=False)
+            )
+            == expected
+        )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from rcattr.eval.attribution.config import DEFAULT_METHOD_LIMITS, METHODS, OPTIONAL_METHODS, BenchmarkConfig
 from rcattr.eval.attribution.lengths import DATASETS as LENGTH_DATASETS
 from rcattr.eval.attribution.long_context import POSITIONS, LongContext
-from rcattr.eval.common.datasets import DATA_HELP
+from rcattr.eval.common.command import benchmark_parser
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.options import parse_head_count, positive_int
 
@@ -38,10 +38,9 @@ __all__ = ["config_from_args", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m rcattr.eval.attribution",
-        description="Attribution benchmark: every method on QuoteSum or Veri-Gran, gold answer teacher-forced.",
-        epilog=DATA_HELP,
+    parser = benchmark_parser(
+        "attribution",
+        "Attribution benchmark: every method on QuoteSum or Veri-Gran, gold answer teacher-forced.",
     )
     parser.add_argument(
         "--dataset",

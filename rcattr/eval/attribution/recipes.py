@@ -23,6 +23,7 @@ from rcattr.attribution.base import Example
 from rcattr.attribution.fusion import fuse_where_heads_disagree
 from rcattr.attribution.reduction import Reducer, Reduction
 from rcattr.attribution.scorers import AttentionScorer, SpanScorer
+from rcattr.attribution.voting import Voted
 from rcattr.eval.attribution.levers import (
     HEAD_WEIGHTINGS,
     HeadWeighting,
@@ -162,23 +163,20 @@ class Recipe:
         kind = self.heads.score
         unit_scores = scores.unit_head_scores.get(kind) if self.per_unit_heads else None
         selection = self.select(scores.every_head_score[kind], unit_scores, scores.reach)
-        return (*self.vote(scores, selection, scorer or self.scorer_key), selection)
+        return (*self.vote(scores, selection, scorer or self.scorer_key)[:2], selection)
 
-    def vote(
-        self, scores: HeadSpanScores, selection: HeadSelection, scorer: str
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def vote(self, scores: HeadSpanScores, selection: HeadSelection, scorer: str) -> Voted:
         """The selected heads' ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores (``scorer``: the
         key of the span scorer in the pass), fused with BM25 where the heads disagree for a
         ``lexical_gate``."""
         seq_attr, token_attr = scores.combine(selection, scorer, votes=self.votes, rc_mix=self.rc_mix)
         if not self.lexical_gate:
-            return seq_attr, token_attr
+            return Voted(seq_attr, token_attr)
         layers, index = selection.heads.to(seq_attr.device).unbind(1)
         evidence = (scores.answer[scorer][layers, index], scores.units[scorer][layers, index])
-        answer, units, _ = fuse_where_heads_disagree(
-            (seq_attr, token_attr), evidence, selection.weights, scores.example
+        return Voted(
+            *fuse_where_heads_disagree((seq_attr, token_attr), evidence, selection.weights, scores.example)
         )
-        return answer, units
 
 
 class RecipeAttributor(RCAttributor):
@@ -216,16 +214,14 @@ class RecipeAttributor(RCAttributor):
             reducer.out.reach(),
         )
 
-    def span_scores(
-        self, example: Example, reducer: Reducer, selection: HeadSelection
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def span_scores(self, example: Example, reducer: Reducer, selection: HeadSelection) -> Voted:
         assert isinstance(reducer, PassReducer)
         used = selection.heads
         if isinstance(selection, UnitHeadSelection) and selection.unit_heads is not None:
             used = torch.cat([used, selection.unit_heads.reshape(-1, 2)])
         reducer.score_heads(used)
-        return HeadSpanScores.of(reducer, example, self.n_heads).combine(
-            selection, self.scorer_name, votes=self.votes, rc_mix=self.recipe.rc_mix
+        return self.recipe.vote(
+            HeadSpanScores.of(reducer, example, self.n_heads), selection, self.scorer_name
         )
 
 

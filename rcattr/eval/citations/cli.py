@@ -8,10 +8,9 @@ The run itself is :class:`rcattr.eval.citations.benchmark.CitationRun`.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
-from rcattr.eval.common.datasets import DATA_HELP
-from rcattr.eval.common.run_args import add_folder_arguments, run_stored
+from rcattr.eval.common.command import benchmark_parser, stored_main
+from rcattr.eval.common.run_args import add_folder_arguments
 from rcattr.eval.common.run_store import ShardedRun
 from rcattr.options import positive_int
 
@@ -19,15 +18,12 @@ DATASETS = ("quotesum", "verigran")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m rcattr.eval.citations",
-        description=(
-            "Citation benchmark: per answer sentence of the QuoteSum and Veri-Gran gold answers, the documents "
-            "result.citations() cites against the gold labels. The rule (share of the best document, most "
-            "sources, least context reliance) is chosen on the dev part (two questions in three) and checked "
-            "on the held-back part; precision, recall and F1 with 95%% bootstrap intervals over records. "
-            + DATA_HELP
-        ),
+    parser = benchmark_parser(
+        "citations",
+        "Citation benchmark: per answer sentence of the QuoteSum and Veri-Gran gold answers, the documents "
+        "result.citations() cites against the gold labels. The rule (share of the best document, most "
+        "sources, least context reliance) is chosen on the dev part (two questions in three) and checked "
+        "on the held-back part; precision, recall and F1 with 95%% bootstrap intervals over records.",
     )
     add_folder_arguments(parser, default_out="runs/citations")
     parser.add_argument(
@@ -46,13 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
-    args = _parser().parse_args(argv)
+def _run(args: argparse.Namespace) -> ShardedRun:
+    from rcattr.eval.citations.benchmark import CitationRun
 
-    def build() -> ShardedRun:
-        from rcattr.eval.citations.benchmark import CitationRun
+    return CitationRun(args.out, args.datasets, args.limit, args.model, args.max_tokens, args.seed)
 
-        return CitationRun(args.out, args.datasets, args.limit, args.model, args.max_tokens, args.seed)
 
-    return run_stored(args, build)
+main = stored_main(_parser, _run)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rcattr.eval.common.metrics import resample_records
+from rcattr.grounding.citation_rule import CitationRule
 from rcattr.grounding.citations import cited_sources
 from rcattr.grounding.vouching import UNSUPPORTED_BELOW
 
@@ -61,13 +62,8 @@ class Rule:
         shares = sentence["shares"]
         value = None if self.signal is None else sentence[self.signal]
         if self.relative:
-            return cited_sources(
-                shares,
-                value,
-                min_share=self.min_share,
-                max_sources=self.max_sources,
-                min_reliance=self.threshold,
-            )[0]
+            rule = CitationRule(self.min_share, self.max_sources, min_reliance=self.threshold)
+            return cited_sources(shares, value, rule)[0]
         if value is not None and value < self.threshold:
             return []
         order = sorted(range(len(shares)), key=lambda d: (-shares[d], d))

@@ -13,9 +13,9 @@ run itself is
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
-from rcattr.eval.common.run_args import add_folder_arguments, run_stored
+from rcattr.eval.common.command import benchmark_parser, stored_main
+from rcattr.eval.common.run_args import add_folder_arguments
 from rcattr.eval.common.run_store import ShardedRun
 from rcattr.options import positive_int
 
@@ -26,9 +26,9 @@ CLAIMS_FILE = "../shared/data/attributionbench/dev.jsonl"  # attributionbench.DE
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m rcattr.eval.groundedness",
-        description=(
+    parser = benchmark_parser(
+        "groundedness",
+        (
             "Groundedness benchmarks: is the model's answer supported by the context? Answer level on SQuAD v2 "
             "(relevance: own vs another article's paragraph; unanswerable: answerable vs unanswerable "
             "questions; removed: the paragraph with vs without the answer sentence), AUROC of answer-level "
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
             "(lexical coverage, the model asked as a judge). RC against log-probability, entropy, lookback ratio "
             "and random."
         ),
+        data_help=False,
     )
     add_folder_arguments(parser, default_out="runs/groundedness")
     parser.add_argument(
@@ -88,13 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmarks as the command line ``argv`` says; returns the exit status."""
-    args = _parser().parse_args(argv)
+def _run(args: argparse.Namespace) -> ShardedRun:
+    from rcattr.eval.groundedness.benchmark import GroundednessRun
 
-    def build() -> ShardedRun:
-        from rcattr.eval.groundedness.benchmark import GroundednessRun
+    return GroundednessRun(args)
 
-        return GroundednessRun(args)
 
-    return run_stored(args, build)
+main = stored_main(_parser, _run)

@@ -35,7 +35,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rcattr.eval.common.datasets import DATA_HELP
+from rcattr.eval.common.command import benchmark_parser, run_settings
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.eval.kv.config import (
     DEFAULT_MAX_NEW_TOKENS,
@@ -69,12 +69,7 @@ def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
 
 def _parser() -> argparse.ArgumentParser:
     defaults = KVBenchmarkConfig("squad")
-    parser = argparse.ArgumentParser(
-        prog="python -m rcattr.eval.kv",
-        description=__doc__,
-        epilog=DATA_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = benchmark_parser("kv", __doc__ or "", as_written=True)
     parser.add_argument("--dataset", required=True, choices=KV_DATASETS)
     add_run_arguments(parser, METHODS)
     for name, kind, help in (
@@ -134,25 +129,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark as the command line ``argv`` says; returns the exit status."""
     args = _parser().parse_args(argv)
-    try:
-        config = KVBenchmarkConfig(
-            dataset=args.dataset,
-            methods=parse_methods(args.methods, METHODS),
-            ratios=args.ratios,
-            c=args.c,
-            window=args.window,
-            rc_variants=args.rc_variants,
-            limit=args.limit,
-            context_tokens=args.context_tokens,
-            max_new_tokens=args.max_new_tokens,
-            model=args.model,
-            protocol=args.protocol,
-            questions=args.questions,
-            rc_ratios=args.rc_ratios,
-        )
-    except ValueError as error:
-        raise SystemExit(str(error)) from error
-    from rcattr.eval.kv.methods import import_kvpress
+    config = run_settings(KVBenchmarkConfig, args, methods=parse_methods(args.methods, METHODS))
+    from rcattr.eval.kv.methods import require_kvpress
     from rcattr.eval.kv.once import CompressOnce
     from rcattr.eval.kv.once_report import once_markdown
     from rcattr.eval.kv.registry import default_kv_methods
@@ -161,10 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     methods = default_kv_methods()
     if any(methods[name].needs_kvpress for name in config.methods):
-        try:
-            import_kvpress()  # fail before loading anything when the presses cannot run here
-        except ImportError as error:
-            raise SystemExit(str(error)) from error
+        require_kvpress()
     return run_command(
         args,
         config.model,

@@ -12,8 +12,6 @@ from rcattr.eval.kv.presses import PRESSES
 from rcattr.eval.kv.variants import DEFAULT_RECIPE, rc_options
 
 if TYPE_CHECKING:
-    from rcattr.eval.kv.methods import KVMethod
-    from rcattr.eval.kv.registry import KVMethods
     from rcattr.protocols import TokenizerLike
 
 # the built-in methods (:func:`rcattr.eval.kv.registry.default_kv_methods`), named here without torch for the
@@ -82,16 +80,6 @@ class KVBenchmarkConfig:
     @property
     def answer_tokens(self) -> int:
         return self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[self.dataset]
-
-    def kv_methods(self, methods: KVMethods | None = None) -> list[KVMethod]:
-        """The full-cache reference, then every method of ``self.methods`` at every setting (the methods of
-        ``methods``, default :func:`~rcattr.eval.kv.registry.default_kv_methods`)."""
-        from rcattr.eval.kv.methods import FullCache
-        from rcattr.eval.kv.registry import default_kv_methods
-
-        registry = default_kv_methods() if methods is None else methods
-        registry.check(self.methods)
-        return [FullCache(), *(method for name in self.methods for method in registry[name].settings(self))]
 
 
 def load_records(config: KVBenchmarkConfig, tokenizer: TokenizerLike) -> list[KVRecord]:

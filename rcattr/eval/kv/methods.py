@@ -86,6 +86,14 @@ def import_kvpress() -> Any:
     return kvpress
 
 
+def require_kvpress() -> None:
+    """End the command with how to get kvpress when it is missing: before anything loads."""
+    try:
+        import_kvpress()
+    except ImportError as error:
+        raise SystemExit(str(error)) from error
+
+
 @contextmanager
 def eager_attention(model: PreTrainedModel) -> Iterator[None]:
     """Run ``model`` with eager attention inside the block, and with its own implementation again after."""

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rcattr.eval.common.registry import MethodRegistry
-from rcattr.eval.kv.methods import KVMethod, PressMethod, RCMethod
+from rcattr.eval.kv.config import KVBenchmarkConfig
+from rcattr.eval.kv.methods import FullCache, KVMethod, PressMethod, RCMethod
 from rcattr.eval.kv.presses import PRESSES
-
-if TYPE_CHECKING:
-    from rcattr.eval.kv.config import KVBenchmarkConfig
 
 
 class KVFamily(ABC):
@@ -82,3 +80,11 @@ def default_kv_methods() -> KVMethods:
 
 
 KV_METHODS = tuple(default_kv_methods())  # the built-in names
+
+
+def kv_methods(config: KVBenchmarkConfig, methods: KVMethods | None = None) -> list[KVMethod]:
+    """The full-cache reference, then every method of ``config.methods`` at every setting (the methods of
+    ``methods``, default :func:`default_kv_methods`)."""
+    registry = default_kv_methods() if methods is None else methods
+    registry.check(config.methods)
+    return [FullCache(), *(method for name in config.methods for method in registry[name].settings(config))]

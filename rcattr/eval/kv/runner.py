@@ -30,7 +30,7 @@ from rcattr.eval.kv.methods import Compression, FullCache, KVMethod
 from rcattr.eval.kv.metrics import answer_match, rouge, value_error_rate
 from rcattr.eval.kv.plots import plot_frontiers, plot_head_compression
 from rcattr.eval.kv.protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced
-from rcattr.eval.kv.registry import KVMethods
+from rcattr.eval.kv.registry import KVMethods, kv_methods
 from rcattr.eval.kv.results import summarise
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.kvcache import RCKVCache
@@ -77,11 +77,11 @@ class KVRun(MethodRecordRun):
         *,
         methods: KVMethods | None = None,
     ) -> None:
-        kv_methods = config.kv_methods(methods)  # unknown methods: refused before the folder is claimed
+        chosen = kv_methods(config, methods)  # unknown methods: refused before the folder is claimed
         super().__init__(out, config.settings(), RESUMABLE_CHANGES, shard=shard)
         self.config, self.model, self.tokenizer = config, model, tokenizer
         self.records = self.load()
-        self.methods = kv_methods
+        self.methods = chosen
 
     @abstractmethod
     def load(self) -> Sequence[Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from rcattr.eval.common.datasets import DATA_HELP
+from rcattr.eval.common.command import benchmark_parser, checked_settings, run_settings
 from rcattr.eval.common.run_args import add_run_arguments, parse_methods, run_command
 from rcattr.eval.kv_long.config import METHODS, DecodeBudget, LongBenchmarkConfig
 from rcattr.eval.kv_long.data import LONG_TASKS
@@ -34,12 +34,7 @@ __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
     defaults = LongBenchmarkConfig("qmsum")
-    parser = argparse.ArgumentParser(
-        prog="python -m rcattr.eval.kv_long",
-        description=__doc__,
-        epilog=DATA_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = benchmark_parser("kv_long", __doc__ or "", as_written=True)
     parser.add_argument("--task", required=True, choices=LONG_TASKS)
     add_run_arguments(parser, METHODS)
     parser.add_argument(
@@ -77,29 +72,19 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark as the command line ``argv`` says; returns the exit status."""
     args = _parser().parse_args(argv)
-    try:
-        config = LongBenchmarkConfig(
-            task=args.task,
-            methods=parse_methods(args.methods, METHODS),
-            budget=DecodeBudget(args.budget, args.every),
-            limit=args.limit,
-            context_tokens=args.context_tokens,
-            prefix_tokens=args.prefix_tokens,
-            max_new_tokens=args.max_new_tokens,
-            model=args.model,
-        )
-    except ValueError as error:
-        raise SystemExit(str(error)) from error
-    from rcattr.eval.kv.methods import import_kvpress
+    config = run_settings(
+        LongBenchmarkConfig,
+        args,
+        methods=parse_methods(args.methods, METHODS),
+        budget=checked_settings(lambda: DecodeBudget(args.budget, args.every)),
+    )
+    from rcattr.eval.kv.methods import require_kvpress
     from rcattr.eval.kv_long.methods import DecodingPressMethod, long_methods
     from rcattr.eval.kv_long.report import table_long
     from rcattr.eval.kv_long.runner import LongGenerationBenchmark
 
     if any(isinstance(long_methods()[name], DecodingPressMethod) for name in config.methods):
-        try:
-            import_kvpress()
-        except ImportError as error:
-            raise SystemExit(str(error)) from error
+        require_kvpress()
     return run_command(
         args,
         config.model,

@@ -1,4 +1,4 @@
-"""The KV benchmark's settings (rcattr.eval.kv.config): what is refused, and the methods a run measures."""
+"""The KV benchmark's settings (rcattr.eval.kv.config): what is refused and what they default to."""
 
 from __future__ import annotations
 
@@ -17,12 +17,3 @@ def test_unknown_datasets_and_variants_are_refused() -> None:
 def test_answer_tokens_default_per_dataset() -> None:
     assert KVBenchmarkConfig("qmsum").answer_tokens == DEFAULT_MAX_NEW_TOKENS["qmsum"]
     assert KVBenchmarkConfig("qmsum", max_new_tokens=5).answer_tokens == 5
-
-
-def test_the_full_cache_comes_first_then_every_setting() -> None:
-    config = KVBenchmarkConfig("squad", methods=("rc",), c=(0.5, 1.0), window=(8, 16))
-    methods = config.kv_methods()
-    assert len(methods) == 1 + 2 * 2  # the reference, then every (c, window)
-    assert type(methods[0]).__name__ == "FullCache"
-    with pytest.raises(ValueError, match="unknown method"):
-        KVBenchmarkConfig("squad", methods=("h2o",)).kv_methods()

@@ -11,7 +11,7 @@ from rcattr.eval.kv.methods import (
     KVMethod,
     RCMethod,
 )
-from rcattr.eval.kv.registry import KVFamily
+from rcattr.eval.kv.registry import KVFamily, kv_methods
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.runtime.models import load_model
 
@@ -42,3 +42,12 @@ def test_a_registered_method_runs_through_the_same_protocol(saved_model, data) -
     with pytest.raises(ValueError, match="unknown method"):  # the default registry has no rc_w4
         KVBenchmark(config, model, tokenizer, data / "x")
     assert not (data / "x").exists()
+
+
+def test_the_full_cache_comes_first_then_every_setting() -> None:
+    config = KVBenchmarkConfig("squad", methods=("rc",), c=(0.5, 1.0), window=(8, 16))
+    methods = kv_methods(config)
+    assert len(methods) == 1 + 2 * 2  # the reference, then every (c, window)
+    assert type(methods[0]).__name__ == "FullCache"
+    with pytest.raises(ValueError, match="unknown method"):
+        kv_methods(KVBenchmarkConfig("squad", methods=("h2o",)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.token_signals import token_signals
 from rcattr.grounding.support import support_heads
-from rcattr.grounding.token_signals import token_signals
 from rcattr.heads.selectors import FixedHeads
 from tests.helpers import char_tokenizer
 from tests.helpers.attribution import ANSWER, INPUT

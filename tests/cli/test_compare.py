@@ -1,4 +1,4 @@
-"""Full and compressed generations compared token by token (rcattr.kvcache.compare)."""
+"""Full and compressed generations compared token by token (rcattr.cli.compare)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.transformers_line
     ],
 )
 def test_answer_agreement(reference, other, first, agreement):
-    from rcattr.kvcache.compare import AnswerAgreement
+    from rcattr.cli.compare import AnswerAgreement
 
     found = AnswerAgreement.of(reference, other)
     assert found.first_difference == first
@@ -26,8 +26,8 @@ def test_answer_agreement(reference, other, first, agreement):
 
 
 def test_a_chunked_comparison_refuses_a_budget_of_the_whole_cache() -> None:
+    from rcattr.cli.compare import compare_generations
     from rcattr.kvcache import RCKVCache
-    from rcattr.kvcache.compare import compare_generations
     from rcattr.text.prompting import ContextInput
     from tests.helpers import char_tokenizer, kv_model
 

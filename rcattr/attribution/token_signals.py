@@ -15,14 +15,18 @@ __all__ = ["token_signals"]
 
 
 def token_signals(
-    example: Example, reducer: Reducer, selection: HeadSelection, notes: tuple[str, ...] = ()
+    example: Example,
+    reducer: Reducer,
+    selection: HeadSelection,
+    notes: tuple[str, ...] = (),
+    lexical_share: float | None = None,
 ) -> RCSignals:
     """The signals of ``example``'s answer tokens from its ``reducer``'s pass.
 
     ``groundedness`` and ``lookback`` are read on the heads of ``selection`` (those that voted); token support
     on :func:`~rcattr.grounding.support.support_heads`, the 20 best heads by the same head scores whatever rule chose the
     voters (their per-row statistics are computed here where the vote did not compute them). ``notes`` are what the
-    attributor warned of for this result.
+    attributor warned of for this result, ``lexical_share`` what its vote says BM25 filled.
     """
     out, heads = reducer.out, selection.heads
     reducer.score_heads(heads)  # a no-op after the vote, which scored them
@@ -45,4 +49,5 @@ def token_signals(
         head_selection=selection,
         notes=notes,
         support_heads=peak_heads.cpu(),
+        lexical_share=lexical_share,
     )
