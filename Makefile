@@ -4,7 +4,7 @@ VENV         ?= .venv
 # The CPU build of torch; an unconstrained `torch` would pull several GB of CUDA packages.
 TORCH        ?= torch==2.13.0
 TRANSFORMERS ?= transformers>=5.2,<6
-EXTRAS       ?= dev,gemma,peers,serve
+EXTRAS       ?= dev,gemma,peers,serve,docs
 # kvpress pins transformers < 5.3: its presses (the KV benchmark's baselines) get an environment of their own
 KVPRESS_VENV ?= .venv-kvpress
 KVPRESS_MAKE := $(MAKE) VENV=$(KVPRESS_VENV) TRANSFORMERS="transformers>=5.2,<5.3" EXTRAS=dev,gemma,peers,serve,kvpress
@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo serve tutorials test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk bench-kv-long clean
+.PHONY: setup setup-kvpress demo serve tutorials docs test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk bench-kv-long clean
 
 setup: $(STAMP)
 
@@ -32,13 +32,17 @@ setup-kvpress:
 demo: setup
 	$(VENV)/bin/rcattr demo
 
-# the citation service on the default model: POST http://127.0.0.1:8000/v1/cite (README, "Serve citations over HTTP")
+# the citation service on the default model: POST http://127.0.0.1:8000/v1/cite (docs/guide/serve.md)
 serve: setup
 	$(VENV)/bin/rcattr serve --port 8000
 
 # the walk-throughs of tutorials/, outputs under tutorial-output/ (the test suite runs them too)
 tutorials: setup
 	for tutorial in tutorials/*.py; do $(PY) $$tutorial || exit 1; done
+
+# the documentation site under site/ (mkdocs-material; the API reference from the docstrings); a warning fails it
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # mypy over the rcattr package (with rcattr.baselines and rcattr.eval), then the whole suite: what CI runs
 test: setup

@@ -4,7 +4,7 @@ For the first answerable question of each of the first ``--limit`` SQuAD v2 dev 
 prompt (paragraph, then question, in the chat template; the whole prompt is compressed, as in
 ``rcattr compress``) is answered greedily with the full cache and with ``RCKVCache(model, c)``. Prints,
 per ``c``: the share of prompt entries evicted, the share of answers identical token for token, and
-the mean share of token positions that agree. This is how the README's ``rcattr compress`` example
+the mean share of token positions that agree. This is how the command-line guide's ``rcattr compress`` example
 chose its ``c``.
 
 Usage::
@@ -20,9 +20,9 @@ import statistics
 from tqdm import tqdm
 
 from rcattr import ContextInput, load_model
+from rcattr.cli.compare import compare_generations
 from rcattr.eval.kv.data import squad_paragraphs
 from rcattr.kvcache import RCKVCache
-from rcattr.cli.compare import compare_generations
 
 
 def questions(limit: int) -> list[ContextInput]:

@@ -12,7 +12,7 @@ import argparse
 import torch
 from tqdm.auto import tqdm
 
-from rcattr.attribution.base import unit_sum
+from rcattr.attribution.spans import unit_sum
 from rcattr.baselines import HiddenStateAttributor
 from rcattr.baselines.hidden_state import anchor_votes
 from rcattr.eval.common.datasets import load_attribution

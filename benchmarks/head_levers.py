@@ -30,9 +30,9 @@ from typing import Any
 
 import torch
 
-from rcattr.attribution.base import normalise
 from rcattr.attribution.fusion import head_agreement, lexical_fusion
 from rcattr.attribution.lexical import bm25_scores
+from rcattr.attribution.spans import normalise
 from rcattr.eval.attribution.method import Row
 from rcattr.eval.attribution.sweep import SweepMethod, SweepPass, shared_key
 from rcattr.eval.common.metrics import paired_difference

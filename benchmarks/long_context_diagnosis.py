@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from head_levers import default_heads, document_scores, head_accuracy, head_shares  # the levers' default
 
-from rcattr.attribution.base import normalise
+from rcattr.attribution.spans import normalise
 from rcattr.eval.common.metrics import paired_difference
 
 Data = dict[str, Any]

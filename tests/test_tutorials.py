@@ -111,11 +111,11 @@ def test_04_cite_sources_in_a_rag_app(tmp_path: Path) -> None:
 
 
 @pytest.mark.real_model
-def test_readme_rag_citation_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (TUTORIALS.parent / "README.md").read_text()
-    code = re.search(r"## Cite sources in your RAG app\n\n```python\n(.*?)```", readme, re.S)
+def test_the_guide_s_rag_citation_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    guide = (TUTORIALS.parent / "docs" / "guide" / "cite.md").read_text()
+    code = re.search(r"# Cite sources in your RAG app\n\n```python\n(.*?)```", guide, re.S)
     assert code is not None and len(code.group(1).strip().splitlines()) <= 10 + 1  # one blank line
-    exec(compile(code.group(1), "README RAG citations", "exec"), {})
+    exec(compile(code.group(1), "guide: RAG citations", "exec"), {})
     printed = capsys.readouterr().out
     assert "[^1]: Eiffel Tower" in printed and "[^1]" in printed.split("\n\n")[0]
 

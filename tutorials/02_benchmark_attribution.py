@@ -110,7 +110,7 @@ print((OUT / "run" / "results.md").read_text())
 # With six records (a few dozen spans) one span is two or three points of accuracy: read the
 # ranking, not the decimals. On all 265 records the default RC row reaches 92.3% [90.3, 94.1],
 # the paper's recipe 89.2%, BM25 87.4%, attention over all heads 64.4% and random 34.9%
-# (README, "Benchmarks"; the brackets are the 95% bootstrap interval the runner reports).
+# (README, "Headline results"; the brackets are the 95% bootstrap interval the runner reports).
 #
 # ## 4. Top-k and bottom-k heads
 #

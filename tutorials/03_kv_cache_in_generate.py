@@ -344,9 +344,9 @@ else:
 #
 # * The full KV benchmark (RCKVCache against seven kvpress presses on SQuAD v2 and QMSum, VER and
 #   ROUGE, resumable runs with plots): `python -m rcattr.eval.kv --help`; the results are in the
-#   README's "Benchmarks" section, the protocol and every row in `docs/benchmarks.md` ("KV benchmark").
+#   README's "Headline results" (docs/results.md), the protocol and every row in `docs/benchmarks.md` ("KV benchmark").
 # * `benchmarks/bench_kv_fidelity.py` (KL and top-1 agreement over 40 questions) and
-#   `benchmarks/bench_kvcache.py` (memory and speed against `DynamicCache`), summarised in the README's
-#   "Compress the KV cache" section.
+#   `benchmarks/bench_kvcache.py` (memory and speed against `DynamicCache`), summarised in
+#   docs/guide/kvcache.md.
 # * The other tutorials: `01_explain_a_rag_answer.py` (attributing an answer to its sources) and
 #   `02_benchmark_attribution.py` (benchmarking attribution methods).

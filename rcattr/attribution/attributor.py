@@ -85,6 +85,8 @@ class RCAttributor(SpanAttributor):
         filled). It won or tied on all three models and both dev files (docs/benchmarks.md) but is part
         lexical, not the model's own account alone, so it is asked for.
 
+    Notes
+    -----
     The per-token signals (``result.rc``: groundedness and lookback on the selected heads, token support on
     its own 20 best heads, :attr:`RCSignals.support_heads <rcattr.grounding.signals.RCSignals.support_heads>`) are
     measured apart from the vote (:func:`~rcattr.attribution.token_signals.token_signals`).

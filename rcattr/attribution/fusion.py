@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from rcattr.attribution.base import Example, normalise
+from rcattr.attribution.base import Example
 from rcattr.attribution.lexical import bm25_scores
+from rcattr.attribution.spans import normalise
 from rcattr.attribution.voting import HeadEvidence, HeadVote, Voted
 
 

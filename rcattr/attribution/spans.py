@@ -209,3 +209,19 @@ def lookback_ratio(
     seen = visible[:, answer_keys].sum(-1).clamp_min(1)  # [R]
     on_answer = attention[..., answer_keys].sum(-1) / seen
     return (on_context / (on_context + on_answer).clamp_min(1e-30)).float()
+
+
+def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Tensor:
+    """``[A, ...]`` per-answer-token values summed over each output unit: ``[U, ...]``."""
+    return torch.stack([per_token[list(rows)].sum(0) for rows in unit_ranges])
+
+
+def span_sum(per_position: torch.Tensor, context_ranges: Sequence[Sequence[int]]) -> torch.Tensor:
+    """``[..., P]`` per-prompt-position values summed over each context span: ``[..., n_spans]``."""
+    return torch.stack([per_position[..., list(r)].sum(-1) for r in context_ranges], dim=-1)
+
+
+def normalise(scores: torch.Tensor) -> torch.Tensor:
+    """Scores over the last dim divided by their sum (paper Eq. 7); all-zero rows stay zero."""
+    total = scores.sum(-1, keepdim=True)
+    return scores / torch.where(total > 0, total, torch.ones_like(total))

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from rcattr.attribution.base import Example, unit_sum
+from rcattr.attribution.base import Example
 from rcattr.attribution.reduction import Reducer
+from rcattr.attribution.spans import unit_sum
 from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import support_heads, support_log_odds
 from rcattr.heads.selection import HeadSelection

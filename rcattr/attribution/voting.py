@@ -9,7 +9,8 @@ from typing import Literal, NamedTuple
 
 import torch
 
-from rcattr.attribution.base import Example, normalise
+from rcattr.attribution.base import Example
+from rcattr.attribution.spans import normalise
 
 __all__ = ["HEAD_VOTES", "HeadEvidence", "HeadVote", "HeadVotes", "Voted", "vote"]
 

@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.attribution.spans import unit_sum
 from rcattr.protocols import TokenizerLike
 
 

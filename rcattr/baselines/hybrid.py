@@ -11,8 +11,9 @@ import torch
 from transformers import PreTrainedModel
 
 from rcattr.attribution.attributor import RCAttributor
-from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, normalise
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.attribution.spans import normalise
 from rcattr.baselines.bm25 import BM25Attributor
 from rcattr.protocols import TokenizerLike
 

@@ -6,8 +6,9 @@ import torch
 from captum.attr import LayerIntegratedGradients, LLMGradientAttribution, TextTokenInput
 from transformers import PreTrainedModel
 
-from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, span_sum, unit_sum
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.attribution.spans import span_sum, unit_sum
 from rcattr.protocols import TokenizerLike
 
 

@@ -33,8 +33,9 @@ from captum.attr import (
 )
 from transformers import PreTrainedModel
 
-from rcattr.attribution.base import AttributionInput, Example, SpanAttributor, unit_sum
+from rcattr.attribution.base import AttributionInput, Example, SpanAttributor
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.attribution.spans import unit_sum
 from rcattr.protocols import TokenizerLike
 
 DEFAULT_FORWARDS = 64

@@ -75,6 +75,8 @@ class RCKVCache(Cache):
     policy : EvictionPolicy, optional
         The composable form, instead of ``c``, ``ratio``, ``budget`` and ``decode_every``.
 
+    Notes
+    -----
     Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
     cache, already bounded by their window; the compression figures count the full-attention layers.
 

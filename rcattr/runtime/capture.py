@@ -111,6 +111,8 @@ class LogitCapture:
     dtype : torch.dtype, optional
         Dtype of the delivered logits; the query's dtype promoted to at least float32 by default.
 
+    Notes
+    -----
     Positions are sequence indices, read from the ``position_ids`` the model passes to its attention
     (with left padding, from the row without padding), so a capture that starts on a pre-filled cache
     reports the true positions on every layer, sliding-window layers included. Where a model passes

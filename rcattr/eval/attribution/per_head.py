@@ -18,10 +18,10 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from rcattr.attribution.attributor import RCAttributor
-from rcattr.attribution.base import AttributionInput, Example, SpanSpec, normalise
+from rcattr.attribution.base import AttributionInput, Example, SpanSpec
 from rcattr.attribution.reduction import Layout, Reducer, Reduction, forward
 from rcattr.attribution.scorers import SpanScorer, scorer_name
-from rcattr.attribution.spans import SpanBlock
+from rcattr.attribution.spans import SpanBlock, normalise
 from rcattr.attribution.voting import HeadVotes, vote
 from rcattr.eval.attribution.levers import (
     PriorBlock,
