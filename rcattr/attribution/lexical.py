@@ -27,7 +27,14 @@ def bm25_scores(example: Example) -> tuple[torch.Tensor, torch.Tensor]:
         raise ValueError("BM25 needs context spans with words in them; every span is empty")
     index = bm25s.BM25(method="lucene")
     index.index(corpus, show_progress=False)
-    units = [index.get_scores(bm25_terms(unit.text)) for unit in example.output_spans]
-    token_attr = torch.stack([torch.as_tensor(scores, dtype=torch.float64) for scores in units])
-    seq_attr = torch.as_tensor(index.get_scores(bm25_terms(example.answer)), dtype=torch.float64)
-    return seq_attr, token_attr
+
+    def scores(text: str) -> torch.Tensor:
+        terms = bm25_terms(text)  # a text of no word (a punctuation token) matches no span: 0 everywhere
+        return (
+            torch.as_tensor(index.get_scores(terms), dtype=torch.float64)
+            if terms
+            else torch.zeros(len(corpus), dtype=torch.float64)
+        )
+
+    token_attr = torch.stack([scores(unit.text) for unit in example.output_spans])
+    return scores(example.answer), token_attr

@@ -511,12 +511,12 @@ def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, gra
     torch.testing.assert_close(
         fused.token_attr.double(), expected / expected.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5
     )
-    assert fused.head_selection.lexical_share == pytest.approx(float((1 - agreement).mean()))
-    assert "BM25 filled" in fused.head_selection.describe()
-    assert plain.head_selection.lexical_share is None and "BM25" not in plain.head_selection.describe()
+    assert fused.lexical_share == pytest.approx(float((1 - agreement).mean()))
+    assert "BM25 filled" in fused.head_selection.describe(fused.lexical_share)
+    assert plain.lexical_share is None and "BM25" not in plain.head_selection.describe(plain.lexical_share)
     assert lexical_answer.shape == fused.seq_attr.shape
     if granularity == "chunk":  # the tiny model's five heads split on one sentence there
-        assert fused.head_selection.lexical_share == pytest.approx(0.5)
+        assert fused.lexical_share == pytest.approx(0.5)
 
 
 @torch.no_grad()
