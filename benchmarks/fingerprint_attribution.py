@@ -13,13 +13,9 @@ dict, the HTML page and the support probe's verdict:
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from fingerprint_kvcache import differences, plain
+from fingerprint_kvcache import fingerprint_parser, plain, write_and_compare
 
 import rcattr
 from rcattr import ContextInput, FixedHeads, RCAttributor, TopHeads
@@ -67,7 +63,9 @@ def run() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, attributor in attributors.items():
         for granularity, output in (("sentence", "answer"), ("chunk", "sentence"), ("sentence", "token")):
-            if name == "lexical" and output == "token":  # a token of no word crashed BM25 before issue 76's fix
+            if (
+                name == "lexical" and output == "token"
+            ):  # a token of no word crashed BM25 before issue 76's fix
                 continue
             result = attributor.attribute(context, ANSWER, granularity=granularity, output_granularity=output)
             out[f"{name} {granularity}/{output}"] = views(result)
@@ -80,20 +78,9 @@ def run() -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
-    parser.add_argument("--compare", type=Path, help="a JSON file written before, to diff against")
-    args = parser.parse_args()
+    args = fingerprint_parser(__doc__ or "").parse_args()
     prints = run()
-    args.out.write_text(json.dumps(prints, indent=1, sort_keys=True))
-    print(f"{len(prints)} attributions written to {args.out}")
-    if args.compare:
-        found = differences(json.loads(args.compare.read_text()), prints)
-        print("\n".join(found[:50]))
-        print(f"{len(found)} differences in {len(prints)} attributions")
-        sys.exit(1 if found else 0)
+    write_and_compare(prints, args, len(prints), "attributions")
 
 
 if __name__ == "__main__":

@@ -129,25 +129,33 @@ def differences(before: Any, after: Any, path: str = "") -> list[str]:
     return [] if before == after else [path]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def fingerprint_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line both fingerprint scripts share: ``--out`` and ``--compare``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     parser.add_argument("--compare", type=Path, help="a JSON file written before, to diff against")
+    return parser
+
+
+def write_and_compare(prints: dict[str, Any], args: argparse.Namespace, count: int, what: str) -> None:
+    """Write ``prints`` to ``--out``; with ``--compare``, print what differs and exit 1 when anything does."""
+    args.out.write_text(json.dumps(prints, indent=1, sort_keys=True))
+    print(f"{count} {what} written to {args.out}")
+    if args.compare:
+        found = differences(json.loads(args.compare.read_text()), prints)
+        print("\n".join(found[:50]))
+        print(f"{len(found)} differences in {count} {what}")
+        sys.exit(1 if found else 0)
+
+
+def main() -> None:
+    parser = fingerprint_parser(__doc__ or "")
     parser.add_argument(
         "--models", nargs="+", default=["default", "gemma-3-270m"], help="models (default: SmolLM2, Gemma-3)"
     )
     args = parser.parse_args()
     prints = {name: run_model(None if name == "default" else name) for name in args.models}
-    args.out.write_text(json.dumps(prints, indent=1, sort_keys=True))
-    cases = sum(len(cases) for cases in prints.values())
-    print(f"{cases} cases written to {args.out}")
-    if args.compare:
-        found = differences(json.loads(args.compare.read_text()), prints)
-        print("\n".join(found[:50]))
-        print(f"{len(found)} differences in {cases} cases")
-        sys.exit(1 if found else 0)
+    write_and_compare(prints, args, sum(len(cases) for cases in prints.values()), "cases")
 
 
 if __name__ == "__main__":

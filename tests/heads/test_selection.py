@@ -21,7 +21,8 @@ def test_the_description_says_how_many_heads_by_which_rule() -> None:
     assert _selection().describe() == "2 heads selected by superiority"
     outliers = _selection(outliers=2).describe()
     assert outliers.startswith("2 heads selected by superiority, the heads more than")
-    assert "BM25 filled 25% of the votes" in _selection(lexical_share=0.25).describe()
+    assert "BM25 filled 25% of the votes" in _selection().describe(lexical_share=0.25)
+    assert "BM25" not in _selection().describe()
 
 
 def test_fewer_heads_than_the_minimum_are_flagged() -> None:
