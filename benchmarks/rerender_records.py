@@ -118,6 +118,7 @@ def attribution(config: dict[str, Any]) -> Render:
         *option("--lds-samples", config["lds_samples"]),
         *option("--at2-estimator", config.get("at2_estimator")),
         *option("--batch-size", config.get("batch_size")),
+        *option("--skip", config.get("skip")),  # issue 74's held-out records
     ]
     if long := config.get("long_context"):
         args += ["--context-tokens", str(long["tokens"])]
@@ -187,6 +188,7 @@ def groundedness(config: dict[str, Any], rows: dict[str, list[Path]]) -> Render:
     datasets = sorted(stem.removeprefix("tokens-") for stem in rows if stem.startswith("tokens-"))
     tasks += ["unsupported"] if datasets else []
     tasks += ["errors"] if "errors" in rows else []
+    tasks += ["attributionbench"] if "claims" in rows else []
     if not tasks:
         raise Unrenderable(f"no rows of a groundedness task ({', '.join(rows) or 'no row files'})")
     counts = [len(row_ids(rows[stem])) // 2 for stem in paired if stem in rows]
@@ -196,6 +198,7 @@ def groundedness(config: dict[str, Any], rows: dict[str, list[Path]]) -> Render:
         *option("--max-new-tokens", config["max_new_tokens"]),
         *option("--seed", config["seed"]),
         *option("--max-edits", config.get("max_edits")),
+        *option("--claims-file", config.get("claims_file")),
         "--task",
         *tasks,
         *(["--datasets", *datasets] if datasets else []),
