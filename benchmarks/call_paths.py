@@ -102,10 +102,8 @@ def main() -> None:
     ids = tokenizer(" ".join(DOCUMENTS) * 4 + " How tall is the Eiffel Tower?", return_tensors="pt")
 
     def uses_budget(arguments: Iterable[Any]) -> bool:
-        return any(
-            isinstance(argument, TokenBudget) or getattr(argument, "rule", None).__class__ is TokenBudget
-            for argument in arguments
-        )
+        # the rule itself, or what holds it (the policy)
+        return any(isinstance(getattr(argument, "rule", argument), TokenBudget) for argument in arguments)
 
     def generate() -> None:
         with torch.no_grad(), RCKVCache(model, budget=64, decode_every=8) as cache:
