@@ -16,7 +16,10 @@ only side-by-side figures mean anything):
 - with ``--ratio R``, what compressing a context once costs (issue 72): ``rc ratio``, ``RCKVCache(model,
   ratio=R)``; ``rc ratio+replay``, the same share scored against a replay of the prompt by
   the max attention weight (:func:`rcattr.kvcache.replay.replay_prefill` with ``SoftmaxMaxScorer``, a prefill of
-  ``2n + p`` tokens; its decode starts from the prompt's last token again); and ``kvzip``, kvpress's ``KVzipPress`` at ``R``, when kvpress is importable.
+  ``2n + p`` tokens; its decode starts from the prompt's last token again); ``rc ratio+distilled``, the same share
+  scored by the replay score predicted from each layer's attention input (:class:`~rcattr.kvcache.distilled.DistilledScorer`
+  with the predictor shipped for the model, where one ships); and ``kvzip``, kvpress's ``KVzipPress`` at ``R``, when
+  kvpress is importable.
 
 - with ``--prefill-chunk C``, a chunked prefill of ``C`` tokens per forward (:func:`rcattr.kvcache.chunked_prefill`,
   issue 73): ``default chunked`` (``DynamicCache``, uncompressed) and ``rc chunked`` (``rc``'s cache, each chunk
@@ -66,6 +69,7 @@ from rcattr.kvcache import (
     cache_nbytes,
     chunked_prefill,
 )
+from rcattr.kvcache.distilled import DistilledScorer, ScorePredictor
 from rcattr.kvcache.replay import replay_prefill
 from rcattr.runtime.models import load_model
 
@@ -230,6 +234,10 @@ def variants(
                 lambda: RCKVCache(model, window=window, ratio=once_ratio),
                 chunked(model, ids, chunk),
             )
+        predictor = ScorePredictor.shipped(model)
+        if predictor is not None:  # the replay's score predicted from each layer's attention input
+            distilled = EvictionPolicy(Ratio(once_ratio), DistilledScorer(predictor=predictor))
+            yield "rc ratio+distilled", lambda: RCKVCache(model, window=window, policy=distilled), plain
         # the replay's best scorer (KVzip's statistic); RC's mean over the window would compare every key with
         # the replay's w x w own logits
         replay = EvictionPolicy(Ratio(once_ratio), SoftmaxMaxScorer(scale=attention_scale(model)))

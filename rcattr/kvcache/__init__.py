@@ -1,6 +1,7 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
+from rcattr.kvcache.distilled import DistilledScorer, ScorePredictor
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
 from rcattr.kvcache.prefill import DEFAULT_PREFILL_CHUNK, chunked_prefill
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_PREFILL_CHUNK",
     "DecodeEviction",
     "DecodeRecord",
+    "DistilledScorer",
     "Eviction",
     "EvictionPolicy",
     "LayerState",
@@ -28,6 +30,7 @@ __all__ = [
     "RCLayer",
     "Ratio",
     "Rule",
+    "ScorePredictor",
     "Threshold",
     "TokenBudget",
     "WindowScorer",

@@ -13,6 +13,7 @@ from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from rcattr.kvcache.barrier import Barrier
+from rcattr.kvcache.distilled import hold_attention_inputs
 from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import EvictionPolicy, Threshold
@@ -118,6 +119,7 @@ class RCKVCache(Cache):
                 f"every layer of {type(model).__name__} uses sliding-window attention, whose cache is already "
                 "bounded by the window; RCKVCache evicts from full-attention layers only"
             )
+        policy.scorer.check_model(model, [i for i, evicts in enumerate(evicting) if evicts])
         self._barrier: Barrier[tuple[RCLayer, Scored]] = Barrier(
             sum(evicting)
         )  # what a "model"-scope rule waits for: every evicting layer
@@ -131,10 +133,12 @@ class RCKVCache(Cache):
         self._open(model)
 
     def _open(self, model: PreTrainedModel) -> None:
-        """Add this cache's hook to ``model``'s attention until :meth:`close` (or garbage collection)."""
+        """Add this cache's hook to ``model``'s attention until :meth:`close` (or garbage collection), and, for a
+        scorer that reads hidden states, the hooks that hand each evicting layer its attention input."""
         self._hook = CacheHook(weakref.ref(self))
+        feed = _hidden_state_feed(model, self) if self.policy.scorer.reads_hidden_states else None
         attach(model, self._hook)
-        self._release = weakref.finalize(self, detach, model, self._hook)
+        self._release = weakref.finalize(self, _close, model, self._hook, feed)
 
     def __deepcopy__(self, memo: dict[int, object]) -> RCKVCache:
         """A copy that holds the same entries and is open on the same model (e.g. to continue one compressed
@@ -229,7 +233,7 @@ class RCKVCache(Cache):
             raise RuntimeError(f"layer {call.layer_idx} of this RCKVCache does not evict")
         return layer.attention(call, proceed)
 
-    def activate_past_recording(self) -> None:
+    def activate_past_recording(self, *args: object, **kwargs: object) -> None:
         """Refused: transformers asks for it before assisted (speculative) decoding, which rolls the cache back."""
         raise NotImplementedError(
             "RCKVCache does not support assisted or speculative decoding (assistant_model, prompt_lookup_num_tokens): "
@@ -337,6 +341,27 @@ def _policy(
     if not isinstance(policy, EvictionPolicy):
         raise ValueError(f"policy must be an EvictionPolicy, got {policy!r}")
     return policy
+
+
+def _close(model: PreTrainedModel, hook: CacheHook, feed: Callable[[], None] | None) -> None:
+    detach(model, hook)
+    if feed is not None:
+        feed()
+
+
+def _hidden_state_feed(model: PreTrainedModel, cache: RCKVCache) -> Callable[[], None]:
+    """Hooks that set each evicting layer's ``hidden`` to its attention input in the forwards that fill ``cache``
+    (held weakly); returns their removal."""
+    owner = weakref.ref(cache)
+
+    def store(layer: int, hidden: torch.Tensor, filled: object) -> None:
+        held = owner()
+        if held is not None and filled is held:
+            evicting = held.layers[layer]
+            assert isinstance(evicting, RCLayer)
+            evicting.hidden = hidden
+
+    return hold_attention_inputs(model, list(cache.evicting_layers), store)
 
 
 def cache_nbytes(cache: Cache) -> int:

@@ -44,7 +44,16 @@ def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: 
             "RCKVCache needs left padding: the last prompt token of some batch row is padding "
             "(set tokenizer.padding_side = 'left')"
         )
-    if n > window:
+    if n > window and scorer.reads_hidden_states:
+        hidden = layer.hidden
+        if hidden is None or hidden.shape[-2] != n:
+            raise RuntimeError(
+                f"layer {call.layer_idx} got no attention input for its {n} new tokens: the model's attention "
+                "module was not called with this cache"
+            )
+        before = scorer.hidden_state_scores(call.layer_idx, hidden[:, : n - window], values)
+        before = before.masked_fill(~visible[:, None, -1, : n - window], float("nan"))  # padding
+    elif n > window:
         before = scorer(raw_logits(query[:, :, -window:], keys, dtype=scorer.dtype), visible, values)
     else:  # the whole chunk is window
         before = keys.new_empty(batch, kv_heads, 0, dtype=scorer.dtype)

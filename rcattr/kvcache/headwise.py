@@ -38,6 +38,9 @@ class HeadwiseLayer(DynamicLayer):
         self.has_pads = False
         self.kv_heads = 0
         self.seen = 0
+        # the attention input [B, n, d] of the forward being stored, for a scorer that reads it (set by the
+        # cache's hook, dropped once the layer has scored)
+        self.hidden: torch.Tensor | None = None
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)

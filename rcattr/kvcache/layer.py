@@ -72,6 +72,7 @@ class RCLayer(HeadwiseLayer):
             if state.decoded >= decode.every:
                 rule = policy.decode_rule
                 self.evict(rule, score_decoded(self, state, call, decode, rule, policy.scorer))
+        self.hidden = None
         return output
 
     def evict(self, rule: Rule, scored: Scored) -> None:

@@ -237,6 +237,11 @@ class EvictionPolicy:
             raise ValueError(f"scorer must be a WindowScorer, got {self.scorer!r}")
         if self.decode is not None and not isinstance(self.decode, DecodeEviction):
             raise ValueError(f"decode must be a DecodeEviction or None, got {self.decode!r}")
+        if self.decode is not None and self.scorer.reads_hidden_states:
+            raise ValueError(
+                f"{type(self.scorer).__name__} scores from the prefill's hidden states, which decode-time eviction "
+                "does not keep: give it no decode"
+            )
 
     @property
     def decode_rule(self) -> Rule:

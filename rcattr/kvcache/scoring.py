@@ -130,6 +130,9 @@ class WindowScorer:
     # whether a window as long as the context (a replay, rcattr.kvcache.replay) is affordable: not when the
     # statistic compares every key with the window's own w x w logits
     replayable: ClassVar[bool] = False
+    # whether it scores a chunk from the layer's attention input (hidden_state_scores) instead of the window's
+    # logits (rcattr.kvcache.distilled)
+    reads_hidden_states: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.value_norm, bool):
@@ -148,6 +151,16 @@ class WindowScorer:
     def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
         """``[B, kv_heads, m]`` the statistic of every key, before the value norm (:func:`window_rc_scores`)."""
         return window_rc_scores(logits, visible, kv_heads, dtype=self.dtype)
+
+    def check_model(self, model: torch.nn.Module, layers: list[int]) -> None:
+        """ValueError if the scorer cannot score the evicting ``layers`` of ``model`` (every scorer of the window's
+        logits can)."""
+
+    def hidden_state_scores(self, layer: int, hidden: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """``[B, Hkv, m]`` the score of the first ``m`` keys of ``layer`` from their attention input
+        ``hidden [B, m, d]`` and the ``[B, Hkv, >= m, d]`` values, for a scorer whose ``reads_hidden_states``
+        is True (:class:`~rcattr.kvcache.distilled.DistilledScorer`)."""
+        raise NotImplementedError(f"{type(self).__name__} scores from the window's logits, not hidden states")
 
 
 def value_weighted(scores: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

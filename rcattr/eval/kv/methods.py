@@ -36,22 +36,37 @@ from rcattr.kvcache import (
     cache_nbytes,
     chunked_prefill,
 )
+from rcattr.kvcache.distilled import DistilledScorer, ScorePredictor
 from rcattr.kvcache.replay import REPLAY_PROMPT, replay_prefill
 from rcattr.runtime.compat import attention_implementation, cache_argument, set_attention_implementation
 from rcattr.runtime.models import PACKAGED_MODELS, packaged_model_dir
 
 
 def rc_policy(
-    variant: str, c: float = 1.0, *, ratio: float | None = None, chunks: str = "every", scale: float = 1.0
+    variant: str,
+    c: float = 1.0,
+    *,
+    ratio: float | None = None,
+    chunks: str = "every",
+    scale: float = 1.0,
+    predictor: ScorePredictor | None = None,
 ) -> EvictionPolicy:
     """RCKVCache's policy for ``variant`` (:func:`rc_options`) at the threshold ``c``, or evicting the share
     ``ratio``; ``chunks`` says whether the question after the context is compressed too ("every", the
     question-after-context protocol's RCKVCache) or kept ("prompt"); ``scale`` is the model's attention
-    scaling (the softmax statistic's)."""
+    scaling (the softmax statistic's); ``predictor`` the distilled score's (None: only checked)."""
     options = rc_options(variant)
     statistic, pooling = options["statistic"], options["pooling"]
     scorer: WindowScorer
-    if statistic == "softmax":
+    if options["probe"] == "distilled":
+        if statistic != "expected" or pooling != "mean":
+            raise ValueError(f"{variant!r}: the distilled score goes with no other statistic or pooling")
+        scorer = (
+            WindowScorer(options["value_norm"], options["sinks"])  # checked only: the model is not known yet
+            if predictor is None
+            else DistilledScorer(options["value_norm"], options["sinks"], predictor=predictor)
+        )
+    elif statistic == "softmax":
         scorer = SoftmaxMaxScorer(options["value_norm"], options["sinks"], scale=scale)
     elif options["probe"] == "replay" or pooling == "max":
         if statistic != "expected":
@@ -208,11 +223,17 @@ class RCMethod(KVMethod):
         return {**cut, "window": self.window, **variant}
 
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
+        options = rc_options(self.variant)
+        predictor = shipped_predictor(model) if options["probe"] == "distilled" else None
         policy = rc_policy(
-            self.variant, self.c, ratio=self.ratio, chunks=self.chunks, scale=attention_scale(model)
+            self.variant,
+            self.c,
+            ratio=self.ratio,
+            chunks=self.chunks,
+            scale=attention_scale(model),
+            predictor=predictor,
         )
         cache = RCKVCache(model, window=self.window, policy=policy)
-        options = rc_options(self.variant)
         if options["probe"] == "replay":
             replay_prefill(model, cache, context_ids, replay_prompt_ids(model))
         elif options["prefill_chunk"] is not None:
@@ -224,6 +245,16 @@ class RCMethod(KVMethod):
     def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
         assert isinstance(cache, RCKVCache)
         return Compression(cache.compression_ratio, cache.nbytes() / cache.full_nbytes())
+
+
+def shipped_predictor(model: PreTrainedModel) -> ScorePredictor:
+    """The score predictor shipped for ``model``, or ValueError naming the command that fits one."""
+    predictor = ScorePredictor.shipped(model)
+    if predictor is None:
+        raise ValueError(
+            f"no score predictor ships for {model.config.name_or_path}: fit one with python -m rcattr.eval.kv.distill"
+        )
+    return predictor
 
 
 def attention_scale(model: PreTrainedModel) -> float:

@@ -28,6 +28,9 @@ RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "replay": {"probe": "replay"},
     # the max attention weight instead of RC (KVzip's statistic: rcattr.eval.kv.scorers.SoftmaxMaxScorer)
     "softmax": {"statistic": "softmax", "pooling": "max"},
+    # the replay's softmax score predicted from each layer's attention input (rcattr.kvcache.distilled, the
+    # predictor shipped for the model): no window, no replay
+    "distilled": {"probe": "distilled"},
 }
 DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
 
