@@ -19,7 +19,7 @@ from rcattr.eval.kv.presses import PRESSES
 from rcattr.eval.kv.protocol import greedy_answer, split_prompt
 from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.eval.kv.variants import rc_options
-from rcattr.kvcache import RCKVCache
+from rcattr.kvcache import DistilledScorer, RCKVCache, WindowScorer
 from tests.helpers import (
     KV_CONTEXT,
     KV_QUESTION,
@@ -114,3 +114,24 @@ def test_rc_method_with_a_chunk_prefills_the_context_chunk_by_chunk() -> None:
     )
     starts = [eviction.start for eviction in next(iter(cache.states.values())).evictions]
     assert starts == list(range(0, context_ids.shape[1], 32))
+
+
+def test_the_distilled_variant_scores_with_the_predictor_shipped_for_the_model() -> None:
+    assert type(rc_policy("distilled").scorer) is WindowScorer  # no model yet: the words are checked
+    with pytest.raises(ValueError, match="no other statistic"):
+        rc_policy("distilled+softmax")
+    model, tokenizer = tiny_model("llama"), char_tokenizer()
+    context_ids = split_prompt(tokenizer, KV_CONTEXT, KV_QUESTION).context_ids
+    with pytest.raises(ValueError, match="no score predictor ships .* python -m rcattr.eval.kv.distill"):
+        RCMethod(1.0, 16, "distilled", ratio=0.5).prefill(model, context_ids)
+
+
+@pytest.mark.real_model
+def test_the_distilled_variant_runs_on_the_default_model(smollm2) -> None:
+    model, tokenizer = smollm2
+    context_ids = split_prompt(tokenizer, KV_CONTEXT * 4, KV_QUESTION).context_ids
+    cache = RCMethod(1.0, 16, "model_budget+value_norm+sinks=4+distilled", ratio=0.5).prefill(
+        model, context_ids
+    )
+    assert isinstance(cache.policy.scorer, DistilledScorer)
+    assert cache.compression_ratio == pytest.approx(0.5, abs=0.02)
