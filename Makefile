@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo serve tutorials docs test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk bench-kv-long clean
+.PHONY: setup setup-kvpress demo serve tutorials docs test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk fit-kv-distill eval-kv-distill bench-kv-long clean
 
 setup: $(STAMP)
 
@@ -195,6 +195,24 @@ eval-kv-chunk: eval-kv-once
 			--rc-variants $(KV_CHUNKS) --out runs/kv_once_chunk/$$name-2048-ratio || exit 1; \
 		$(KV_ONCE) --dataset $$name --limit $$limit --methods rc --c 1.0 --window 16 \
 			--rc-variants $(KV_CHUNKS) --out runs/kv_once_chunk/$$name-2048-threshold || exit 1; \
+	done
+
+# the distilled replay score: fit the default model's predictor (shipped in rcattr/kvcache/predictors; replay scores
+# kept under runs/distill, resumable), then the compress-once tasks resumed from eval-kv-once's folders with KVzip,
+# the default scorer, the replay teacher and the distilled score at 50%, 75% and 87.5% (docs/records/kv_distilled)
+KV_RECIPE   := model_budget+value_norm+sinks=4
+fit-kv-distill: setup
+	$(PY) -m rcattr.eval.kv.distill --out runs/distill/smollm2 --contexts 40 --held-out 8 \
+		--save rcattr/kvcache/predictors/smollm2-135m-instruct.safetensors
+
+eval-kv-distill: setup-kvpress
+	for task in needle:6 squad:3 qmsum:3; do \
+		name=$${task%%:*}; limit=$${task##*:}; \
+		mkdir -p runs/kv_distilled; cp -rn docs/records/kv_once/$$name-2048 runs/kv_distilled/; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods kvzip,rc --ratios 0.5,0.75,0.875 --c "" \
+			--rc-ratios 0.5,0.75,0.875 --window 16 \
+			--rc-variants $(KV_RECIPE),$(KV_RECIPE)+replay+softmax,$(KV_RECIPE)+distilled \
+			--out runs/kv_distilled/$$name-2048 || exit 1; \
 	done
 
 bench-kv-long: setup

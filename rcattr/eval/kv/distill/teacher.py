@@ -14,8 +14,9 @@ from rcattr.eval.kv.protocol import split_prompt
 from rcattr.eval.kv.scorers import SoftmaxMaxScorer
 from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache
 from rcattr.kvcache.distilled import attention_inputs
-from rcattr.kvcache.replay import REPLAY_PROMPT, replay_prefill
+from rcattr.kvcache.replay import REPLAY_PROMPT
 from rcattr.protocols import TokenizerLike
+from rcattr.runtime.compat import cache_argument
 
 __all__ = ["FLOOR", "TeacherScores", "replay_teacher"]
 
@@ -41,14 +42,18 @@ class TeacherScores:
 @torch.no_grad()
 def replay_teacher(model: PreTrainedModel, tokenizer: TokenizerLike, text: str) -> TeacherScores:
     """The replay scores of ``text`` given as the KV benchmark gives a context (the chat template's user turn cut
-    after it, :func:`~rcattr.eval.kv.protocol.split_prompt`), from one forward over ``2n + p`` tokens."""
+    after it, :func:`~rcattr.eval.kv.protocol.split_prompt`), from one forward over ``2n + p`` tokens
+    (:func:`~rcattr.kvcache.replay.replay_prefill`'s), for every full-attention layer."""
     context_ids = split_prompt(tokenizer, text, REPLAY_PROMPT).context_ids
     prompt_ids = split_prompt(tokenizer, "context", REPLAY_PROMPT).question_ids
     scorer = SoftmaxMaxScorer(value_norm=False, sinks=0, scale=attention_scale(model))
     with RCKVCache(model, policy=EvictionPolicy(Ratio(0.0, scope="head"), scorer)) as cache:
         layers = cache.rc_layers
-        with attention_inputs(model, layers) as held:
-            replay_prefill(model, cache, context_ids, prompt_ids)
+        inputs = torch.cat([context_ids, prompt_ids, context_ids], dim=1)
+        # replay_prefill's forward, whose cache is thrown away: sliding-window layers (Gemma-3) may hold the
+        # replay's entries, as only the full-attention layers' scores are read
+        with attention_inputs(model, layers) as held, cache.replaying(context_ids.shape[1]):
+            model.model(input_ids=inputs, **cache_argument(model.model, cache))
         n = context_ids.shape[1]
         target = {}
         for layer, eviction in zip(layers, [cache.evictions[i] for i in layers], strict=True):
