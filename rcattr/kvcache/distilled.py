@@ -36,7 +36,11 @@ __all__ = [
 ]
 
 FORMAT = 1  # the predictor file's format; a newer one is refused
-SHIPPED = {"SmolLM2-135M-Instruct": "smollm2-135m-instruct.safetensors"}  # model name -> file in predictors/
+# the predictors fitted here (python -m rcattr.eval.kv.distill), by model name in lower case -> file in predictors/
+SHIPPED = {
+    "smollm2-135m-instruct": "smollm2-135m-instruct.safetensors",
+    "qwen2.5-coder-0.5b-instruct": "qwen2.5-coder-0.5b-instruct.safetensors",
+}
 
 
 def predictor_identity(model: PreTrainedModel) -> dict[str, Any]:
@@ -95,7 +99,7 @@ class ScorePredictor:
     def check(self, model: PreTrainedModel) -> None:
         """ValueError unless ``model`` is the one the predictor was fitted on."""
         identity = predictor_identity(model)
-        if identity != self.identity:
+        if not _same_model(identity, self.identity):
             raise ValueError(
                 f"this score predictor was fitted on {_describe(self.identity)}, not on {_describe(identity)}: "
                 "fit one for this model (python -m rcattr.eval.kv.distill --help)"
@@ -159,11 +163,18 @@ class ScorePredictor:
     @classmethod
     def shipped(cls, model: PreTrainedModel) -> ScorePredictor | None:
         """The predictor shipped for ``model``, or None where none was fitted on a model of its name and shape."""
-        name = SHIPPED.get(predictor_identity(model)["model"])
+        identity = predictor_identity(model)
+        name = SHIPPED.get(identity["model"].lower())
         if name is None:
             return None
         predictor = cls.load(Path(str(resources.files("rcattr.kvcache") / "predictors" / name)))
-        return predictor if predictor.identity == predictor_identity(model) else None
+        return predictor if _same_model(predictor.identity, identity) else None
+
+
+def _same_model(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether two identities name the same model (names compared without case: a hub name and its folder)."""
+    names = (str(first.get("model", "")).lower(), str(second.get("model", "")).lower())
+    return names[0] == names[1] and {**first, "model": ""} == {**second, "model": ""}
 
 
 def _describe(identity: Mapping[str, Any]) -> str:

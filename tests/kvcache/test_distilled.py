@@ -158,3 +158,15 @@ def test_what_it_cannot_do_is_refused() -> None:
         DistilledScorer()
     with pytest.raises(ValueError, match="width"):
         predictor.predict(0, torch.zeros(1, 5, 3))
+
+
+def test_a_predictor_ships_by_model_name_whatever_its_case(tmp_path) -> None:
+    model = kv_model("llama")
+    assert ScorePredictor.shipped(model) is None  # no predictor for an unnamed model
+    predictor = random_predictor(model)
+    renamed = ScorePredictor({**predictor.identity, "model": "SmolLM2"}, predictor.weights, predictor.biases)
+    model.config.name_or_path = "/models/smollm2"
+    renamed.check(model)  # a hub name and a folder of another case are the same model
+    model.config.name_or_path = "/models/other"
+    with pytest.raises(ValueError, match="fitted on SmolLM2"):
+        renamed.check(model)
