@@ -219,9 +219,15 @@ class DistilledScorer(WindowScorer):
         if missing:
             raise ValueError(f"the score predictor has no map for the evicting layers {missing}")
 
-    def hidden_state_scores(self, layer: int, hidden: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    def hidden_state_scores(
+        self,
+        layer: int,
+        hidden: torch.Tensor,
+        values: torch.Tensor,
+        window_scores: Callable[[], torch.Tensor] | None = None,
+    ) -> torch.Tensor:
         """``[B, Hkv, m]`` the score of the first ``m`` keys from their attention input ``hidden [B, m, d]``
-        and the layer's ``[B, Hkv, >= m, d]`` values."""
+        and the layer's ``[B, Hkv, >= m, d]`` values (the window's scores are not read)."""
         assert self.predictor is not None  # checked when made
         scores = self.predictor.predict(layer, hidden).to(self.dtype).exp()
         return value_weighted(scores, values) if self.value_norm else scores

@@ -51,7 +51,12 @@ def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: 
                 f"layer {call.layer_idx} got no attention input for its {n} new tokens: the model's attention "
                 "module was not called with this cache"
             )
-        before = scorer.hidden_state_scores(call.layer_idx, hidden[:, : n - window], values)
+        before = scorer.hidden_state_scores(
+            call.layer_idx,
+            hidden[:, : n - window],
+            values,
+            lambda: scorer(raw_logits(query[:, :, -window:], keys, dtype=scorer.dtype), visible, values),
+        )
         before = before.masked_fill(~visible[:, None, -1, : n - window], float("nan"))  # padding
     elif n > window:
         before = scorer(raw_logits(query[:, :, -window:], keys, dtype=scorer.dtype), visible, values)

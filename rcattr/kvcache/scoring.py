@@ -14,6 +14,7 @@ prompt matrix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
@@ -156,10 +157,17 @@ class WindowScorer:
         """ValueError if the scorer cannot score the evicting ``layers`` of ``model`` (every scorer of the window's
         logits can)."""
 
-    def hidden_state_scores(self, layer: int, hidden: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    def hidden_state_scores(
+        self,
+        layer: int,
+        hidden: torch.Tensor,
+        values: torch.Tensor,
+        window_scores: Callable[[], torch.Tensor],
+    ) -> torch.Tensor:
         """``[B, Hkv, m]`` the score of the first ``m`` keys of ``layer`` from their attention input
         ``hidden [B, m, d]`` and the ``[B, Hkv, >= m, d]`` values, for a scorer whose ``reads_hidden_states``
-        is True (:class:`~rcattr.kvcache.distilled.DistilledScorer`)."""
+        is True (:class:`~rcattr.kvcache.distilled.DistilledScorer`); ``window_scores()`` computes what
+        :meth:`__call__` gives the same keys from the window's logits, for a scorer that uses both."""
         raise NotImplementedError(f"{type(self).__name__} scores from the window's logits, not hidden states")
 
 

@@ -25,7 +25,13 @@ import torch
 from transformers import Cache, DynamicCache, PreTrainedModel
 
 from rcattr.eval.kv.presses import EAGER_PRESSES, PRESSES, TOKENIZER_PRESSES
-from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
+from rcattr.eval.kv.scorers import (
+    AblationScorer,
+    BlendedScorer,
+    MaxPooledScorer,
+    QueryMaxScorer,
+    SoftmaxMaxScorer,
+)
 from rcattr.eval.kv.variants import PAPER_VARIANT, rc_options
 from rcattr.kvcache import (
     EvictionPolicy,
@@ -61,11 +67,14 @@ def rc_policy(
     if options["probe"] == "distilled":
         if statistic != "expected" or pooling != "mean":
             raise ValueError(f"{variant!r}: the distilled score goes with no other statistic or pooling")
-        scorer = (
-            WindowScorer(options["value_norm"], options["sinks"])  # checked only: the model is not known yet
-            if predictor is None
-            else DistilledScorer(options["value_norm"], options["sinks"], predictor=predictor)
-        )
+        if predictor is None:  # checked only: the model is not known yet
+            scorer = WindowScorer(options["value_norm"], options["sinks"])
+        elif options["blend"]:
+            scorer = BlendedScorer(
+                options["value_norm"], options["sinks"], predictor=predictor, window_share=options["blend"]
+            )
+        else:
+            scorer = DistilledScorer(options["value_norm"], options["sinks"], predictor=predictor)
     elif statistic == "softmax":
         scorer = SoftmaxMaxScorer(options["value_norm"], options["sinks"], scale=scale)
     elif options["probe"] == "replay" or pooling == "max":

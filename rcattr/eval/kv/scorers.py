@@ -4,16 +4,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import torch
 
-from rcattr.kvcache import WindowScorer
+from rcattr.kvcache import DistilledScorer, WindowScorer
 from rcattr.kvcache.scoring import expected_rc, split_window
 from rcattr.stats import overlap_bounds, phi
 
-__all__ = ["AblationScorer", "MaxPooledScorer", "QueryMaxScorer", "SoftmaxMaxScorer"]
+__all__ = ["AblationScorer", "BlendedScorer", "MaxPooledScorer", "QueryMaxScorer", "SoftmaxMaxScorer"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +165,44 @@ class SoftmaxMaxScorer(_MaxOverQueries):
             (logits.to(self.dtype) * self.scale).masked_fill(~visible[:, None], float("-inf")).softmax(-1)
         )
         return weights[..., :context].nan_to_num(0.0).amax(-2)
+
+
+@dataclass(frozen=True, eq=False)
+class BlendedScorer(DistilledScorer):
+    """The distilled replay score and the window's RC score together: each divided by its mean over the layer's
+    keys (so neither scale wins), then ``(1 - window_share) · distilled + window_share · window``; a key the
+    context's end reads and a key a replay would read both stay.
+
+    Parameters
+    ----------
+    window_share : float, default 0.5
+        The window score's weight, in [0, 1] (0: the distilled score alone, up to the scale).
+    """
+
+    window_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.window_share <= 1.0:
+            raise ValueError(f"window_share must be in [0, 1], got {self.window_share!r}")
+
+    def hidden_state_scores(
+        self,
+        layer: int,
+        hidden: torch.Tensor,
+        values: torch.Tensor,
+        window_scores: Callable[[], torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        if window_scores is None:
+            raise ValueError("BlendedScorer needs the window's scores")
+        distilled, window = super().hidden_state_scores(layer, hidden, values), window_scores()
+
+        def relative(scores: torch.Tensor) -> torch.Tensor:
+            mean = scores.nan_to_num(0.0).sum((-2, -1), keepdim=True) / (~scores.isnan()).sum(
+                (-2, -1), keepdim=True
+            ).clamp_min(1)
+            return scores / mean.clamp_min(torch.finfo(scores.dtype).tiny)
+
+        return (1.0 - self.window_share) * relative(distilled) + self.window_share * relative(
+            window.to(distilled.dtype)
+        )

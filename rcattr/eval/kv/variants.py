@@ -15,6 +15,7 @@ PAPER_OPTIONS: dict[str, Any] = {
     "pooling": "mean",
     "probe": "window",
     "prefill_chunk": None,  # the context in one forward; chunk=N: N tokens per forward (rcattr.kvcache.prefill)
+    "blend": 0.0,  # with the distilled probe, the window score's share (rcattr.eval.kv.scorers.BlendedScorer)
 }
 RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     "value_norm": {"value_norm": True},
@@ -31,6 +32,8 @@ RC_VARIANT_WORDS: dict[str, dict[str, Any]] = {
     # the replay's softmax score predicted from each layer's attention input (rcattr.kvcache.distilled, the
     # predictor shipped for the model): no window, no replay
     "distilled": {"probe": "distilled"},
+    # the distilled score and the window's, each over its layer's mean, half and half (scorers.BlendedScorer)
+    "blend": {"probe": "distilled", "blend": 0.5},
 }
 DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spelled as a variant
 

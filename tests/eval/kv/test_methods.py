@@ -46,6 +46,7 @@ def test_the_default_variant_is_rckvcaches_defaults() -> None:
         "pooling": "mean",
         "probe": "window",
         "prefill_chunk": None,
+        "blend": 0.0,
     }
     paper = RCKVCache.paper(tiny_model("llama"), c=0.7).policy
     assert rc_policy("paper", c=0.7, chunks="prompt") == paper

@@ -8,8 +8,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
-from rcattr.kvcache import EvictionPolicy, RCKVCache, WindowScorer
+from rcattr.eval.kv.scorers import (
+    AblationScorer,
+    BlendedScorer,
+    MaxPooledScorer,
+    QueryMaxScorer,
+    SoftmaxMaxScorer,
+)
+from rcattr.kvcache import DistilledScorer, EvictionPolicy, Ratio, RCKVCache, ScorePredictor, WindowScorer
+from rcattr.kvcache.distilled import predictor_identity
+from rcattr.runtime.compat import cache_argument
 from tests.helpers import kv_model, prompt
 from tests.helpers.blocks import random_window, window_strategies
 from tests.reference.kv import assert_equals_masking_the_evicted_positions, brute_scores
@@ -113,3 +121,28 @@ def test_a_query_scores_only_its_top_keys() -> None:
     assert scored.any() and not scored.all()
     assert bool((top <= every + 1e-12).all())  # a lower bound: some queries' values are left out
     torch.testing.assert_close(top.amax(-1), every.amax(-1))  # the best key is some query's first
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_a_blend_at_either_end_keeps_what_its_one_score_keeps(share) -> None:
+    model = kv_model("llama")
+    config = model.config
+    generator = torch.Generator().manual_seed(0)
+    layers = range(config.num_hidden_layers)
+    predictor = ScorePredictor(
+        predictor_identity(model),
+        {i: torch.randn(config.hidden_size, config.num_key_value_heads, generator=generator) for i in layers},
+        {i: torch.zeros(config.num_key_value_heads) for i in layers},
+    )
+    alone = DistilledScorer(predictor=predictor) if share == 0.0 else WindowScorer()
+    ids = torch.randint(3, 120, (1, 48))
+    kept = []
+    for scorer in (BlendedScorer(predictor=predictor, window_share=share), alone):
+        cache = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.5, scope="layer"), scorer))
+        with torch.no_grad():
+            model(ids, **cache_argument(model, cache))
+        kept.append(cache.kept_indices)
+    for blended, single in zip(*kept, strict=True):
+        assert all(torch.equal(a, b) for a, b in zip(blended, single, strict=True))
+    with pytest.raises(ValueError, match="window_share"):
+        BlendedScorer(predictor=predictor, window_share=1.5)

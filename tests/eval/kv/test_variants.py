@@ -18,9 +18,11 @@ def test_each_word_changes_the_paper_s_recipe_and_every_setting_is_spelled_out()
         "pooling": "mean",
         "probe": "window",
         "prefill_chunk": None,
+        "blend": 0.0,
     }
     assert rc_options("upper_bound")["statistic"] == "upper_bound"
     assert rc_options(f"{DEFAULT_RECIPE}+chunk=512") == {**rc_options(DEFAULT_RECIPE), "prefill_chunk": 512}
+    assert rc_options("blend") == {**PAPER_OPTIONS, "probe": "distilled", "blend": 0.5}
 
 
 @pytest.mark.parametrize("variant", ["bogus", "sinks=x", "chunk=", "value_norm+paper"])
