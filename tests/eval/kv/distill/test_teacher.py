@@ -15,6 +15,10 @@ from rcattr.kvcache.distilled import attention_inputs
 from rcattr.runtime.compat import cache_argument
 from tests.helpers import char_tokenizer, kv_model
 
+pytestmark = (
+    pytest.mark.transformers_line
+)  # the teacher reads the cache keyword of the installed transformers
+
 
 @pytest.mark.parametrize(
     "arch", ["llama", "gemma3"]
