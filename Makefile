@@ -199,7 +199,8 @@ eval-kv-chunk: eval-kv-once
 
 # the distilled replay score: fit the default model's predictor (shipped in rcattr/kvcache/predictors; replay scores
 # kept under runs/distill, resumable), then the compress-once tasks resumed from eval-kv-once's folders with KVzip,
-# the default scorer, the replay teacher and the distilled score at 50%, 75% and 87.5% (docs/records/kv_distilled)
+# the default scorer, the replay teacher and the distilled score at 50%, 75% and 87.5% (docs/records/kv_distilled),
+# then the blend lever at 50% and 75% (docs/records/kv_blend)
 KV_RECIPE   := model_budget+value_norm+sinks=4
 fit-kv-distill: setup
 	$(PY) -m rcattr.eval.kv.distill --out runs/distill/smollm2 --contexts 40 --held-out 8 \
@@ -213,6 +214,10 @@ eval-kv-distill: setup-kvpress
 			--rc-ratios 0.5,0.75,0.875 --window 16 \
 			--rc-variants $(KV_RECIPE),$(KV_RECIPE)+replay+softmax,$(KV_RECIPE)+distilled \
 			--out runs/kv_distilled/$$name-2048 || exit 1; \
+		mkdir -p runs/kv_blend; cp -rn runs/kv_distilled/$$name-2048 runs/kv_blend/; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods kvzip,rc --ratios 0.5,0.75 --c "" --rc-ratios 0.5,0.75 \
+			--window 16 --rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled,$(KV_RECIPE)+blend \
+			--out runs/kv_blend/$$name-2048 || exit 1; \
 	done
 
 bench-kv-long: setup
