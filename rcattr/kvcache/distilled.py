@@ -40,6 +40,7 @@ FORMAT = 1  # the predictor file's format; a newer one is refused
 SHIPPED = {
     "smollm2-135m-instruct": "smollm2-135m-instruct.safetensors",
     "qwen2.5-coder-0.5b-instruct": "qwen2.5-coder-0.5b-instruct.safetensors",
+    "gemma-3-270m": "gemma-3-270m.safetensors",
 }
 
 
