@@ -225,10 +225,10 @@ class DistilledScorer(WindowScorer):
         layer: int,
         hidden: torch.Tensor,
         values: torch.Tensor,
-        window_scores: Callable[[], torch.Tensor] | None = None,
+        window_scores: Callable[[], torch.Tensor],
     ) -> torch.Tensor:
         """``[B, Hkv, m]`` the score of the first ``m`` keys from their attention input ``hidden [B, m, d]``
-        and the layer's ``[B, Hkv, >= m, d]`` values (the window's scores are not read)."""
+        and the layer's ``[B, Hkv, >= m, d]`` values (``window_scores`` is not called)."""
         assert self.predictor is not None  # checked when made
         scores = self.predictor.predict(layer, hidden).to(self.dtype).exp()
         return value_weighted(scores, values) if self.value_norm else scores

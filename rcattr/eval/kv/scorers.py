@@ -191,11 +191,9 @@ class BlendedScorer(DistilledScorer):
         layer: int,
         hidden: torch.Tensor,
         values: torch.Tensor,
-        window_scores: Callable[[], torch.Tensor] | None = None,
+        window_scores: Callable[[], torch.Tensor],
     ) -> torch.Tensor:
-        if window_scores is None:
-            raise ValueError("BlendedScorer needs the window's scores")
-        distilled, window = super().hidden_state_scores(layer, hidden, values), window_scores()
+        distilled, window = super().hidden_state_scores(layer, hidden, values, window_scores), window_scores()
 
         def relative(scores: torch.Tensor) -> torch.Tensor:
             mean = scores.nan_to_num(0.0).sum((-2, -1), keepdim=True) / (~scores.isnan()).sum(

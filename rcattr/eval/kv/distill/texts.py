@@ -41,16 +41,22 @@ def _fill(
     return (text if taken and count_tokens(text) >= 0.8 * tokens else None), len(taken)
 
 
+def _runs(
+    pieces: list[str], count_tokens: Callable[[str], int], tokens: int, name: str
+) -> Iterator[FittingText]:
+    """Consecutive ``pieces`` joined by blank lines into contexts of up to ``tokens`` tokens, ``name-<first piece>``."""
+    start = 0
+    while start < len(pieces):
+        text, taken = _fill(pieces[start:], count_tokens, tokens, "\n\n")
+        if text is None:
+            return
+        yield FittingText(f"{name}-{start}", text)
+        start += taken
+
+
 def _squad(count_tokens: Callable[[str], int], tokens: int) -> Iterator[FittingText]:
     for a, article in reversed(list(enumerate(squad_articles()))):
-        paragraphs = [p["context"] for p in article["paragraphs"]]
-        start = 0
-        while start < len(paragraphs):
-            text, taken = _fill(paragraphs[start:], count_tokens, tokens, "\n\n")
-            if text is None:
-                break
-            yield FittingText(f"squad-{a}-{start}", text)
-            start += taken
+        yield from _runs([p["context"] for p in article["paragraphs"]], count_tokens, tokens, f"squad-{a}")
 
 
 def _qmsum(count_tokens: Callable[[str], int], tokens: int) -> Iterator[FittingText]:
@@ -74,13 +80,7 @@ def _quotesum(count_tokens: Callable[[str], int], tokens: int) -> Iterator[Fitti
             if source and source not in seen:
                 seen.add(source)
                 sources.append(f"{record.get(f'title{i}', '')}\n{source}".strip())
-    start = 0
-    while start < len(sources):
-        text, taken = _fill(sources[start:], count_tokens, tokens, "\n\n")
-        if text is None:
-            break
-        yield FittingText(f"quotesum-{start}", text)
-        start += taken
+    yield from _runs(sources, count_tokens, tokens, "quotesum")
 
 
 def fitting_texts(count_tokens: Callable[[str], int], tokens: int, count: int) -> list[FittingText]:
