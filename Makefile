@@ -12,7 +12,7 @@ PY           := $(VENV)/bin/python
 PIP          := $(PY) -m pip install --quiet --disable-pip-version-check
 STAMP        := $(VENV)/.rcattr-installed
 
-.PHONY: setup setup-kvpress demo serve tutorials docs test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk fit-kv-distill eval-kv-distill bench-kv-long clean
+.PHONY: setup setup-kvpress demo serve tutorials docs test test-fast test-kvpress bench eval eval-long eval-reach eval-peers eval-attributionbench eval-long-table eval-kv eval-kv-once eval-kv-chunk fit-kv-distill eval-kv-distill eval-kv-default bench-kv-long clean
 
 setup: $(STAMP)
 
@@ -218,6 +218,21 @@ eval-kv-distill: setup-kvpress
 		$(KV_ONCE) --dataset $$name --limit $$limit --methods kvzip,rc --ratios 0.5,0.75 --c "" --rc-ratios 0.5,0.75 \
 			--window 16 --rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled,$(KV_RECIPE)+blend \
 			--out runs/kv_blend/$$name-2048 || exit 1; \
+	done
+
+# the no-argument default, c=1 then ratio=0.5, side by side: compress once (needle, SQuAD v2 and QMSum at 2k, KVzip
+# and the distilled score beside), then question after context (docs/records/kv_default;
+# benchmarks/kv_default_table.py sets them side by side)
+eval-kv-default: setup-kvpress
+	for task in needle:6 squad:10 qmsum:6; do \
+		name=$${task%%:*}; limit=$${task##*:}; \
+		$(KV_ONCE) --dataset $$name --limit $$limit --methods kvzip,rc --ratios 0.5 --c 1.0 --rc-ratios 0.5 \
+			--rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/$$name-2048 || exit 1; \
+	done
+	for task in squad:30 qmsum:10 needle:15; do \
+		name=$${task%%:*}; limit=$${task##*:}; \
+		$(KV_RUN) --dataset $$name --limit $$limit --methods rc --c 1.0 --rc-ratios 0.5 --rc-variants $(KV_RECIPE) \
+			--out runs/kv_default/question-$$name-$$limit || exit 1; \
 	done
 
 bench-kv-long: setup

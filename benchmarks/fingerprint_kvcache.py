@@ -45,7 +45,8 @@ QUESTION = " Question: who first travelled the length of the Amazon, and when? A
 
 Case = Callable[[Any], RCKVCache]
 CASES: dict[str, Case] = {
-    "threshold c=1": lambda model: RCKVCache(model),
+    "default": lambda model: RCKVCache(model),
+    "threshold c=1": lambda model: RCKVCache(model, c=1.0),
     "threshold c=2 window 8": lambda model: RCKVCache(model, c=2.0, window=8),
     "ratio 0.5": lambda model: RCKVCache(model, ratio=0.5),
     "budget 96": lambda model: RCKVCache(model, budget=96),

@@ -43,7 +43,7 @@ def baseline(name: str, model, tokenizer) -> SpanAttributor:
     return BASELINES[name](model, tokenizer, **BASELINE_OPTIONS.get(name, {}))
 
 
-# RCKVCache's policies: changes to the default (one threshold over the model, value norms, 4 sinks), the paper's
+# RCKVCache's policies: changes to the default (half evicted over the model, value norms, 4 sinks), the paper's
 POLICIES = {
     "paper": EvictionPolicy(Threshold(1.0, "head"), WindowScorer(value_norm=False, sinks=0)),
     "value_norm=False": EvictionPolicy(scorer=WindowScorer(value_norm=False)),

@@ -262,7 +262,8 @@ print(f"saved {OUT / 'choosing_c.png'}")
 #
 # **Picking `c`.** One question is a small sample: on your own data, run the same sweep on a few dozen
 # prompts and pick the largest `c` whose top-1 agreement (or task metric) you can accept. `c=1` (evict
-# what scores below the mean score over all layers and key heads) is the default and a good start. If
+# what scores below the mean score over all layers and key heads) is the paper's and a good start;
+# `RCKVCache(model)` with no size evicts half of the prompt's entries (`ratio=0.5`) instead. If
 # you need a fixed memory budget instead, `RCKVCache(model, budget=256)` keeps 256 entries per key head
 # on average, shared by score over all layers and heads, and
 # `RCKVCache(model, policy=EvictionPolicy(Ratio(0.6)))` evicts that share of the prompt's entries
@@ -319,7 +320,7 @@ else:
         row, cache, _ = prefill_and_answer(method)
         return row | fidelity(*split_full, *teacher_force_after_context(cache, split_reference))
 
-    rows.append(compare(RCMethod(c=1.0, window=16, variant=DEFAULT_RECIPE)))  # RCKVCache's defaults
+    rows.append(compare(RCMethod(c=1.0, window=16, variant=DEFAULT_RECIPE)))  # the default recipe at the paper's c
     ratio = round(rows[-1]["compression_ratio"], 3)  # what RCKVCache reached at c=1
     rows += [compare(PressMethod(name, ratio)) for name in ("snapkv", "streaming_llm")]
     presses = pd.DataFrame(rows)

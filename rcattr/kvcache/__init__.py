@@ -3,7 +3,15 @@
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.distilled import DistilledScorer, ScorePredictor
 from rcattr.kvcache.layer import RCLayer
-from rcattr.kvcache.policy import DecodeEviction, EvictionPolicy, Ratio, Rule, Threshold, TokenBudget
+from rcattr.kvcache.policy import (
+    DEFAULT_RATIO,
+    DecodeEviction,
+    EvictionPolicy,
+    Ratio,
+    Rule,
+    Threshold,
+    TokenBudget,
+)
 from rcattr.kvcache.prefill import DEFAULT_PREFILL_CHUNK, chunked_prefill
 from rcattr.kvcache.scoring import (
     WindowScorer,
@@ -20,6 +28,7 @@ from rcattr.runtime.compat import cache_argument
 # RCPress is not in __all__: it needs kvpress, and `from rcattr.kvcache import *` must work without it
 __all__ = [
     "DEFAULT_PREFILL_CHUNK",
+    "DEFAULT_RATIO",
     "DecodeEviction",
     "DecodeRecord",
     "DistilledScorer",

@@ -33,18 +33,20 @@ __all__ = ["RCKVCache", "cache_nbytes"]
 
 
 class RCKVCache(Cache):
-    """Adaptive head-wise KV eviction by relative contextualization (RCStat, docs/design.md §3).
+    """Head-wise KV eviction by relative contextualization (RCStat, docs/design.md §3).
 
     At prefill, for every full-attention layer and key head, each prompt token is scored by its expected
-    RC against the last ``window`` prompt tokens times the norm of its value vector, and dropped when its
-    score is below ``c`` times the mean score over every key head of every layer. The first 4 tokens
-    (attention sinks) and the window are always kept, so budgets differ per head and per layer, set by
-    the one knob ``c``. What comes after the prompt (a question asked of the compressed context, a chat's
-    next turn) is kept whole; inside ``with cache.compressing():`` (a turn that brings a new document) each
-    forward of more than one token is scored against its own last ``window`` tokens and compressed the same
-    way, entries kept before staying. :meth:`paper`
-    gives the paper's recipe; ``policy`` takes any other (:class:`~rcattr.kvcache.EvictionPolicy`: a
-    selection rule at a scope, a scorer, decode-time eviction).
+    RC against the last ``window`` prompt tokens times the norm of its value vector; by default the lowest half
+    of those scores, over every key head of every layer, is dropped (``ratio=0.5``), so budgets differ per head
+    and per layer. ``c`` gives the paper's adaptive threshold instead (``score < c · mean score``; ``c=1`` was
+    the default before rcattr 0.2 and evicts 80-85% of a 2k context compressed before its questions). The first 4
+    tokens (attention sinks) and the window are always kept. What comes after the prompt (a question asked of the
+    compressed context, a chat's next turn) is kept whole; inside ``with cache.compressing():`` (a turn that
+    brings a new document) each forward of more than one token is scored against its own last ``window`` tokens
+    and compressed the same way, entries kept before staying. :meth:`paper` gives the paper's recipe; ``policy``
+    any other (:class:`~rcattr.kvcache.EvictionPolicy`: a selection rule at a scope, a scorer such as
+    :class:`~rcattr.kvcache.DistilledScorer`, a distilled replay score for contexts compressed before their
+    questions, decode-time eviction).
 
     Parameters
     ----------
@@ -53,13 +55,15 @@ class RCKVCache(Cache):
         Gemma3, Phi3, ...). Its attention is routed through rcattr's attention layer
         (:mod:`rcattr.runtime.attention`), which is transparent for other caches, until the cache is closed.
     c : float, optional
-        Threshold multiplier, >= 0 (default 1.0): a token is evicted when ``score < c · mean score``.
-        ``c = 0`` keeps everything; larger ``c`` evicts more. Not with ``ratio`` or ``budget``.
+        Threshold multiplier, >= 0: a token is evicted when ``score < c · mean score``, so each prompt loses
+        what its scores say it can spare. ``c = 0`` keeps everything; larger ``c`` evicts more. Not with
+        ``ratio`` or ``budget``.
     window : int, default 16
         The last prompt tokens that stand in for the generation (the paper uses 8 or 16).
     ratio : float, optional
-        A fixed share of the prompt's entries to evict instead of the threshold, in [0, 1): the lowest scores
-        over every key head of every full-attention layer go first (``Ratio(ratio)``), window and sinks kept.
+        The share of the prompt's entries to evict, in [0, 1) (default 0.5 when neither ``c`` nor ``budget`` is
+        given): the lowest scores over every key head of every full-attention layer go first (``Ratio(ratio)``),
+        window and sinks kept.
         With ``decode_every``, each decode-time eviction evicts that share of the tokens generated since the
         last.
     budget : int, optional
@@ -72,9 +76,11 @@ class RCKVCache(Cache):
         scores its entries against its last ``window`` queries and evicts, the window and the sinks kept.
         With ``budget``, everything held is ranked again and cut to the budget; without, the tokens
         generated since the last eviction are judged against ``c`` times their mean score over the layer's
-        key heads. Default: generated tokens are all kept.
+        key heads, or the ``ratio`` of them evicted. Default: generated tokens are all kept.
     policy : EvictionPolicy, optional
-        The composable form, instead of ``c``, ``ratio``, ``budget`` and ``decode_every``.
+        The composable form, instead of ``c``, ``ratio``, ``budget`` and ``decode_every``: another scorer
+        (``EvictionPolicy(Ratio(0.5), DistilledScorer(predictor=ScorePredictor.shipped(model)))`` predicts a
+        replay of the context), scope or decode-time rule.
 
     Notes
     -----
@@ -83,10 +89,11 @@ class RCKVCache(Cache):
 
     Examples
     --------
-    >>> cache = RCKVCache(model, c=1.0, window=16)
+    >>> cache = RCKVCache(model)  # half of the prompt's entries evicted
     >>> out = model.generate(**inputs, **cache_argument(model, cache), max_new_tokens=32)
     >>> cache.compression_ratio, cache.nbytes(), cache.full_nbytes()
-    >>> RCKVCache(model, ratio=0.5)
+    >>> RCKVCache(model, c=1.0, window=16)  # the paper's threshold: each prompt its own share
+    >>> RCKVCache(model, policy=EvictionPolicy(Ratio(0.75), DistilledScorer(predictor=ScorePredictor.shipped(model))))
     >>> RCKVCache(model, budget=256, decode_every=32)
     >>> with cache.compressing():  # a chat turn that brings a new document is compressed too
     ...     model(**new_turn, **cache_argument(model, cache))

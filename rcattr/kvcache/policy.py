@@ -25,9 +25,22 @@ from rcattr.kvcache.scored import Scored
 from rcattr.kvcache.scoring import WindowScorer, adaptive_keep, budget_keep, fixed_ratio_keep
 from rcattr.kvcache.state import LayerState
 
-__all__ = ["DecodeEviction", "EvictionPolicy", "Ratio", "Rule", "Scope", "Threshold", "TokenBudget"]
+__all__ = [
+    "DEFAULT_RATIO",
+    "DecodeEviction",
+    "EvictionPolicy",
+    "Ratio",
+    "Rule",
+    "Scope",
+    "Threshold",
+    "TokenBudget",
+]
 
 Scope = Literal["head", "layer", "model"]
+DEFAULT_RATIO = 0.5
+"""The share of a prompt's entries ``RCKVCache(model)`` evicts when given no size: a context compressed before its
+questions keeps their answers there (docs/benchmarks.md, "The default: half the context"), where ``c=1`` evicted
+80-85% of it and changed them."""
 SCOPES = ("head", "layer", "model")
 
 
@@ -204,7 +217,7 @@ class EvictionPolicy:
 
     Parameters
     ----------
-    rule : Threshold, Ratio or TokenBudget, default ``Threshold(1.0, scope="model")``
+    rule : Threshold, Ratio or TokenBudget, default ``Ratio(DEFAULT_RATIO, scope="model")``
         How each compressed chunk (the prompt, a chat's next turn) is cut.
     scorer : WindowScorer, default ``WindowScorer()``
         How its entries are scored (expected RC, value norm, sinks).
@@ -223,7 +236,7 @@ class EvictionPolicy:
     >>> EvictionPolicy(TokenBudget(256), decode=DecodeEviction(every=32))
     """
 
-    rule: Rule = field(default_factory=Threshold)
+    rule: Rule = field(default_factory=lambda: Ratio(DEFAULT_RATIO))
     scorer: WindowScorer = field(default_factory=WindowScorer)
     decode: DecodeEviction | None = None
     chunks: Literal["prompt", "every"] = "prompt"
@@ -274,9 +287,9 @@ class EvictionPolicy:
         decode_every: int | None = None,
     ) -> EvictionPolicy:
         """The policy of ``RCKVCache(model, c, ratio=..., budget=..., decode_every=...)``: one of a threshold
-        (``c``, default 1), a share to evict and a token budget, at model scope, with decode-time eviction every
-        ``decode_every`` tokens (a threshold's at layer scope: the new tokens against their layer's mean);
-        ValueError naming the sizes when more than one is given."""
+        (``c``), a share to evict (default :data:`DEFAULT_RATIO`) and a token budget, at model scope, with
+        decode-time eviction every ``decode_every`` tokens (a threshold's at layer scope: the new tokens against
+        their layer's mean); ValueError naming the sizes when more than one is given."""
         chosen = {
             name: value
             for name, value in {"c": c, "ratio": ratio, "budget": budget}.items()
@@ -290,10 +303,10 @@ class EvictionPolicy:
         rule: Rule
         if budget is not None:
             rule = TokenBudget(budget)
-        elif ratio is not None:
-            rule = Ratio(ratio)
+        elif c is not None:
+            rule = Threshold(c)
         else:
-            rule = Threshold(1.0 if c is None else c)
+            rule = Ratio(DEFAULT_RATIO if ratio is None else ratio)
         decode_rule = Threshold(rule.c, scope="layer") if isinstance(rule, Threshold) else None
         decode = None if decode_every is None else DecodeEviction(decode_every, decode_rule)
         return cls(rule, decode=decode)

@@ -138,16 +138,17 @@ def kv_row(method: str, setting: dict, record: str, ver: float, compression: flo
     }
 
 
-def kv_summary(quality: str | None = "match") -> dict:
+def kv_summary(quality: str | None = "match", rc_ratio: bool = False) -> dict:
     """The KV benchmark's summary of three records through the full cache, SnapKV at 0.5 and RCKVCache at
-    c = 1, w = 8 (``quality`` None: a run from before the needle task, which has no quality field)."""
+    c = 1, w = 8 (``quality`` None: a run from before the needle task, which has no quality field; ``rc_ratio``:
+    RCKVCache at the share 0.5 too, as ``--rc-ratios`` runs it)."""
     from rcattr.eval.kv.results import summarise
 
     settings = (
         ("full", {}, 0.0),
         ("snapkv/r=0.5", {"ratio": 0.5}, 0.5),
         ("rc/c=1/w=8", {"c": 1.0, "window": 8}, 0.4),
-    )
+    ) + ((("rc/r=0.5/w=8", {"ratio": 0.5, "window": 8}, 0.5),) if rc_ratio else ())
     rows = [
         kv_row(method, setting, f"q{i}", 0.1 * (i + 1), compression, 1.0)
         for i in range(3)

@@ -79,7 +79,7 @@ def test_window_is_kept_and_evictions_are_per_head() -> None:
 @pytest.mark.parametrize(
     "policy",
     [
-        EvictionPolicy(),
+        EvictionPolicy(Threshold(1.0)),
         EvictionPolicy(Threshold(1.0, "head")),
         EvictionPolicy(Ratio(0.5)),
         EvictionPolicy(Ratio(0.5, "head")),
@@ -149,6 +149,19 @@ def test_beam_search_through_c_zero_equals_the_default_caches_beams(arch) -> Non
 def test_bad_settings_are_refused(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         RCKVCache(kv_model("llama"), **kwargs)
+
+
+@pytest.mark.parametrize("decode_every", [None, 3])
+def test_the_default_evicts_half_of_the_prompt_by_the_window_score(decode_every) -> None:
+    model = kv_model("llama")
+    ids, mask = prompt(batch=2, pad=3)
+    default = RCKVCache(model, window=4, decode_every=decode_every)
+    decode = None if decode_every is None else DecodeEviction(decode_every)
+    assert default.policy == EvictionPolicy(Ratio(0.5, "model"), WindowScorer(), decode)
+    assert default.policy == RCKVCache(model, ratio=0.5, window=4, decode_every=decode_every).policy
+    assert RCKVCache(model, policy=EvictionPolicy()).policy == EvictionPolicy(Ratio(0.5))
+    model(ids, attention_mask=mask, **cache_argument(model, default))
+    assert default.compression_ratio == pytest.approx(0.5, abs=0.05)
 
 
 @pytest.mark.parametrize("decode_every", [None, 3])

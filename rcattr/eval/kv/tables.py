@@ -33,11 +33,12 @@ def quality_metric(results: dict[str, Any]) -> str:
 
 
 def summary_tables(results: dict[str, Any]) -> list[str]:
-    """VER · quality per press and ratio, and compression · VER · quality per RCKVCache window and c."""
+    """VER · quality per press and ratio, and compression · VER · quality per RCKVCache window and c (and per
+    set share, ``--rc-ratios``)."""
     quality = quality_metric(results)
     name = QUALITY_NAMES[quality]
     methods = results["methods"].values()
-    presses = [row for row in methods if "ratio" in row["setting"]]
+    presses = [row for row in methods if "ratio" in row["setting"] and row["name"] != "rc"]
     rc = [row for row in methods if row["name"] == "rc"]
     lines = []
     if "full" in results["methods"]:
@@ -67,16 +68,22 @@ def summary_tables(results: dict[str, Any]) -> list[str]:
             },
             ("ver", quality),
         )
-    if rc:
+    for knob, label in (("c", "c"), ("ratio", "set share")):  # thresholds, then RCKVCache(model, ratio=r)
+        cut = [row for row in rc if knob in row["setting"]]
+        if not cut:
+            continue
         curves: dict[str, dict[float, dict[str, Any]]] = {}
-        for row in sorted(rc, key=lambda row: (row["setting"].get("variant", ""), row["setting"]["window"])):
+        for row in sorted(cut, key=lambda row: (row["setting"].get("variant", ""), row["setting"]["window"])):
             variant = row["setting"].get("variant")
             key = str(int(row["setting"]["window"])) + (f", {variant}" if variant else "")
-            curves.setdefault(key, {})[row["setting"]["c"]] = row
+            curves.setdefault(key, {})[row["setting"][knob]] = row
         lines += _grid(
-            f"RCKVCache: compression reached · VER ↓ · {name} at each c",
+            f"RCKVCache: compression reached · VER ↓ · {name} at each {label}",
             "window",
-            {f"c = {c:g}": c for c in sorted({row["setting"]["c"] for row in rc})},
+            {
+                f"{'c' if knob == 'c' else 'r'} = {value:g}": value
+                for value in sorted({r["setting"][knob] for r in cut})
+            },
             curves,
             ("compression_ratio", "ver", quality),
         )

@@ -33,10 +33,10 @@ pytestmark = pytest.mark.transformers_line
 
 
 def test_the_default_variant_is_rckvcaches_defaults() -> None:
-    default = RCKVCache(tiny_model("llama"))
+    default = RCKVCache(tiny_model("llama"))  # half of the prompt evicted
     variant = KVBenchmarkConfig("squad").rc_variants[0]
-    assert rc_policy(variant, c=1.0, chunks="prompt") == default.policy
-    assert rc_policy(variant, ratio=0.5, chunks="prompt") == RCKVCache(tiny_model("llama"), ratio=0.5).policy
+    assert rc_policy(variant, ratio=0.5, chunks="prompt") == default.policy
+    assert rc_policy(variant, c=1.0, chunks="prompt") == RCKVCache(tiny_model("llama"), c=1.0).policy
     assert rc_policy(variant).chunks == "every"  # the question-after-context protocol's RCKVCache, as in 0.1
     assert rc_options("paper") == {
         "statistic": "expected",

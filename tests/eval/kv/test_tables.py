@@ -20,3 +20,11 @@ def test_the_quality_metric_is_the_tasks_or_rouge_l_for_older_runs() -> None:
     assert "### RCKVCache: compression reached · VER ↓ · ROUGE-L at each c" in summary_tables(
         kv_summary(None)
     )
+
+
+def test_rckvcache_at_set_shares_has_a_grid_of_its_own() -> None:
+    lines = summary_tables(kv_summary(rc_ratio=True))
+    assert "### RCKVCache: compression reached · VER ↓ · answer match at each c" in lines
+    assert "### RCKVCache: compression reached · VER ↓ · answer match at each set share" in lines
+    assert "| window | r = 0.5 |" in lines and "| 8 | 50% · 0.200 · 1.000 |" in lines
+    assert "| rc | 0.200 · 1.000 |" not in lines  # not among the presses
