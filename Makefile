@@ -221,8 +221,8 @@ eval-kv-distill: setup-kvpress
 	done
 
 # the no-argument default, c=1 then ratio=0.5, side by side: compress once (needle, SQuAD v2 and QMSum at 2k, KVzip
-# and the distilled score beside), then question after context (docs/records/kv_default;
-# benchmarks/kv_default_table.py sets them side by side)
+# and the distilled score beside), question after context, then Gemma-3-270m's SQuAD and Qwen2.5-Coder's needles
+# and SQuAD compressed once (docs/records/kv_default; benchmarks/kv_default_table.py sets them side by side)
 eval-kv-default: setup-kvpress
 	for task in needle:6 squad:10 qmsum:6; do \
 		name=$${task%%:*}; limit=$${task##*:}; \
@@ -234,6 +234,14 @@ eval-kv-default: setup-kvpress
 		$(KV_RUN) --dataset $$name --limit $$limit --methods rc --c 1.0 --rc-ratios 0.5 --rc-variants $(KV_RECIPE) \
 			--out runs/kv_default/question-$$name-$$limit || exit 1; \
 	done
+	$(KV_ONCE) --model gemma-3-270m --dataset squad --limit 3 --methods rc --ratios 0.5 --c 1.0 --rc-ratios 0.5 \
+		--rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/gemma-squad-2048
+	../shared/models/qwen2.5-coder-0.5b.sh $(QWEN_MODEL) $(KVPRESS_VENV)/bin/python
+	mkdir -p runs/kv_default; cp -rn docs/records/kv_distilled_qwen2/needle-2048 runs/kv_default/qwen2-needle-2048
+	$(KV_ONCE) --model $(QWEN_MODEL) --dataset needle --limit 3 --methods kvzip,rc --ratios 0.5,0.75,0.875 --c 1.0 \
+		--rc-ratios 0.5,0.75,0.875 --rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/qwen2-needle-2048
+	$(KV_ONCE) --model $(QWEN_MODEL) --dataset squad --limit 3 --methods kvzip,rc --ratios 0.5 --c 1.0 --rc-ratios 0.5 \
+		--rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/qwen2-squad-2048
 
 bench-kv-long: setup
 	$(PY) benchmarks/bench_kvcache.py --ratio 0.5 --isolate --lengths 4000 8000 --prefill-chunk 1024 \
