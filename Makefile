@@ -222,7 +222,7 @@ eval-kv-distill: setup-kvpress
 
 # the no-argument default, c=1 then ratio=0.5, side by side: compress once (needle, SQuAD v2 and QMSum at 2k, KVzip
 # and the distilled score beside), question after context, then Gemma-3-270m's SQuAD and Qwen2.5-Coder's needles
-# and SQuAD compressed once (docs/records/kv_default; benchmarks/kv_default_table.py sets them side by side)
+# SQuAD and QMSum compressed once (docs/records/kv_default; benchmarks/kv_default_table.py sets them side by side)
 eval-kv-default: setup-kvpress
 	for task in needle:6 squad:10 qmsum:6; do \
 		name=$${task%%:*}; limit=$${task##*:}; \
@@ -240,8 +240,11 @@ eval-kv-default: setup-kvpress
 	mkdir -p runs/kv_default; cp -rn docs/records/kv_distilled_qwen2/needle-2048 runs/kv_default/qwen2-needle-2048
 	$(KV_ONCE) --model $(QWEN_MODEL) --dataset needle --limit 3 --methods kvzip,rc --ratios 0.5,0.75,0.875 --c 1.0 \
 		--rc-ratios 0.5,0.75,0.875 --rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/qwen2-needle-2048
-	$(KV_ONCE) --model $(QWEN_MODEL) --dataset squad --limit 3 --methods kvzip,rc --ratios 0.5 --c 1.0 --rc-ratios 0.5 \
-		--rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/qwen2-squad-2048
+	for name in squad qmsum; do \
+		$(KV_ONCE) --model $(QWEN_MODEL) --dataset $$name --limit 3 --methods kvzip,rc --ratios 0.5 --c 1.0 \
+			--rc-ratios 0.5 --rc-variants $(KV_RECIPE),$(KV_RECIPE)+distilled --out runs/kv_default/qwen2-$$name-2048 \
+			|| exit 1; \
+	done
 
 bench-kv-long: setup
 	$(PY) benchmarks/bench_kvcache.py --ratio 0.5 --isolate --lengths 4000 8000 --prefill-chunk 1024 \
