@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_threshold,
         help="eviction threshold instead of a share: a token is evicted below c times the mean score, so each "
         "prompt loses what its scores say it can spare; larger evicts more, 0 keeps all (the paper's c=1 evicts "
-        "80-85%% of a 2k document asked about afterwards)",
+        "about 80%% of a 2k document asked about afterwards)",
     )
     budget.add_argument("--ratio", type=_share, help="evict this share of the prompt's entries (default 0.5)")
     budget.add_argument(

@@ -39,7 +39,7 @@ class RCKVCache(Cache):
     RC against the last ``window`` prompt tokens times the norm of its value vector; by default the lowest half
     of those scores, over every key head of every layer, is dropped (``ratio=0.5``), so budgets differ per head
     and per layer. ``c`` gives the paper's adaptive threshold instead (``score < c · mean score``; ``c=1`` was
-    the default before rcattr 0.2 and evicts 80-85% of a 2k context compressed before its questions). The first 4
+    the default before rcattr 0.2 and evicts about 80% of a 2k context compressed before its questions). The first 4
     tokens (attention sinks) and the window are always kept. What comes after the prompt (a question asked of the
     compressed context, a chat's next turn) is kept whole; inside ``with cache.compressing():`` (a turn that
     brings a new document) each forward of more than one token is scored against its own last ``window`` tokens

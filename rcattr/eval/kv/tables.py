@@ -68,7 +68,7 @@ def summary_tables(results: dict[str, Any]) -> list[str]:
             },
             ("ver", quality),
         )
-    for knob, label in (("c", "c"), ("ratio", "set share")):  # thresholds, then RCKVCache(model, ratio=r)
+    for knob, label, symbol in (("c", "c", "c"), ("ratio", "set share", "r")):  # thresholds, then ratio=r
         cut = [row for row in rc if knob in row["setting"]]
         if not cut:
             continue
@@ -80,10 +80,7 @@ def summary_tables(results: dict[str, Any]) -> list[str]:
         lines += _grid(
             f"RCKVCache: compression reached · VER ↓ · {name} at each {label}",
             "window",
-            {
-                f"{'c' if knob == 'c' else 'r'} = {value:g}": value
-                for value in sorted({r["setting"][knob] for r in cut})
-            },
+            {f"{symbol} = {value:g}": value for value in sorted({r["setting"][knob] for r in cut})},
             curves,
             ("compression_ratio", "ver", quality),
         )

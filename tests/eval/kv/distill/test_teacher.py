@@ -15,9 +15,8 @@ from rcattr.kvcache.distilled import attention_inputs
 from rcattr.runtime.compat import cache_argument
 from tests.helpers import char_tokenizer, kv_model
 
-pytestmark = (
-    pytest.mark.transformers_line
-)  # the teacher reads the cache keyword of the installed transformers
+# the teacher reads the cache keyword of the installed transformers
+pytestmark = pytest.mark.transformers_line
 
 
 @pytest.mark.parametrize(
