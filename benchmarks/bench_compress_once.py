@@ -3,7 +3,7 @@
 Each context is consecutive paragraphs of one SQuAD v2 dev article, joined with blank lines, up to
 ``--context-tokens`` tokens; it gets ``--questions`` answerable questions from different paragraphs (the
 first, ..., the last paragraph's first answerable question). The prompt is the KV benchmark's
-(:func:`rcattr.eval.kv.protocol.split_prompt`: one user turn of the chat template, the context, then "Answer
+(:func:`rcattr.kvcache.context.prompt.split_prompt`: one user turn of the chat template, the context, then "Answer
 in a few words. Question: ..."), cut after the context: every method answers the same ids, the context
 prefix then the question suffix. Every answer is greedy, up to ``--max-new-tokens`` tokens, batch size 1:
 
@@ -54,8 +54,8 @@ from rcattr.eval.common.metrics import paired_difference
 from rcattr.eval.kv.config import INSTRUCTIONS
 from rcattr.eval.kv.data import squad_articles
 from rcattr.eval.kv.metrics import answer_match
-from rcattr.eval.kv.protocol import split_prompt
 from rcattr.kvcache import RCKVCache, cache_argument
+from rcattr.kvcache.context.prompt import split_prompt
 from rcattr.protocols import TokenizerLike
 
 

@@ -18,8 +18,9 @@ from rcattr.eval.common.metrics import paired_mean_difference
 from rcattr.eval.kv.data import load_squad
 from rcattr.eval.kv.methods import FullCache, RCMethod
 from rcattr.eval.kv.metrics import answer_match, value_error_rate
-from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.protocol import greedy_answer, teacher_forced
 from rcattr.eval.kv.variants import DEFAULT_RECIPE
+from rcattr.kvcache.context.prompt import split_prompt
 from rcattr.runtime.models import load_model
 
 

@@ -54,9 +54,10 @@ from rcattr.eval.kv.methods import (
     RCMethod,
 )
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs, value_error_rate
-from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.protocol import greedy_answer, teacher_forced
 from rcattr.eval.kv.variants import DEFAULT_RECIPE
 from rcattr.kvcache import RCKVCache, cache_argument
+from rcattr.kvcache.context.prompt import split_prompt
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "03_kv_cache_in_generate"
 OUT.mkdir(parents=True, exist_ok=True)
@@ -320,7 +321,9 @@ else:
         row, cache, _ = prefill_and_answer(method)
         return row | fidelity(*split_full, *teacher_force_after_context(cache, split_reference))
 
-    rows.append(compare(RCMethod(c=1.0, window=16, variant=DEFAULT_RECIPE)))  # the default recipe at the paper's c
+    rows.append(
+        compare(RCMethod(c=1.0, window=16, variant=DEFAULT_RECIPE))
+    )  # the default recipe at the paper's c
     ratio = round(rows[-1]["compression_ratio"], 3)  # what RCKVCache reached at c=1
     rows += [compare(PressMethod(name, ratio)) for name in ("snapkv", "streaming_llm")]
     presses = pd.DataFrame(rows)

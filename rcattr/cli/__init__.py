@@ -1,4 +1,5 @@
-"""Command line: ``rcattr explain``, ``heads``, ``compress``, ``serve`` and ``demo`` (or ``python -m rcattr ...``)."""
+"""Command line: ``rcattr explain``, ``heads``, ``compress``, ``ask``, ``serve`` and ``demo`` (or ``python -m rcattr
+...``)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from rcattr.cli.serve_command import serve
 
                 return serve(args)
+            if args.command == "ask":  # no input: the saved context is it
+                from rcattr.cli.ask_command import ask
+
+                return ask(args)
             check_output("--html", getattr(args, "html", None), html_suffixes, "an HTML page")
             for option in ("out", "heatmap"):
                 check_output(f"--{option}", getattr(args, option, None), image_suffixes, "an image format")

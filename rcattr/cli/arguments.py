@@ -178,7 +178,27 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="IMAGE",
         help="also write the share evicted per layer and key head (.png, .jpg, .svg, .pdf, ...)",
     )
+    compress.add_argument(
+        "--save",
+        metavar="FOLDER",
+        help="also compress the context alone, before any question, and save it to FOLDER, which `rcattr ask "
+        "FOLDER` answers from in any later process (without --question: only compress and save)",
+    )
     _model_options(compress, heads=False)
+
+    ask = commands.add_parser(
+        "ask",
+        help="answer questions from a context compressed and saved by `rcattr compress --save`",
+        description="Load a compressed context (rcattr compress --save FOLDER, or CompressedContext.save) on the "
+        "model it was saved from, and answer each question from a copy of it, without reading the document again.",
+        epilog="example: rcattr compress --context report.txt --save report.rcctx, then rcattr ask report.rcctx "
+        "--question 'What did the council decide?' --question 'When?'",
+    )
+    ask.add_argument("saved", metavar="FOLDER", help="the saved context")
+    ask.add_argument(
+        "--question", action="append", required=True, help="a question asked of the context (repeat for more)"
+    )
+    _model_options(ask, heads=False)
 
     _serve_options(
         commands.add_parser(

@@ -1,4 +1,5 @@
-"""The commands: ``explain`` (and ``demo``), ``heads`` and ``compress``, each given its parsed arguments and input."""
+"""The commands: ``explain`` (and ``demo``), ``heads`` and ``compress``, each given its parsed arguments and input
+(``ask`` and ``serve`` take none: their own modules)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from typing import TYPE_CHECKING
 from rcattr.cli.inputs import CommandError
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
     from rcattr.attribution.attributor import RCAttributor
     from rcattr.attribution.result import RCAttributionResult
     from rcattr.grounding.citations import Citation
+    from rcattr.kvcache import EvictionPolicy
+    from rcattr.protocols import TokenizerLike
     from rcattr.text.prompting import ContextInput
 
 
@@ -136,18 +141,46 @@ def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
-    from rcattr.cli.compare import compare_generations
-    from rcattr.kvcache import RCKVCache
+    from rcattr.kvcache import EvictionPolicy
     from rcattr.runtime.models import load_model
-    from rcattr.viz import save_head_heatmap
 
     if args.budget is not None and args.prefill_chunk is not None:
         raise CommandError(
             "--prefill-chunk cuts each chunk on its own, which a --budget of the whole cache cannot; use --c or --ratio"
         )
     model, tokenizer = load_model(args.model, verbose=args.verbose)
-    options = {"c": args.c, "ratio": args.ratio, "budget": args.budget, "decode_every": args.decode_every}
-    cache = RCKVCache(model, window=args.window, **options)  # --c, --ratio and --budget exclude each other
+    # --c, --ratio and --budget exclude each other
+    policy = EvictionPolicy.of_sizes(args.c, args.ratio, args.budget, args.decode_every)
+    if inp.question or args.save is None:  # --save without a question only compresses and saves
+        _compare(args, model, tokenizer, inp, policy)
+    if args.save is not None:
+        from rcattr.cli.ask_command import describe
+        from rcattr.kvcache import compress_context
+
+        documents = [document.text for document in inp.documents]
+        context = compress_context(
+            model, tokenizer, documents, policy=policy, window=args.window, chunk_size=args.prefill_chunk
+        )
+        folder = context.save(args.save)
+        print(
+            f"{describe(context)}\nSaved to {folder}: answer from it with rcattr ask {folder} --question ..."
+        )
+    return 0
+
+
+def _compare(
+    args: argparse.Namespace,
+    model: PreTrainedModel,
+    tokenizer: TokenizerLike,
+    inp: ContextInput,
+    policy: EvictionPolicy,
+) -> None:
+    """Answer with the full cache and with RCKVCache, and print both, where they diverge and the bytes held."""
+    from rcattr.cli.compare import compare_generations
+    from rcattr.kvcache import RCKVCache
+    from rcattr.viz import save_head_heatmap
+
+    cache = RCKVCache(model, window=args.window, policy=policy)
     compared = compare_generations(model, tokenizer, inp, cache, args.max_new_tokens, args.prefill_chunk)
     full, compressed = (
         str(tokenizer.decode(ids, skip_special_tokens=True)).strip()
@@ -176,7 +209,6 @@ def _compress(args: argparse.Namespace, inp: ContextInput) -> int:
             cache.head_compression_ratio[:, 0], args.heatmap, title=title, label="evicted"
         )
         print(f"Heat map: {path}")
-    return 0
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, ContextInput], int]] = {

@@ -1,6 +1,7 @@
 """Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
+from rcattr.kvcache.context import CompressedContext, SplitPrompt, compress_context, split_prompt
 from rcattr.kvcache.distilled import DistilledScorer, ScorePredictor
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import (
@@ -29,6 +30,7 @@ from rcattr.runtime.compat import cache_argument
 __all__ = [
     "DEFAULT_PREFILL_CHUNK",
     "DEFAULT_RATIO",
+    "CompressedContext",
     "DecodeEviction",
     "DecodeRecord",
     "DistilledScorer",
@@ -40,6 +42,7 @@ __all__ = [
     "Ratio",
     "Rule",
     "ScorePredictor",
+    "SplitPrompt",
     "Threshold",
     "TokenBudget",
     "WindowScorer",
@@ -48,8 +51,10 @@ __all__ = [
     "cache_argument",
     "cache_nbytes",
     "chunked_prefill",
+    "compress_context",
     "fixed_ratio_keep",
     "leading_tokens",
+    "split_prompt",
     "value_weighted",
     "window_rc_scores",
 ]

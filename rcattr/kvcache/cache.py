@@ -7,6 +7,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
+from typing import Any, SupportsIndex
 
 import torch
 from transformers import PreTrainedModel
@@ -160,6 +161,12 @@ class RCKVCache(Cache):
             raise RuntimeError("this RCKVCache is closed (or its model is gone); a copy could not be filled")
         clone._open(model)
         return clone
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        raise TypeError(
+            "an RCKVCache is open on its model and cannot be pickled: keep a compressed context with "
+            "rcattr.kvcache.compress_context(...).save(path) and CompressedContext.load(path, model, tokenizer)"
+        )
 
     def close(self) -> None:
         """Give the model its own attention back (once no other open RCKVCache of it remains); the cache

@@ -110,3 +110,19 @@ def save_tiny(model, path):
     model.save_pretrained(path)
     char_tokenizer().save_pretrained(path)
     return path
+
+
+def random_predictor(model, seed: int = 0, layers: list[int] | None = None):
+    """A score predictor of random maps for ``model``'s layers (all, or ``layers``)."""
+    from rcattr.kvcache.distilled import ScorePredictor, predictor_identity
+
+    config = model.config.get_text_config()
+    generator = torch.Generator().manual_seed(seed)
+    chosen = range(config.num_hidden_layers) if layers is None else layers
+    kv_heads, width = config.num_key_value_heads, config.hidden_size
+    return ScorePredictor(
+        predictor_identity(model),
+        {i: torch.randn(width, kv_heads, generator=generator) / width**0.5 for i in chosen},
+        {i: torch.randn(kv_heads, generator=generator) for i in chosen},
+        {"teacher": "test"},
+    )

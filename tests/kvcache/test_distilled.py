@@ -17,26 +17,12 @@ from rcattr.kvcache.distilled import (
     DistilledScorer,
     ScorePredictor,
     attention_inputs,
-    predictor_identity,
 )
 from rcattr.kvcache.policy import DecodeEviction
 from rcattr.runtime.compat import cache_argument
-from tests.helpers import kv_model
+from tests.helpers import kv_model, random_predictor
 
 pytestmark = pytest.mark.transformers_line
-
-
-def random_predictor(model, seed: int = 0, layers: list[int] | None = None) -> ScorePredictor:
-    config = model.config.get_text_config()
-    generator = torch.Generator().manual_seed(seed)
-    chosen = range(config.num_hidden_layers) if layers is None else layers
-    kv_heads, width = config.num_key_value_heads, config.hidden_size
-    return ScorePredictor(
-        predictor_identity(model),
-        {i: torch.randn(width, kv_heads, generator=generator) / width**0.5 for i in chosen},
-        {i: torch.randn(kv_heads, generator=generator) for i in chosen},
-        {"teacher": "test"},
-    )
 
 
 def distilled_cache(model, predictor, rule=None, **options) -> RCKVCache:

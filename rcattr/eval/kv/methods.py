@@ -288,7 +288,7 @@ def _replay_prompt_ids(name_or_path: str) -> torch.Tensor:
     """:func:`replay_prompt_ids` by tokenizer folder, loaded once per folder (every replayed prefill asks)."""
     from transformers import AutoTokenizer
 
-    from rcattr.eval.kv.protocol import split_prompt
+    from rcattr.kvcache.context.prompt import split_prompt
 
     return split_prompt(AutoTokenizer.from_pretrained(name_or_path), "context", REPLAY_PROMPT).question_ids
 

@@ -24,8 +24,9 @@ from rcattr.eval.kv.contexts import KVContext, load_contexts
 from rcattr.eval.kv.methods import FullCache, KVMethod
 from rcattr.eval.kv.metrics import answer_match, rouge, value_error_rate
 from rcattr.eval.kv.once_report import once_markdown, summarise_once
-from rcattr.eval.kv.protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.protocol import greedy_answer, teacher_forced
 from rcattr.eval.kv.runner import KVRun
+from rcattr.kvcache.context.prompt import SplitPrompt, split_prompt
 
 __all__ = ["CompressOnce", "ONCE_PROTOCOL"]
 

@@ -24,44 +24,8 @@ import torch
 from transformers import Cache, PreTrainedModel
 
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs
-from rcattr.protocols import TokenizerLike
+from rcattr.kvcache.context.prompt import SplitPrompt
 from rcattr.runtime.compat import cache_argument
-
-
-@dataclass(frozen=True)
-class SplitPrompt:
-    """``context_ids [1, n]`` (compressed at prefill) and ``question_ids [1, m]`` (asked after it)."""
-
-    context_ids: torch.Tensor
-    question_ids: torch.Tensor
-
-    @property
-    def n_context(self) -> int:
-        return self.context_ids.shape[1]
-
-
-def split_prompt(tokenizer: TokenizerLike, context: str, question: str) -> SplitPrompt:
-    """Render ``context`` then ``question`` in one user turn of the chat template, cut between the two.
-
-    Without a chat template the context follows the BOS token and the question ends with a newline.
-    """
-    if not context.strip():
-        raise ValueError("the context to compress is empty")
-    if getattr(tokenizer, "chat_template", None) is None:
-        head, tail = (getattr(tokenizer, "bos_token", None) or "") + context, f"\n\n{question}\n"
-    else:
-        separator = "\x00" * 3  # no template writes this; the user turn is cut where it stands
-        rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": f"{context}{separator}\n\n{question}"}],
-            add_generation_prompt=True,
-            tokenize=False,
-        )
-        head, tail = rendered.split(separator)
-    encode = tokenizer.encode  # type: ignore[attr-defined]
-    return SplitPrompt(
-        torch.tensor([encode(head, add_special_tokens=False)]),
-        torch.tensor([encode(tail, add_special_tokens=False)]),
-    )
 
 
 def stop_ids(model: PreTrainedModel) -> set[int]:

@@ -29,11 +29,12 @@ from rcattr.eval.kv.data import KVRecord
 from rcattr.eval.kv.methods import Compression, FullCache, KVMethod
 from rcattr.eval.kv.metrics import answer_match, rouge, value_error_rate
 from rcattr.eval.kv.plots import plot_frontiers, plot_head_compression
-from rcattr.eval.kv.protocol import SplitPrompt, greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.protocol import greedy_answer, teacher_forced
 from rcattr.eval.kv.registry import KVMethods, kv_methods
 from rcattr.eval.kv.results import summarise
 from rcattr.eval.kv.tables import markdown_table
 from rcattr.kvcache import RCKVCache
+from rcattr.kvcache.context.prompt import SplitPrompt, split_prompt
 from rcattr.protocols import TokenizerLike
 
 

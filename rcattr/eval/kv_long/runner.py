@@ -29,12 +29,13 @@ from transformers import PreTrainedModel
 from rcattr.eval.common.run_store import MethodRecordRun
 from rcattr.eval.common.sharding import Shard
 from rcattr.eval.kv.metrics import answer_match, rouge
-from rcattr.eval.kv.protocol import SplitPrompt, feed, split_prompt, stop_ids
+from rcattr.eval.kv.protocol import feed, stop_ids
 from rcattr.eval.kv_long.config import RESUMABLE_CHANGES, LongBenchmarkConfig
 from rcattr.eval.kv_long.data import LongRecord, load_needle_prefixed, load_qmsum_general
 from rcattr.eval.kv_long.methods import Decoder, LongMethod, long_methods
 from rcattr.eval.kv_long.report import BYTES_EVERY, plot_bytes_held, summarise_long, table_long
 from rcattr.kvcache import cache_nbytes
+from rcattr.kvcache.context.prompt import SplitPrompt, split_prompt
 from rcattr.protocols import TokenizerLike
 
 INSTRUCTION = {"qmsum": "Answer in detail.", "needle": "Answer in a few words."}

@@ -16,10 +16,11 @@ from rcattr.eval.kv.methods import (
     rc_policy,
 )
 from rcattr.eval.kv.presses import PRESSES
-from rcattr.eval.kv.protocol import greedy_answer, split_prompt
+from rcattr.eval.kv.protocol import greedy_answer
 from rcattr.eval.kv.scorers import AblationScorer, MaxPooledScorer, QueryMaxScorer, SoftmaxMaxScorer
 from rcattr.eval.kv.variants import rc_options
 from rcattr.kvcache import DistilledScorer, RCKVCache, WindowScorer
+from rcattr.kvcache.context.prompt import split_prompt
 from tests.helpers import (
     KV_CONTEXT,
     KV_QUESTION,

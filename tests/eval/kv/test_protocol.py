@@ -1,5 +1,5 @@
-"""The KV benchmark's question-after-context protocol (rcattr.eval.kv.protocol): the prompt's cut, greedy and
-teacher-forced answers equal plain forwards."""
+"""The KV benchmark's question-after-context protocol (rcattr.eval.kv.protocol): greedy and teacher-forced answers
+equal plain forwards."""
 
 from __future__ import annotations
 
@@ -9,28 +9,14 @@ import torch
 from rcattr.eval.kv import protocol as kv_protocol
 from rcattr.eval.kv.methods import FullCache
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs
-from rcattr.eval.kv.protocol import greedy_answer, split_prompt, teacher_forced
+from rcattr.eval.kv.protocol import greedy_answer, teacher_forced
+from rcattr.kvcache.context.prompt import SplitPrompt, split_prompt
 from tests.helpers import KV_CONTEXT, KV_QUESTION, char_tokenizer, tiny_model
 
 pytestmark = pytest.mark.transformers_line
 
 
-def test_split_prompt_cuts_the_chat_template_between_context_and_question() -> None:
-    tokenizer = char_tokenizer()
-    prompt = split_prompt(tokenizer, KV_CONTEXT, KV_QUESTION)
-    whole = tokenizer.apply_chat_template(
-        [{"role": "user", "content": f"{KV_CONTEXT}\n\n{KV_QUESTION}"}],
-        add_generation_prompt=True,
-        tokenize=False,
-    )
-    assert tokenizer.decode(torch.cat([prompt.context_ids, prompt.question_ids], 1)[0]) == whole
-    assert tokenizer.decode(prompt.context_ids[0]).endswith(KV_CONTEXT)
-    assert prompt.n_context == prompt.context_ids.shape[1]
-    with pytest.raises(ValueError, match="empty"):
-        split_prompt(tokenizer, "  ", KV_QUESTION)
-
-
-def _whole_prompt(prompt: kv_protocol.SplitPrompt) -> torch.Tensor:
+def _whole_prompt(prompt: SplitPrompt) -> torch.Tensor:
     return torch.cat([prompt.context_ids, prompt.question_ids], dim=1)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rcattr.eval.kv.protocol import split_prompt
+from rcattr.kvcache.context.prompt import split_prompt
 from tests.helpers import PARAGRAPHS, char_tokenizer, wide_llama
 
 

@@ -10,9 +10,9 @@ import torch
 from transformers import PreTrainedModel
 
 from rcattr.eval.kv.methods import attention_scale
-from rcattr.eval.kv.protocol import split_prompt
 from rcattr.eval.kv.scorers import SoftmaxMaxScorer
 from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache
+from rcattr.kvcache.context.prompt import split_prompt
 from rcattr.kvcache.distilled import attention_inputs
 from rcattr.kvcache.replay import REPLAY_PROMPT
 from rcattr.protocols import TokenizerLike
@@ -42,7 +42,7 @@ class TeacherScores:
 @torch.no_grad()
 def replay_teacher(model: PreTrainedModel, tokenizer: TokenizerLike, text: str) -> TeacherScores:
     """The replay scores of ``text`` given as the KV benchmark gives a context (the chat template's user turn cut
-    after it, :func:`~rcattr.eval.kv.protocol.split_prompt`), from one forward over ``2n + p`` tokens
+    after it, :func:`~rcattr.kvcache.context.prompt.split_prompt`), from one forward over ``2n + p`` tokens
     (:func:`~rcattr.kvcache.replay.replay_prefill`'s), for every full-attention layer."""
     context_ids = split_prompt(tokenizer, text, REPLAY_PROMPT).context_ids
     prompt_ids = split_prompt(tokenizer, "context", REPLAY_PROMPT).question_ids

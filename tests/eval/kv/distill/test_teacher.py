@@ -9,8 +9,8 @@ import torch
 from transformers import DynamicCache
 
 from rcattr.eval.kv.distill.teacher import FLOOR, replay_teacher
-from rcattr.eval.kv.protocol import split_prompt
 from rcattr.kvcache import RCKVCache
+from rcattr.kvcache.context.prompt import split_prompt
 from rcattr.kvcache.distilled import attention_inputs
 from rcattr.runtime.compat import cache_argument
 from tests.helpers import char_tokenizer, kv_model
