@@ -59,9 +59,11 @@ def chunked_prefill(
 
     Examples
     --------
+    >>> prompt = split_prompt(tokenizer, document, "What did the report conclude?")
     >>> cache = RCKVCache(model, ratio=0.5)
-    >>> logits = chunked_prefill(model, cache, context_ids, chunk_size=1024)
-    >>> model.generate(torch.cat([context_ids, question_ids], 1), **cache_argument(model, cache))
+    >>> logits = chunked_prefill(model, cache, prompt.context_ids, chunk_size=1024)
+    >>> ids = torch.cat([prompt.context_ids, prompt.question_ids], 1)
+    >>> model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=64, **cache_argument(model, cache))
 
     ``model.generate(..., prefill_chunk_size=N)`` inside ``with cache.compressing():`` does the same for the
     whole prompt, question included.
