@@ -30,7 +30,8 @@ Prefill is one ``model(prompt, **cache_argument(model, cache), logits_to_keep=1)
 the most it held at any point of the prefill (measured after every layer's update: an RCKVCache's eviction
 comes after the attention, and one forward holds the whole prompt until its last layer has scored). With
 ``--isolate`` every variant and repeat runs in a process of its own, whose peak resident memory
-(``VmHWM``: model, activations and cache) is reported too. ``--variants`` keeps some of them; ``--model``
+(``VmHWM``: model, activations and cache) is reported too, and how far it grew above the resident memory after a
+warm-up forward (``RSS growth``: what the prompt, its cache and its scoring cost the process). ``--variants`` keeps some of them; ``--model``
 measures another model (e.g. a Qwen2 or Gemma-3 folder, at 16k and 32k tokens).
 
     python benchmarks/bench_kvcache.py --lengths 1000 4000 --c 1.0 --window 16
@@ -146,12 +147,12 @@ def run(model, ids: torch.Tensor, make_cache: Callable, fill: Callable, new_toke
     }
 
 
-def peak_rss() -> int:
-    """This process's peak resident memory in bytes (``VmHWM``)."""
+def resident(field: str = "VmHWM") -> int:
+    """This process's peak (``VmHWM``) or current (``VmRSS``) resident memory in bytes."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def prefill(model, ids: torch.Tensor, press: Callable = contextlib.nullcontext) -> Callable:
@@ -356,10 +357,14 @@ def main() -> None:
     if args.child is not None:
         length, name = int(args.child[0]), args.child[1]
         model, tokenizer = load_model(args.model)
-        model(torch.tensor([[1, 2, 3]]))  # warm-up
+        model(
+            torch.randint(100, 1000, (1, 256))
+        )  # warm-up: the kernels' first allocations are not the cache's
+        Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from here
+        start = resident("VmRSS")
         args.variants = [name]
         ((_, measured),) = measure(model, tokenizer, args, length)
-        print(json.dumps(measured | {"rss": peak_rss()}))
+        print(json.dumps(measured | {"rss": resident(), "growth": resident() - start}))
         return
     if not args.isolate:
         model, tokenizer = load_model(args.model)
@@ -371,9 +376,9 @@ def main() -> None:
     print(
         "| prompt tokens | variant | prefill s | prefill / default | decode ms/token | decode / default "
         "| compression | bytes held | bytes / default | peak in prefill | peak / default | peak RSS "
-        "| RSS / default | padding share |"
+        "| RSS / default | RSS growth | growth / default | padding share |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for length in args.lengths:
         results: dict[str, list[dict]] = {}
         for _ in range(args.repeats):
@@ -397,9 +402,10 @@ def row(name: str, measured: list[dict], base: list[dict]) -> str:
     first = measured[-1]
     compression = first["compression"] if first["compression"] is not None else first["ratio"] or 0.0
     rss = (
-        f"{median(measured, 'rss') / 2**20:.0f} MiB | {median(measured, 'rss') / median(base, 'rss'):.3f}"
+        f"{median(measured, 'rss') / 2**20:.0f} MiB | {median(measured, 'rss') / median(base, 'rss'):.3f} "
+        f"| {median(measured, 'growth') / 2**20:.0f} MiB | {median(measured, 'growth') / median(base, 'growth'):.3f}"
         if "rss" in first
-        else "- | -"
+        else "- | - | - | -"
     )
     return (
         f"| {first['tokens']} | {name} | {median(measured, 'prefill'):.3f} "

@@ -18,6 +18,7 @@ from rcattr.kvcache.headwise import HeadwiseLayer
 from rcattr.kvcache.policy import EvictionPolicy, Rule
 from rcattr.kvcache.scored import Scored
 from rcattr.runtime.attention import AttentionCall, AttentionOutput
+from rcattr.runtime.memory import release_freed_memory
 
 __all__ = ["RCLayer"]
 
@@ -65,8 +66,10 @@ class RCLayer(HeadwiseLayer):
             decode.observe(state, call.query, self.seen, self.window)
         if not state.prefilled and self.replayed is not None:
             self.evict(policy.rule, score_replayed(self, call, self.replayed, policy.scorer))
+            release_freed_memory()
         elif not state.prefilled or (call.query.shape[-2] > 1 and self.compresses_chunks):
             self.evict(policy.rule, score_chunk(self, call, self.window, policy.scorer))
+            release_freed_memory()  # the scoring's blocks, before the next layer stores its keys and values
         elif decode is not None and call.query.shape[-2] == 1:
             state.decoded += 1
             if state.decoded >= decode.every:
@@ -84,6 +87,7 @@ class RCLayer(HeadwiseLayer):
         decisions = rule.decide([layer_scores for _, layer_scores in ready])
         for (layer, layer_scores), (keep, threshold) in zip(ready, decisions, strict=True):
             layer_scores.apply(layer, layer.state, keep, threshold)
+            release_freed_memory()  # what the layer no longer holds, before the next one is re-packed
 
     @property
     def compresses_chunks(self) -> bool:

@@ -1,12 +1,17 @@
-"""RCKVCache on the offline default model (SmolLM2-135M-Instruct) and a SQuAD v2 context; marked, run in CI."""
+"""RCKVCache on the offline default model (SmolLM2-135M-Instruct) and a SQuAD v2 context, and a context compressed
+on it, saved and loaded in a new process; marked, run in CI."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from rcattr.eval.kv.data import load_squad
-from rcattr.kvcache import RCKVCache
+from rcattr.kvcache import RCKVCache, compress_context
 from rcattr.runtime.compat import cache_argument
 from tests.reference import evicted_reference_logits, next_logits
 
@@ -90,3 +95,27 @@ def test_gemma3_global_layers_are_compressed_exactly(gemma3) -> None:
     want = evicted_reference_logits(model, cache, ids, mask, chunks)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-4)
+
+
+LOAD_AND_ANSWER = """
+import json, sys
+from rcattr import load_model
+from rcattr.kvcache import CompressedContext
+context = CompressedContext.load(sys.argv[1], *load_model())
+print(json.dumps([context.generate(sys.argv[2], max_new_tokens=16), context.nbytes()]))
+"""
+
+
+def test_a_saved_context_answers_alike_in_a_new_process(smollm2, tmp_path) -> None:
+    record = load_squad(limit=1)[0]
+    question = f"Answer in a few words. Question: {record.question}"
+    context = compress_context(*smollm2, record.context)
+    expected = [context.generate(question, max_new_tokens=16), context.nbytes()]
+    context.save(tmp_path / "saved")
+    run = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_ANSWER, str(tmp_path / "saved"), question],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == expected
