@@ -56,8 +56,7 @@ from rcattr.eval.kv.methods import (
 from rcattr.eval.kv.metrics import LastLayerHeadOutputs, value_error_rate
 from rcattr.eval.kv.protocol import greedy_answer, teacher_forced
 from rcattr.eval.kv.variants import DEFAULT_RECIPE
-from rcattr.kvcache import RCKVCache, cache_argument
-from rcattr.kvcache.context.prompt import split_prompt
+from rcattr.kvcache import RCKVCache, cache_argument, split_prompt
 
 OUT = Path(os.environ.get("RCATTR_TUTORIAL_OUT", "tutorial-output")) / "03_kv_cache_in_generate"
 OUT.mkdir(parents=True, exist_ok=True)
