@@ -27,7 +27,7 @@ def test_it_calls_malloc_trim_where_the_c_library_has_one(monkeypatch) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
-def test_on_linux_the_freed_heap_goes_back() -> None:
+def test_on_linux_glibc_has_malloc_trim() -> None:
     memory._malloc_trim.cache_clear()
     assert memory._malloc_trim() is not None
     memory.release_freed_memory()

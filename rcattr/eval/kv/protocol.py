@@ -28,6 +28,22 @@ from rcattr.kvcache.context.prompt import SplitPrompt
 from rcattr.runtime.compat import cache_argument
 
 
+def __getattr__(name: str) -> object:
+    """``split_prompt``'s old path (it moved to :mod:`rcattr.kvcache`), with a DeprecationWarning until 0.3.0."""
+    if name != "split_prompt":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    from rcattr.kvcache.context.prompt import split_prompt
+
+    warnings.warn(
+        "rcattr.eval.kv.protocol.split_prompt moved to rcattr.kvcache.split_prompt; the old path goes in 0.3.0",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return split_prompt
+
+
 def stop_ids(model: PreTrainedModel) -> set[int]:
     eos = model.generation_config.eos_token_id
     return set() if eos is None else {eos} if isinstance(eos, int) else set(eos)

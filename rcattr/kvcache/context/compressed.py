@@ -1,5 +1,5 @@
 """A document compressed once and asked anything afterwards, in this process or in another:
-:func:`compress_context` and :class:`CompressedContext` (docs/guide/kvcache.md, "Compress once, ask many").
+`compress_context` and `CompressedContext` (docs/guide/kvcache.md, "Compress once, ask many").
 
 Saved as a folder of two files: ``cache.safetensors`` (every layer's kept keys and values, the slots' positions,
 the decisions, the context's ids) and ``context.json`` (the layout, the settings, rcattr's version, the model's
@@ -53,9 +53,9 @@ def compress_context(
     """Prefill ``document`` once, compressed, ready for any question.
 
     The document goes in the chat template's user turn (after a ``system`` turn when given), cut where the
-    document ends (:func:`~rcattr.kvcache.split_prompt`; a model without a template reads it after its BOS
-    token), and :class:`~rcattr.kvcache.RCKVCache` evicts from it as ``ratio``, ``c``, ``budget`` or ``policy``
-    say (default: half of it). Each question is asked later of a copy (:meth:`CompressedContext.generate`).
+    document ends (`split_prompt`; a model without a template reads it after its BOS
+    token), and `RCKVCache` evicts from it as ``ratio``, ``c``, ``budget`` or ``policy``
+    say (default: half of it). Each question is asked later of a copy (`CompressedContext.generate`).
 
     Parameters
     ----------
@@ -64,11 +64,11 @@ def compress_context(
     document : str or sequence of str
         The context; several documents are joined by blank lines.
     ratio, c, budget, policy, window
-        As :class:`~rcattr.kvcache.RCKVCache` takes them.
+        As `RCKVCache` takes them.
     system : str, optional
         A system prompt in front of the document, compressed with it.
     chunk_size : int, optional
-        Prefill the document this many tokens per forward (:func:`~rcattr.kvcache.chunked_prefill`): a lower
+        Prefill the document this many tokens per forward (`chunked_prefill`): a lower
         peak for long documents, each chunk cut on its own. Default: one forward.
 
     Returns
@@ -96,11 +96,11 @@ def compress_context(
 
 
 class CompressedContext:
-    """A compressed context and what answers from it: the model, its tokenizer, the :class:`RCKVCache`
+    """A compressed context and what answers from it: the model, its tokenizer, the `RCKVCache`
     holding the context, and the context's ids ``[1, n]``.
 
-    Made by :func:`compress_context` or :meth:`load`. Each :meth:`generate` continues a copy of the cache, so
-    the context is reused unchanged; :meth:`save` writes it to a folder that :meth:`load` reads in another
+    Made by `compress_context` or `load`. Each `generate` continues a copy of the cache, so
+    the context is reused unchanged; `save` writes it to a folder that `load` reads in another
     process. It cannot be pickled (it holds the model): save it.
     """
 
@@ -124,7 +124,7 @@ class CompressedContext:
 
     @property
     def compression_ratio(self) -> float:
-        """Share of the context's entries evicted (:attr:`RCKVCache.compression_ratio`)."""
+        """Share of the context's entries evicted (`RCKVCache.compression_ratio`)."""
         return self.cache.compression_ratio
 
     def nbytes(self) -> int:
@@ -180,7 +180,7 @@ class CompressedContext:
 
     @classmethod
     def load(cls, path: str | Path, model: PreTrainedModel, tokenizer: TokenizerLike) -> CompressedContext:
-        """The context :meth:`save` wrote to ``path``, open on ``model``; ValueError, with the reason in one line,
+        """The context `save` wrote to ``path``, open on ``model``; ValueError, with the reason in one line,
         for another model or tokenizer, a damaged or edited file, or a format newer than this rcattr reads."""
         from safetensors.torch import load_file
 
@@ -197,7 +197,7 @@ class CompressedContext:
         return cls(model, tokenizer, cache, tensors[CONTEXT_IDS].cpu())
 
     def close(self) -> None:
-        """Close the cache (:meth:`RCKVCache.close`); also done by ``with`` and garbage collection."""
+        """Close the cache (`RCKVCache.close`); also done by ``with`` and garbage collection."""
         self.cache.close()
 
     def __enter__(self) -> CompressedContext:

@@ -1,10 +1,10 @@
-"""What an :class:`~rcattr.kvcache.RCKVCache` holds, as tensors and JSON, and back: the format a compressed
-context is saved in (:meth:`CompressedContext.save <rcattr.kvcache.CompressedContext.save>`).
+"""What an `RCKVCache` holds, as tensors and JSON, and back: the format a compressed
+context is saved in (`CompressedContext.save`).
 
 Every layer's keys and values (sliding-window layers' too) and, for an evicting layer, the sequence position of
-each slot, how many slots each key head owns, and its decisions (:class:`~rcattr.kvcache.LayerState`), so that
+each slot, how many slots each key head owns, and its decisions (`LayerState`), so that
 the restored cache answers, evicts, reports and saves again as the one saved. The policy is written as its
-settings (:func:`policy_settings`): the rules, scorers and decode-time eviction :mod:`rcattr.kvcache` offers; a
+settings (`policy_settings`): the rules, scorers and decode-time eviction `rcattr.kvcache` offers; a
 distilled scorer's predictor goes with the tensors.
 """
 
@@ -64,7 +64,7 @@ def policy_settings(policy: EvictionPolicy, tensors: dict[str, torch.Tensor]) ->
 
 
 def policy_from_settings(settings: dict[str, Any], tensors: dict[str, torch.Tensor]) -> EvictionPolicy:
-    """The policy :func:`policy_settings` wrote (its predictor read from ``tensors``)."""
+    """The policy `policy_settings` wrote (its predictor read from ``tensors``)."""
     scorer_settings = dict(settings["scorer"])
     kind = scorer_settings.pop("kind")
     options = {
@@ -94,7 +94,7 @@ def policy_from_settings(settings: dict[str, Any], tensors: dict[str, torch.Tens
 
 
 def cache_layout(cache: RCKVCache, tensors: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
-    """Per layer, what :func:`restore_cache` needs besides the tensors it adds to ``tensors`` (``layers.i.*``)."""
+    """Per layer, what `restore_cache` needs besides the tensors it adds to ``tensors`` (``layers.i.*``)."""
     layout: list[dict[str, Any]] = []
     for index, layer in enumerate(cache.layers):
         prefix = f"layers.{index}."
@@ -144,7 +144,7 @@ def restore_cache(
     layout: list[dict[str, Any]],
     tensors: dict[str, torch.Tensor],
 ) -> RCKVCache:
-    """An RCKVCache open on ``model`` holding what :func:`cache_layout` described; ValueError where the layout
+    """An RCKVCache open on ``model`` holding what `cache_layout` described; ValueError where the layout
     does not fit the layers ``model`` builds."""
     cache = RCKVCache(model, window=window, policy=policy)
     if len(layout) != len(cache.layers):

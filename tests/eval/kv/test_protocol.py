@@ -44,3 +44,9 @@ def test_teacher_forced_outputs_equal_one_forward_over_the_whole_sequence(monkey
     torch.testing.assert_close(forced.heads, outputs.heads[0, start : start + 4], atol=1e-5, rtol=1e-4)
     expected = logits[0, start : start + 4].log_softmax(-1)
     torch.testing.assert_close(forced.log_probs, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_split_prompts_old_path_still_imports_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="rcattr.kvcache.split_prompt"):
+        from rcattr.eval.kv.protocol import split_prompt as old
+    assert old is split_prompt
