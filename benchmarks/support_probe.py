@@ -48,12 +48,14 @@ def joined_rows(folder: Path) -> list[dict[str, Any]]:
 def fit(folder: Path, out: Path, seed: int) -> None:
     rows = joined_rows(folder)
     claims, labels = [row_features(row) for row in rows], np.array([row["label"] for row in rows])
-    c = best_c(claims, labels, [row["question"] for row in rows], seed)
+    groups = [row["question"] for row in rows]
+    c = best_c(claims, labels, groups, seed)
     model = json.loads((folder / "config.json").read_text())["model"] or DEFAULT_MODEL
-    probe = SupportProbe.fit(claims, labels, Path(model).name, c)
+    probe = SupportProbe.fit(claims, labels, Path(model).name, c, groups, seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     probe.save(out)
-    print(f"{len(rows)} claims of {probe.model} ({probe.layers} x {probe.heads} heads), C = {c}: {out}")
+    cuts = ", ".join(f"{name} {cut:.3f}" for name, cut in probe.cuts.items())
+    print(f"{len(rows)} claims of {probe.model} ({probe.layers} x {probe.heads} heads), C = {c}, cuts {cuts}: {out}")
 
 
 def transfer(source: Path, targets: list[Path], seed: int, n_boot: int) -> None:

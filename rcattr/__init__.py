@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from rcattr.attribution.scorers import AttentionScorer, SpanScorer
     from rcattr.grounding.citation_rule import CitationRule
     from rcattr.grounding.citations import Citation, CitedSource, CitedSpan
-    from rcattr.grounding.probe import SupportProbe, claim_verdict
+    from rcattr.grounding.claim_checks import claim_verdict
+    from rcattr.grounding.probe import SupportProbe
     from rcattr.grounding.signals import RCSignals
+    from rcattr.grounding.verdict import ClaimVerdict
     from rcattr.heads.selection import HeadSelection
     from rcattr.heads.selectors import FixedHeads, HeadSelector, OutlierHeads, TopHeads
     from rcattr.runtime.capture import CaptureStep, LogitCapture, LogitStore
@@ -49,7 +51,9 @@ __getattr__, __dir__, __all__ = lazy_exports(
         ".heads.selection": ["HeadSelection"],
         ".attribution.result": ["RCAttributionResult"],
         ".grounding.signals": ["RCSignals"],
-        ".grounding.probe": ["SupportProbe", "claim_verdict"],
+        ".grounding.probe": ["SupportProbe"],
+        ".grounding.verdict": ["ClaimVerdict"],
+        ".grounding.claim_checks": ["claim_verdict"],
         ".text.segmentation": ["TextSpan"],
         ".attribution.scorers": ["AttentionScorer", "SpanScorer"],
         ".heads.selectors": ["FixedHeads", "HeadSelector", "OutlierHeads", "TopHeads"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
 from transformers import PreTrainedModel
@@ -30,6 +30,9 @@ from rcattr.heads.selection import HeadSelection
 from rcattr.heads.selectors import HeadSelector, OutlierHeads, TopHeads
 from rcattr.protocols import TokenizerLike
 from rcattr.runtime.attention import check_supported
+
+if TYPE_CHECKING:
+    from rcattr.grounding.probe import SupportProbe
 
 NO_SCORES = (
     "no selected head sees the context from the answer (sliding windows shorter than the distance?); every "
@@ -84,6 +87,12 @@ class RCAttributor(SpanAttributor):
         BM25 fills the disagreeing share of the vote (``result.lexical_share`` says how much it
         filled). It won or tied on all three models and both dev files (docs/benchmarks.md) but is part
         lexical, not the model's own account alone, so it is asked for.
+    probe : SupportProbe, "shipped" or None, default "shipped"
+        The support probe whose verdict every citation's `status` gives (`rcattr.grounding.verdict`):
+        ``"shipped"``, the one fitted on AttributionBench for this model where there is one
+        (`SupportProbe.shipped`: SmolLM2-135M-Instruct, Gemma-3-270m, Qwen2.5-Coder-0.5B-Instruct); a probe of
+        your own (`SupportProbe.fit`, checked against the model); None, the unsupervised status from token
+        support. With a probe the pass also keeps every head's lookback ratio and peak for it.
 
     Notes
     -----
@@ -115,9 +124,20 @@ class RCAttributor(SpanAttributor):
         *,
         votes: HeadVotes | HeadVote = "share",
         lexical: bool = False,
+        probe: SupportProbe | Literal["shipped"] | None = "shipped",
     ) -> None:
+        from rcattr.grounding.probe import SupportProbe, model_identity
+
         super().__init__(model, tokenizer)
         check_supported(model)
+        if probe == "shipped":
+            self.probe = SupportProbe.shipped(model)
+        elif probe is None or isinstance(probe, SupportProbe):
+            if probe is not None:
+                probe.check(model_identity(model))
+            self.probe = probe
+        else:
+            raise ValueError(f"probe={probe!r}: give a SupportProbe, 'shipped' or None")
         if isinstance(votes, HeadVote) and lexical:
             raise ValueError(
                 f"lexical=True makes the vote a LexicalFusion; with votes={votes!r} give LexicalFusion(...) itself"
@@ -194,7 +214,7 @@ class RCAttributor(SpanAttributor):
         notes = result_notes(selection, voted.seq_attr)
         for note in notes:
             warnings.warn(note, stacklevel=5)  # the caller of attribute() or attribute_many()
-        signals = token_signals(example, reducer, selection, notes, voted.lexical_share)
+        signals = token_signals(example, reducer, selection, notes, voted.lexical_share, self.probe)
         return example.result(voted.seq_attr, voted.token_attr, self.result_label, inp, signals)
 
     def _evidence(self, reducer: Reducer, selection: HeadSelection) -> HeadEvidence:

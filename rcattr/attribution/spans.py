@@ -225,3 +225,19 @@ def normalise(scores: torch.Tensor) -> torch.Tensor:
     """Scores over the last dim divided by their sum (paper Eq. 7); all-zero rows stay zero."""
     total = scores.sum(-1, keepdim=True)
     return scores / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def lookback_rows(
+    logits: torch.Tensor,
+    visible: torch.Tensor,
+    scaling: float,
+    softcap: float | None,
+    context_keys: torch.Tensor,
+    answer_start: int,
+) -> torch.Tensor:
+    """``[H, A]`` each head's lookback ratio at each answer row, from its ``[H, A, S]`` raw logits (the
+    layer's ``scaling`` and ``softcap`` applied here) and their ``[A, S]`` visibility: ``a_ctx / (a_ctx + a_ans)``, ``a_ctx`` the mean attention on a context token,
+    ``a_ans`` the mean attention on an answer token the row sees (itself included)."""
+    answer_keys = torch.arange(answer_start, answer_start + logits.shape[-2], device=logits.device)
+    attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0]
+    return lookback_ratio(attention, visible, context_keys, answer_keys)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, OPERATING_POINTS
 from rcattr.grounding.vouching import UNSUPPORTED_BELOW
 
 __all__ = ["CITATION_STYLES", "DEFAULT_RULE", "CitationRule", "CitationStyle"]
@@ -42,6 +43,9 @@ class CitationRule:
         The cited answer's marks: plain ``[1]``, markdown footnotes, or linked HTML superscripts.
     references : bool, default True
         The cited answer ends with the list of the cited documents.
+    verdict : {"lenient", "balanced", "strict"}, default "balanced"
+        The support probe's operating point, where a probe fits the model (`rcattr.grounding.verdict`): the
+        cut that marks at most 10%, 20% or 35% of the attributable claims of AttributionBench dev, out of fold.
     """
 
     min_share: float = 0.8
@@ -51,8 +55,11 @@ class CitationRule:
     min_support: float = UNSUPPORTED_BELOW
     style: CitationStyle = "[n]"
     references: bool = True
+    verdict: str = DEFAULT_OPERATING_POINT
 
     def __post_init__(self) -> None:
+        if self.verdict not in OPERATING_POINTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}; choose one of {list(OPERATING_POINTS)}")
         if not 0 <= self.min_support <= 1:
             raise ValueError(
                 f"min_support must be in [0, 1] (support is a probability), got {self.min_support!r}"

@@ -27,6 +27,7 @@ from rcattr.attribution.attributed import SentenceRows
 from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule
 from rcattr.grounding.claims import Claim, context_parts
+from rcattr.grounding.verdict import ClaimVerdict, sentence_verdict
 from rcattr.grounding.vouching import partly_held, sentence_status, sentence_vouching
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan, sentence_spans
@@ -97,11 +98,13 @@ class Citation:
         How much the context vouches for the whole sentence, in [0, 1] (:func:`rcattr.grounding.vouching.sentence_support`; None for
         baselines, which have no token support).
     status : str or None
+        What the sentence's `verdict` says: ``"supported"`` when it is not marked. Without a support probe,
         ``"supported"``, ``"weak"`` (support below :data:`rcattr.grounding.vouching.WEAK_BELOW`) or ``"unsupported"`` (below
         :data:`~rcattr.grounding.vouching.UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); ``"partial"`` when the sentence
         mixes held and unheld claims (:attr:`partly_held`) and its held part is supported; None for baselines.
         A partly held sentence's status is its held part's (:attr:`held_support`), ``"partial"`` in place of
-        ``"supported"``.
+        ``"supported"``. With a probe (`RCAttributor(probe=...)`), a marked sentence keeps that status where it
+        marks the sentence too, else is ``"weak"``.
     claims : list of Claim
         The sentence's numbers, dates and names, each held by a sentence of the documents or the question as a
         whole or not (:mod:`rcattr.grounding.claims`).
@@ -110,6 +113,9 @@ class Citation:
         it has a held claim too (:attr:`partly_held`); :attr:`support` otherwise. It decides the citation: a
         half-right sentence keeps the sources of its held part, and its unheld claims are marked where they
         stand.
+    verdict : ClaimVerdict or None
+        Whether the sentence is attributable, by the support probe where one fits the model, else by token
+        support, and why (`rcattr.grounding.verdict`); None for baselines.
     """
 
     start: int
@@ -123,6 +129,7 @@ class Citation:
     status: str | None = None
     claims: list[Claim] = field(default_factory=list)
     held_support: float | None = None
+    verdict: ClaimVerdict | None = None
 
     @property
     def unheld_claims(self) -> list[Claim]:
@@ -249,9 +256,13 @@ def sentence_citations(result: AttributionRecord, rule: CitationRule = DEFAULT_R
         shares = document_shares(scores.cpu(), sources_of, len(result.chunks)).tolist()
         start, end = answer_sentences[covered[0]].start, answer_sentences[covered[-1]].end
         claims, support, held_support = sentence_vouching(result, start, end, context)
-        status = None if held_support is None else sentence_status(held_support, claims)
+        status, verdict = None, None
+        if held_support is not None and support is not None:
+            verdict, status = sentence_verdict(
+                result, start, end, claims, support, sentence_status(held_support, claims), rule.verdict
+            )
         cited, uncited = cited_sources(shares, reliance, rule)
-        if held_support is not None and held_support < rule.min_support:
+        if held_support is not None and held_support < rule.min_support and status != "supported":
             cited, uncited = [], "unsupported"
         found = [
             source(result.documents[d], d, shares[d], _best_spans(result, scores, d, rule.sentences))
@@ -270,6 +281,7 @@ def sentence_citations(result: AttributionRecord, rule: CitationRule = DEFAULT_R
                 status,
                 claims,
                 held_support,
+                verdict,
             )
         )
     merged = [citation.n_sentences for citation in citations if citation.n_sentences > 1]

@@ -161,3 +161,18 @@ def find_claims(answer: str, context: Sequence[frozenset[str]]) -> list[Claim]:
         Claim(start, end, answer[start:end], kind, is_held(claim_parts(answer[start:end]), context))
         for start, end, kind in claim_spans(answer)
     ]
+
+
+def without_markers(text: str) -> str:
+    """``text`` with its citation markers (``[5]``) dropped, and the spaces before them."""
+    for start, end in reversed(citation_markers(text)):
+        text = text[:start].rstrip() + text[end:]
+    return text
+
+
+def content_coverage(text: str, documents: Sequence[str]) -> float:
+    """The share of ``text``'s content words (their :func:`~rcattr.grounding.claims.claim_parts`, stop words left out)
+    that occur in ``documents``; 1 when it has none."""
+    words = [w for w in claim_parts(text) if w not in stop_words()]
+    held = {w for document in documents for w in claim_parts(document)}
+    return sum(w in held for w in words) / len(words) if words else 1.0

@@ -14,19 +14,15 @@ import torch
 from transformers import PreTrainedModel
 
 from rcattr.attribution.base import Example
-from rcattr.attribution.spans import attention_probabilities, lookback_ratio
+from rcattr.attribution.spans import lookback_rows
 from rcattr.grounding.support import support_log_odds
-from rcattr.heads.scores import peak_superiority
+from rcattr.heads.scores import peak_rows
 from rcattr.runtime.capture import CaptureStep, LogitCapture
-from rcattr.stats.ranks import sort_values
 
 
 class LookbackReducer:
-    """Per layer, each head's lookback ratio ``[H, A]`` for the answer rows of one pass.
-
-    The ratio of a head at answer row j is ``a_ctx / (a_ctx + a_ans)``: ``a_ctx`` the mean attention on a
-    context token, ``a_ans`` the mean attention on an answer token j sees (itself included).
-    """
+    """Per layer, each head's lookback ratio ``[H, A]`` for the answer rows of one pass
+    (`rcattr.attribution.spans.lookback_rows`)."""
 
     def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
         self.context_keys = context_keys
@@ -34,18 +30,14 @@ class LookbackReducer:
         self.ratios: dict[int, torch.Tensor] = {}
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
-        n_answer = logits.shape[-2]
-        answer_keys = torch.arange(self.answer_start, self.answer_start + n_answer, device=logits.device)
-        attention = attention_probabilities(logits, step.visible, step.scaling, step.softcap)[0]  # [H, A, S]
-        self.ratios[step.layer_idx] = lookback_ratio(
-            attention, step.visible[0], self.context_keys, answer_keys
+        self.ratios[step.layer_idx] = lookback_rows(
+            logits[0], step.visible[0], step.scaling, step.softcap, self.context_keys, self.answer_start
         )
 
 
 class PeakSuperiorityReducer:
-    """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row: ``#{y < max_c x_c} / |Y|`` with x the
-    row's visible context logits and Y the answer's self logits Y(g, g) (0 for a row that sees no context);
-    ``sizes`` keeps each layer's ``|Y|``."""
+    """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row
+    (`rcattr.heads.scores.peak_rows`); ``sizes`` keeps each layer's ``|Y|``."""
 
     def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
         self.context_keys = context_keys
@@ -54,12 +46,10 @@ class PeakSuperiorityReducer:
         self.sizes: dict[int, int] = {}
 
     def __call__(self, logits: torch.Tensor, step: CaptureStep) -> None:
-        logits, visible = logits[0], step.visible[0]  # [H, A, S], [A, S]
-        answer = slice(self.answer_start, self.answer_start + logits.shape[-2])
-        y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
-        cross, cross_visible = logits[..., self.context_keys], visible[:, self.context_keys]
-        self.scores[step.layer_idx] = peak_superiority(cross, cross_visible, y)
-        self.sizes[step.layer_idx] = y.shape[-1]
+        layer = step.layer_idx
+        self.scores[layer], self.sizes[layer] = peak_rows(
+            logits[0], step.visible[0], self.context_keys, self.answer_start
+        )
 
 
 def _stack(table: dict[int, torch.Tensor]) -> torch.Tensor:

@@ -1,13 +1,20 @@
-"""The support probe (issue 75): is a claim attributable to its context? Lookback Lens's recipe (Chuang et al.
-2024: a regularised logistic regression on per-head lookback ratios) on rcattr's own per-head statistics.
+"""The support probe: is a claim attributable to its context? Lookback Lens's recipe (Chuang et al. 2024: a
+regularised logistic regression on per-head lookback ratios) on rcattr's own per-head statistics, stacked with
+what the citations already know.
 
-A claim's :class:`ClaimFeatures` are, per head, the mean over its tokens of the lookback ratio and of the peak
-superiority P(max X > Y) (:mod:`rcattr.grounding.head_statistics`), and the claim's token support and mean
-log-probability. :meth:`SupportProbe.fit` fits the probe on a user's labelled claims; :meth:`SupportProbe.save`
-writes it as a small JSON file, and :meth:`SupportProbe.load` reads it back. The probe knows the model it was
-fitted on (its name and head count): :meth:`SupportProbe.check` refuses another model's features, and
-:meth:`SupportProbe.shipped` gives the one fitted on AttributionBench dev for the default model
-(SmolLM2-135M-Instruct) only to that model; everywhere else the unsupervised token support stands.
+A claim's `ClaimFeatures` are, per head, the mean over its tokens of the lookback ratio and of the peak
+superiority P(max X > Y) (`rcattr.grounding.head_statistics`), and beside them its token support, mean
+log-probability, lexical coverage (the share of its content words the documents hold) and whether a number,
+date or name of it is in no sentence of the documents. The probe has two levels: a logistic regression on
+the heads' features gives a log-odds, and a small logistic regression weighs that log-odds against the five
+others (`COMBINED`), so that coverage and the held claims keep their weight however many heads the model has.
+The heads' level alone fell below plain coverage on AttributionBench sources it was not fitted on.
+
+`SupportProbe.fit` fits both levels on a user's labelled claims and chooses the operating points
+(`OPERATING_POINTS`) on its out-of-fold probabilities; `SupportProbe.save` writes it as a small JSON file and
+`SupportProbe.load` reads it back. A probe knows the model it was fitted on (name and head count):
+`SupportProbe.check` refuses another model's features, and `SupportProbe.shipped` gives the probe fitted on
+AttributionBench dev for SmolLM2-135M-Instruct, Gemma-3-270m and Qwen2.5-Coder-0.5B-Instruct only to that model.
 """
 
 from __future__ import annotations
@@ -23,37 +30,61 @@ import numpy as np
 import torch
 from scipy.special import expit
 
-from rcattr.grounding.claims import citation_markers
-from rcattr.grounding.head_statistics import TokenStatistics, token_statistics
+from rcattr.grounding.claims import Claim, citation_markers
 from rcattr.text.segmentation import TextSpan, tokens_within
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-    from rcattr.attribution.attributor import RCAttributor
-    from rcattr.text.prompting import ContextInput
-
-# the inverse of the L2 penalty, chosen by question-grouped cross-validation on SmolLM2's AttributionBench dev
-# features among 0.001 .. 0.1 (benchmarks/support_probe.py fit; docs/benchmarks.md, issue 75)
+# the inverse of the heads' L2 penalty, chosen by question-grouped cross-validation on SmolLM2's AttributionBench
+# dev features among 0.001 .. 0.1 (benchmarks/support_probe.py)
 DEFAULT_C = 0.01
-SHIPPED = {"SmolLM2-135M-Instruct": "smollm2-135m-instruct.json"}
+# the second level has six features and a thousand claims: hardly penalised
+COMBINED_C = 1.0
+FOLDS = 5
+FORMAT = 2
+# each operating point: the largest share of attributable claims it may mark, on the fit's out-of-fold
+# probabilities; "balanced" marks at most one in five
+OPERATING_POINTS = {"lenient": 0.10, "balanced": 0.20, "strict": 0.35}
+DEFAULT_OPERATING_POINT = "balanced"
+COMBINED = ("heads", "coverage", "support", "logprob", "unheld_number", "unheld_name")
+SHIPPED = {
+    "SmolLM2-135M-Instruct": "smollm2-135m-instruct.json",
+    "gemma-3-270m": "gemma-3-270m.json",
+    "qwen2.5-coder-0.5b-instruct": "qwen2.5-coder-0.5b-instruct.json",
+}
+_EPSILON = 1e-6
 
 
-def claim_tokens(tokens: Sequence[TextSpan], claim: str) -> list[int]:
-    """The indices of ``claim``'s ``tokens`` that say something: not inside a citation marker (``[5]``), not
-    blank (all of them when none is left)."""
-    markers = {t for a, b in citation_markers(claim) for t in tokens_within(tokens, a, b)}
-    kept = [i for i in range(len(tokens)) if i not in markers]
+def claim_tokens(tokens: Sequence[TextSpan], claim: str, start: int = 0, end: int | None = None) -> list[int]:
+    """The indices of the ``tokens`` of ``claim[start:end]`` (offsets into ``claim``, the whole of it by
+    default) that say something: not inside a citation marker (``[5]``), not blank (all of them when none is
+    left)."""
+    end = len(claim) if end is None else end
+    markers = {
+        t for a, b in citation_markers(claim[start:end]) for t in tokens_within(tokens, a + start, b + start)
+    }
+    kept = [
+        i for i, token in enumerate(tokens) if token.start < end and start < token.end and i not in markers
+    ]
     return [i for i in kept if tokens[i].text.strip()] or kept
 
 
-def head_means(statistics: TokenStatistics, tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per head, the ``[L, H]`` mean lookback ratio and mean peak superiority over the answer ``tokens``."""
+def head_means(
+    lookback: torch.Tensor, peak: torch.Tensor, tokens: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, the ``[L, H]`` mean lookback ratio and mean peak superiority over the answer ``tokens`` of
+    the ``[L, H, A]`` tables."""
     index = torch.tensor(list(tokens))
     return (
-        statistics.lookback[..., index.to(statistics.lookback.device)].double().mean(-1).cpu().numpy(),
-        statistics.peak[..., index.to(statistics.peak.device)].double().mean(-1).cpu().numpy(),
+        lookback[..., index.to(lookback.device)].double().mean(-1).cpu().numpy(),
+        peak[..., index.to(peak.device)].double().mean(-1).cpu().numpy(),
     )
+
+
+def _log_odds(p: float) -> float:
+    p = min(max(p, _EPSILON), 1 - _EPSILON)
+    return float(np.log(p / (1 - p)))
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compared by identity
@@ -65,84 +96,65 @@ class ClaimFeatures:
     lookback, peak : ndarray, shape [L, H]
         Per head, the mean over the claim's tokens of the lookback ratio and of the peak superiority.
     support : float
-        The claim's token support (its weakest sentence's, :attr:`Citation.support
-        <rcattr.grounding.citations.Citation.support>`), in [0, 1].
+        The claim's token support (its weakest sentence's, `Citation.support`), in [0, 1].
     logprob : float
         The mean log-probability of the claim's tokens but the first.
+    coverage : float
+        The share of the claim's content words the documents hold (`rcattr.grounding.claims.content_coverage`).
+    unheld_number, unheld_name : bool
+        Whether the claim has a number or date (a name) that no sentence of the documents or the question holds.
     """
 
     lookback: np.ndarray
     peak: np.ndarray
     support: float
     logprob: float
+    coverage: float = 1.0
+    unheld_number: bool = False
+    unheld_name: bool = False
 
     @classmethod
-    def of(cls, statistics: TokenStatistics, tokens: Sequence[int], support: float) -> ClaimFeatures:
-        """The features of the claim made of the answer ``tokens`` (indices) from its pass's ``statistics``."""
+    def of(
+        cls,
+        lookback: torch.Tensor,
+        peak: torch.Tensor,
+        logprob: torch.Tensor,
+        tokens: Sequence[int],
+        support: float,
+        coverage: float = 1.0,
+        claims: Sequence[Claim] = (),
+    ) -> ClaimFeatures:
+        """The features of the claim made of the answer ``tokens`` (indices) from its pass's ``[L, H, A]``
+        lookback ratios and peaks and ``[A]`` log-probabilities, its ``support``, ``coverage`` and ``claims``."""
         tokens = list(tokens)
-        lookback, peak = head_means(statistics, tokens)
-        logprob = statistics.logprob[tokens[1:] or tokens].double().mean()
-        return cls(lookback, peak, float(support), float(logprob))
-
-    def vector(self) -> np.ndarray:
-        """``[2 L H + 2]``: the lookback ratios, the peaks, the support's log-odds and the log-probability."""
-        support = np.clip(self.support, 1e-6, 1 - 1e-6)
-        return np.concatenate(
-            [self.lookback.ravel(), self.peak.ravel(), [np.log(support / (1 - support)), self.logprob]]
+        lookbacks, peaks = head_means(lookback, peak, tokens)
+        mean_logprob = logprob[tokens[1:] or tokens].double().mean()
+        return cls(
+            lookbacks,
+            peaks,
+            float(support),
+            float(mean_logprob),
+            float(coverage),
+            any(not c.held and c.kind != "name" for c in claims),
+            any(not c.held and c.kind == "name" for c in claims),
         )
 
+    def heads_vector(self) -> np.ndarray:
+        """``[2 L H]``: the lookback ratios and the peaks."""
+        return np.concatenate([self.lookback.ravel(), self.peak.ravel()])
 
-def claim_features(attributor: RCAttributor, inputs: ContextInput, claim: str) -> ClaimFeatures:
-    """``claim``'s features, teacher-forced as the answer to ``inputs``: its attribution (for the support) and
-    one more forward for every head's statistics."""
-    return _read(attributor, inputs, claim)[0]
-
-
-def _read(attributor: RCAttributor, inputs: ContextInput, claim: str) -> tuple[ClaimFeatures, bool]:
-    """The claim's features, and whether the library's citations mark it (a sentence short of supported)."""
-    citations = attributor.attribute(inputs, target=claim).citations()
-    support = min(c.support for c in citations if c.support is not None)
-    example = attributor.prepare(inputs, claim, "sentence")
-    with torch.no_grad():
-        statistics = token_statistics(attributor.model, example)
-    features = ClaimFeatures.of(statistics, claim_tokens(example.answer_tokens, claim), support)
-    return features, any(c.status != "supported" for c in citations if c.status)
-
-
-@dataclass(frozen=True)
-class ClaimVerdict:
-    """Whether a claim is attributable to its context.
-
-    Attributes
-    ----------
-    attributable : float
-        The probe's probability where a probe was used, else the claim's token support; in [0, 1].
-    marked : bool
-        The probe's probability below one half; without a probe, a sentence of the claim short of
-        ``"supported"`` (:attr:`Citation.status <rcattr.grounding.citations.Citation.status>`).
-    by : str
-        ``"probe"`` or ``"support"``.
-    """
-
-    attributable: float
-    marked: bool
-    by: str
-
-
-def claim_verdict(
-    attributor: RCAttributor, inputs: ContextInput, claim: str, probe: SupportProbe | None = None
-) -> ClaimVerdict:
-    """Is ``claim`` attributable to ``inputs``' context? By ``probe`` (checked against the attributor's model),
-    else by the probe shipped for the attributor's model (:meth:`SupportProbe.shipped`), else by the
-    unsupervised token support and its marks."""
-    if probe is not None:
-        probe.check(model_identity(attributor.model))
-    probe = probe or SupportProbe.shipped(attributor.model)
-    features, marked = _read(attributor, inputs, claim)
-    if probe is None:
-        return ClaimVerdict(features.support, marked, "support")
-    probability = float(probe.probability([features])[0])
-    return ClaimVerdict(probability, probability < 0.5, "probe")
+    def combined_vector(self, heads_log_odds: float) -> np.ndarray:
+        """``[6]``: the heads' log-odds and the others of `COMBINED`, in its order."""
+        return np.array(
+            [
+                heads_log_odds,
+                self.coverage,
+                _log_odds(self.support),
+                self.logprob,
+                float(self.unheld_number),
+                float(self.unheld_name),
+            ]
+        )
 
 
 def model_identity(model: PreTrainedModel) -> tuple[str, int, int]:
@@ -156,11 +168,42 @@ def model_identity(model: PreTrainedModel) -> tuple[str, int, int]:
     )
 
 
+def heads_model(x: np.ndarray, labels: np.ndarray, c: float) -> Any:
+    """The heads' level: a standardised logistic regression with L2 penalty ``1 / c``, fitted on
+    the ``[n, 2 L H]`` features ``x``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000)).fit(x, labels)
+
+
+def operating_cut(probabilities: np.ndarray, labels: np.ndarray, share: float) -> float:
+    """The largest cut that marks (probability below it) at most ``share`` of the attributable claims
+    (``labels`` 1) of ``probabilities``."""
+    attributable = np.sort(probabilities[np.asarray(labels) == 1])
+    allowed = int(np.floor(share * len(attributable) + 1e-9))
+    return float(attributable[min(allowed, len(attributable) - 1)])
+
+
+def grouped_folds(labels: np.ndarray, groups: Sequence[str], seed: int, n_folds: int = FOLDS) -> list[Any]:
+    """Up to ``n_folds`` stratified folds, each group's (question's) claims in one."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    n_splits = min(n_folds, len(set(groups)), int(np.bincount(labels).min()))
+    if n_splits < 2:
+        raise ValueError("too few questions or claims of a label to fold: give more labelled claims")
+    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    return list(splitter.split(np.zeros(len(labels)), labels, groups))
+
+
 @dataclass(frozen=True)
 class SupportProbe:
-    """A fitted probe: standardised features, a logistic regression. ``mean``, ``scale`` and ``coefficients``
-    are ``[2 L H + 2]``; the probability of a claim being attributable is
-    ``sigmoid(coefficients · (x - mean) / scale + intercept)``."""
+    """A fitted probe of two levels. The heads' level: ``mean``, ``scale`` and ``coefficients`` are
+    ``[2 L H]``, its log-odds ``z = coefficients · (x - mean) / scale + intercept``. The combined level over
+    `COMBINED` (``z`` first): the probability of a claim being attributable is
+    ``sigmoid(combined_coefficients · (v - combined_mean) / combined_scale + combined_intercept)``. ``cuts``:
+    per operating point (`OPERATING_POINTS`), the probability below which a claim is marked."""
 
     model: str
     layers: int
@@ -170,6 +213,12 @@ class SupportProbe:
     coefficients: tuple[float, ...]
     intercept: float
     c: float
+    combined_mean: tuple[float, ...]
+    combined_scale: tuple[float, ...]
+    combined_coefficients: tuple[float, ...]
+    combined_intercept: float
+    cuts: dict[str, float]
+    format: int = FORMAT
 
     @classmethod
     def fit(
@@ -178,9 +227,13 @@ class SupportProbe:
         labels: Sequence[int] | np.ndarray,
         model: str,
         c: float = DEFAULT_C,
+        groups: Sequence[str] | None = None,
+        seed: int = 0,
     ) -> SupportProbe:
         """The probe fitted on ``claims`` (their features, all of one model named ``model``) and ``labels``
-        (1: attributable, 0: not), with L2 penalty ``1 / c``."""
+        (1: attributable, 0: not), the heads' L2 penalty ``1 / c``. The combined level is fitted on the heads'
+        out-of-fold log-odds (folds that keep each of ``groups``, the claims' questions, whole; each claim its
+        own by default), and the operating points are cut on its probabilities."""
         from sklearn.linear_model import LogisticRegression
         from sklearn.preprocessing import StandardScaler
 
@@ -193,25 +246,51 @@ class SupportProbe:
         if len(shapes) != 1:
             raise ValueError(f"the claims come from models of different shapes: {sorted(shapes)}")
         (layers, heads) = shapes.pop()
-        x = np.stack([claim.vector() for claim in claims])
-        scaler = StandardScaler().fit(x)
-        mean, scale = scaler.mean_, scaler.scale_
-        fitted = LogisticRegression(C=c, max_iter=5000).fit(scaler.transform(x), labels)
-        coefficients, intercept = tuple(fitted.coef_[0].tolist()), float(fitted.intercept_[0])
+        x = np.stack([claim.heads_vector() for claim in claims])
+        groups = list(groups) if groups is not None else [str(i) for i in range(len(claims))]
+        z = np.zeros(len(claims))
+        for train, test in grouped_folds(labels, groups, seed):
+            z[test] = heads_model(x[train], labels[train], c).decision_function(x[test])
+        fitted = heads_model(x, labels, c)
+        v = np.stack([claim.combined_vector(score) for claim, score in zip(claims, z, strict=True)])
+        scaler = StandardScaler().fit(v)
+        combined = LogisticRegression(C=COMBINED_C, max_iter=5000).fit(scaler.transform(v), labels)
+        probabilities = combined.predict_proba(scaler.transform(v))[:, 1]
+        scaled = fitted[0]
         return cls(
-            model, layers, heads, tuple(mean.tolist()), tuple(scale.tolist()), coefficients, intercept, c
+            model,
+            layers,
+            heads,
+            tuple(scaled.mean_.tolist()),
+            tuple(scaled.scale_.tolist()),
+            tuple(fitted[-1].coef_[0].tolist()),
+            float(fitted[-1].intercept_[0]),
+            c,
+            tuple(scaler.mean_.tolist()),
+            tuple(scaler.scale_.tolist()),
+            tuple(combined.coef_[0].tolist()),
+            float(combined.intercept_[0]),
+            {name: operating_cut(probabilities, labels, share) for name, share in OPERATING_POINTS.items()},
         )
 
     def check(self, model: tuple[str, int, int]) -> None:
-        """ValueError unless ``model`` (:func:`model_identity`) is the one the probe was fitted on."""
+        """ValueError unless ``model`` (`model_identity`) is the one the probe was fitted on."""
         if model != (self.model, self.layers, self.heads):
             raise ValueError(
                 f"this probe was fitted on {self.model} ({self.layers} layers x {self.heads} heads), not on "
                 f"{model[0]} ({model[1]} x {model[2]}): fit one on this model's claims (SupportProbe.fit)"
             )
 
-    def probability(self, claims: Sequence[ClaimFeatures]) -> np.ndarray:
-        """``[n]`` each claim's probability of being attributable."""
+    def cut(self, operating_point: str = DEFAULT_OPERATING_POINT) -> float:
+        """The probability below which a claim is marked at ``operating_point`` (`OPERATING_POINTS`)."""
+        if operating_point not in self.cuts:
+            raise ValueError(
+                f"unknown operating point {operating_point!r}; choose one of {sorted(self.cuts)}"
+            )
+        return self.cuts[operating_point]
+
+    def heads_log_odds(self, claims: Sequence[ClaimFeatures]) -> np.ndarray:
+        """``[n]`` the heads' level's log-odds of each claim."""
         if not claims:
             raise ValueError("no claims to judge")
         shapes = {claim.lookback.shape for claim in claims} - {(self.layers, self.heads)}
@@ -219,8 +298,15 @@ class SupportProbe:
             raise ValueError(
                 f"features of shape {sorted(shapes)}; this probe reads {(self.layers, self.heads)}"
             )
-        x = (np.stack([claim.vector() for claim in claims]) - self.mean) / np.asarray(self.scale)
-        return expit(x @ np.asarray(self.coefficients) + self.intercept)
+        x = (np.stack([claim.heads_vector() for claim in claims]) - self.mean) / np.asarray(self.scale)
+        return np.asarray(x @ np.asarray(self.coefficients) + self.intercept)
+
+    def probability(self, claims: Sequence[ClaimFeatures]) -> np.ndarray:
+        """``[n]`` each claim's probability of being attributable."""
+        z = self.heads_log_odds(claims)
+        v = np.stack([claim.combined_vector(score) for claim, score in zip(claims, z, strict=True)])
+        v = (v - self.combined_mean) / np.asarray(self.combined_scale)
+        return np.asarray(expit(v @ np.asarray(self.combined_coefficients) + self.combined_intercept))
 
     def save(self, path: str | Path) -> None:
         """Write the probe as JSON."""
@@ -228,8 +314,13 @@ class SupportProbe:
 
     @classmethod
     def load(cls, path: str | Path) -> SupportProbe:
-        """The probe :meth:`save` wrote to ``path``."""
+        """The probe `save` wrote to ``path``; ValueError for a probe of an older format (refit it)."""
         fields: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+        if fields.get("format") != FORMAT:
+            raise ValueError(
+                f"{path} holds a probe of format {fields.get('format', 1)}; this release reads format {FORMAT} "
+                "(the heads stacked with coverage and the held claims): refit it with SupportProbe.fit"
+            )
         tuples: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
         return cls(**tuples)
 

@@ -4,11 +4,14 @@ and the heads it was read from. A result carries them as ``result.rc`` (None for
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from rcattr.heads.selection import HeadSelection
+
+if TYPE_CHECKING:
+    from rcattr.grounding.probe import SupportProbe
 
 
 class _Attributed(Protocol):
@@ -62,6 +65,12 @@ class RCSignals:
     lexical_share : float, optional
         With ``RCAttributor(lexical=True)``, how much of the unit votes BM25 filled where the selected heads
         disagreed (mean over units of 1 - the heads' agreement; :mod:`rcattr.attribution.fusion`); None without.
+    probe : SupportProbe, optional
+        The support probe whose verdicts the citations give (`rcattr.grounding.verdict`); None: the
+        unsupervised status.
+    head_lookback, head_peak : Tensor, shape [L, H, n_answer_tokens], optional
+        Every head's lookback ratio and P(max X > Y) at each answer token, from the same pass: what the probe
+        reads (kept only with a probe).
     """
 
     groundedness: torch.Tensor
@@ -74,6 +83,9 @@ class RCSignals:
     notes: tuple[str, ...] = ()
     support_heads: torch.Tensor | None = None
     lexical_share: float | None = None
+    probe: SupportProbe | None = None
+    head_lookback: torch.Tensor | None = None
+    head_peak: torch.Tensor | None = None
 
     @property
     def context_reliance(self) -> float:

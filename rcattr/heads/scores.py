@@ -312,3 +312,14 @@ def fixed_heads(heads: Sequence[tuple[int, int]], n_layers: int, n_heads: int) -
             f"head ({layer}, {head}) does not exist; the model has {n_layers} layers x {n_heads} heads"
         )
     return table
+
+
+def peak_rows(
+    logits: torch.Tensor, visible: torch.Tensor, context_keys: torch.Tensor, answer_start: int
+) -> tuple[torch.Tensor, int]:
+    """``[H, A]`` each head's P(max X > Y) at each answer row (``#{y < max_c x_c} / |Y|``, x the row's visible
+    context logits, Y the answer's self logits Y(g, g); 0 for a row that sees no context), and ``|Y|``, from
+    the ``[H, A, S]`` logits and their ``[A, S]`` visibility."""
+    answer = slice(answer_start, answer_start + logits.shape[-2])
+    y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
+    return peak_superiority(logits[..., context_keys], visible[:, context_keys], y), y.shape[-1]

@@ -96,6 +96,10 @@ class CiteRequest(BaseModel):
     max_sources: int = Field(DEFAULT_RULE.max_sources, ge=1)
     min_reliance: float = Field(DEFAULT_RULE.min_reliance, ge=0, le=1)
     min_support: float = Field(DEFAULT_RULE.min_support, ge=0, le=1)
+    verdict: Literal["lenient", "balanced", "strict"] = Field(
+        DEFAULT_RULE.verdict,  # type: ignore[arg-type]  # one of OPERATING_POINTS
+        description="the support probe's operating point: marks at most 10%, 20% or 35% of attributable claims",
+    )
     include_result: bool = Field(
         False, description="also return the whole result (RCAttributionResult.to_dict)"
     )
@@ -174,6 +178,15 @@ class ClaimOut(BaseModel):
     support: float | None
 
 
+class VerdictOut(BaseModel):
+    """`rcattr.ClaimVerdict`: whether the sentence is attributable, what decided it and why."""
+
+    attributable: float
+    marked: bool
+    by: str
+    reason: str
+
+
 class CitationOut(BaseModel):
     """:class:`~rcattr.Citation`: one answer sentence's sources, support and status."""
 
@@ -188,6 +201,7 @@ class CitationOut(BaseModel):
     status: str | None
     claims: list[ClaimOut]
     held_support: float | None
+    verdict: VerdictOut | None
 
 
 class DocumentOut(BaseModel):

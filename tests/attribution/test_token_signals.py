@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 from rcattr.attribution.attributor import RCAttributor
-from rcattr.attribution.token_signals import token_signals
+from rcattr.attribution.reduction import forward_batch
+from rcattr.attribution.token_signals import every_head_rows, token_signals
+from rcattr.grounding.head_statistics import token_statistics
 from rcattr.grounding.support import support_heads
 from rcattr.heads.selectors import FixedHeads
 from tests.helpers import char_tokenizer
@@ -35,3 +37,21 @@ def test_the_signals_step_gives_the_results_signals(llama) -> None:
     context = out.gather(out.context_rc, selection.heads).sum(0)
     own = out.gather(out.self_rc, selection.heads).sum(0)
     torch.testing.assert_close(signals.groundedness, (context / (context + own)).float().cpu())
+
+
+@torch.no_grad()
+def test_every_heads_rows_equal_a_second_forwards_in_one_pass_and_in_a_batch(llama) -> None:
+    attributor = RCAttributor(llama, char_tokenizer())
+    example = attributor.prepare(INPUT, ANSWER, "chunk", "sentence")
+    lookback, peak = every_head_rows(
+        attributor.run_pass(example, {attributor.scorer_name: attributor.scorer})
+    )
+    brute = token_statistics(llama, example)  # its own forward, reducing the captured logits
+    torch.testing.assert_close(lookback, brute.lookback.float(), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(peak, brute.peak.float())
+    other = attributor.prepare(INPUT, ANSWER[:7], "chunk", "sentence")
+    reducers = [attributor._reducer(e, {attributor.scorer_name: attributor.scorer}) for e in (other, example)]
+    forward_batch(llama, [other, example], reducers)
+    batched_lookback, batched_peak = every_head_rows(reducers[1])
+    torch.testing.assert_close(batched_lookback, lookback, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(batched_peak, peak)

@@ -10,9 +10,11 @@ from rcattr.grounding.claims import (
     citation_markers,
     claim_parts,
     claim_spans,
+    content_coverage,
     context_parts,
     find_claims,
     is_held,
+    without_markers,
 )
 
 DOCUMENTS = [
@@ -108,3 +110,15 @@ def test_a_digit_that_is_no_decimal_number_is_a_word() -> None:
     """The digits "²" and "①" (to str.isdigit()) are no decimal number: they crashed claim_parts (issue 59)."""
     assert claim_parts("10 km² ①") == ("10", "km²", "①")
     assert is_held(claim_parts("10"), context_parts(["It covers 10 km² ①."]))
+
+
+def test_without_markers_drops_the_engines_citation_markers_only() -> None:
+    assert without_markers("It rose 5% in 2020 [5][6]. Then fell [2].") == "It rose 5% in 2020. Then fell."
+    assert without_markers("[1] is a list's label") == "[1] is a list's label"
+
+
+def test_content_coverage_counts_content_words_found_in_the_documents() -> None:
+    assert content_coverage(
+        "The tower is 330 metres tall in Lyon.", ["A tower of 330 metres."]
+    ) == pytest.approx(3 / 5)
+    assert content_coverage("It is.", ["x"]) == 1.0

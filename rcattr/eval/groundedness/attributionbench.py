@@ -29,8 +29,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 
 from rcattr.eval.groundedness.judge import judge_log_odds
-from rcattr.eval.groundedness.sentence_signals import content_coverage
-from rcattr.grounding.claims import citation_markers, claim_parts, stop_words
+from rcattr.grounding.claims import (
+    citation_markers,
+    claim_parts,
+    content_coverage,
+    stop_words,
+    without_markers,
+)
 from rcattr.grounding.head_statistics import TokenStatistics, token_statistics
 from rcattr.grounding.probe import claim_tokens, head_means
 from rcattr.grounding.signals import RCSignals
@@ -89,13 +94,6 @@ def load_claims(
         keep = sorted(random.Random(seed).sample(range(len(records)), limit))
         records = [records[i] for i in keep]
     return records
-
-
-def without_markers(text: str) -> str:
-    """``text`` with its citation markers (``[5]``) dropped, and the spaces before them."""
-    for start, end in reversed(citation_markers(text)):
-        text = text[:start].rstrip() + text[end:]
-    return text
 
 
 def content_words(text: str, references: tuple[str, ...]) -> list[tuple[int, int, bool]]:
@@ -202,7 +200,7 @@ def heads_row(attributor: RCAttributor, record: ClaimRecord) -> dict[str, Any]:
 
 
 def _heads(claim_id: str, statistics: TokenStatistics, tokens: list[int]) -> dict[str, Any]:
-    lookback, peak = head_means(statistics, tokens)
+    lookback, peak = head_means(statistics.lookback, statistics.peak, tokens)
     return {
         "id": claim_id,
         "head_shape": list(lookback.shape),

@@ -23,7 +23,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from rcattr.grounding.probe import DEFAULT_C, ClaimFeatures, SupportProbe
+from rcattr.grounding.probe import DEFAULT_C, ClaimFeatures, SupportProbe, heads_model
 
 # larger C fit slowly: 8 s (C = 1) and 17 s (C = 10) a fit on SmolLM2's 1,195 claims, against 1 s at 0.01
 C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
@@ -33,33 +33,36 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 def row_features(row: dict[str, Any]) -> ClaimFeatures:
     """The probe's features of one claim row joined with its heads row (``head_shape``, ``head_lookback``,
-    ``head_peak``)."""
+    ``head_peak``): its coverage and its claims (``[kind, held, support]``) beside the heads'."""
     shape = tuple(row["head_shape"])
+    claims = row["claims"]
     return ClaimFeatures(
         np.asarray(row["head_lookback"], dtype=float).reshape(shape),
         np.asarray(row["head_peak"], dtype=float).reshape(shape),
         float(row["support"]),
         float(row["logprob"]),
+        float(row["coverage"]),
+        any(not held and kind != "name" for kind, held, _ in claims),
+        any(not held and kind == "name" for kind, held, _ in claims),
     )
 
 
 def best_c(claims: Sequence[ClaimFeatures], labels: np.ndarray, groups: Sequence[str], seed: int) -> float:
-    """The ``c`` of :data:`C_GRID` with the least mean log-loss over :data:`INNER_FOLDS` question-grouped folds
-    (log-loss, not AUROC: the marks cut the probability at one half, so it must be calibrated too); the
-    probe's default where there are too few questions or claims of a label to fold."""
+    """The heads' penalty: the ``c`` of :data:`C_GRID` whose heads' level alone has the least mean log-loss
+    over :data:`INNER_FOLDS` question-grouped folds; the probe's default where there are too few questions or
+    claims of a label to fold."""
     n_splits = min(INNER_FOLDS, len(set(groups)), int(np.bincount(labels).min()))
     if n_splits < 2:
         return DEFAULT_C
     splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     splits = list(splitter.split(np.zeros(len(labels)), labels, groups))
+    x = np.stack([claim.heads_vector() for claim in claims])
     scores = []
     for c in C_GRID:
         fold_scores = []
         for train, test in splits:
-            probe = SupportProbe.fit([claims[i] for i in train], labels[train], "fold", c)
-            fold_scores.append(
-                log_loss(labels[test], probe.probability([claims[i] for i in test]), labels=[0, 1])
-            )
+            heads = heads_model(x[train], labels[train], c)
+            fold_scores.append(log_loss(labels[test], heads.predict_proba(x[test])[:, 1], labels=[0, 1]))
         scores.append(np.mean(fold_scores))
     return C_GRID[int(np.argmin(scores))]
 
@@ -79,19 +82,20 @@ def probe_probabilities(
         train_claims = [claims[i] for i in train]
         c = best_c(train_claims, labels[train], [groups[i] for i in train], seed)
         chosen[str(c)] += 1
-        probe = SupportProbe.fit(train_claims, labels[train], "fold", c)
+        probe = SupportProbe.fit(train_claims, labels[train], "fold", c, [groups[i] for i in train], seed)
         probabilities[test] = probe.probability([claims[i] for i in test])
     return probabilities, dict(chosen)
 
 
 def pooled_features(claim: ClaimFeatures) -> np.ndarray:
-    """``[2 len(QUANTILES) + 4]``: the quantiles over the heads and the mean of the lookback ratios and of the
-    peaks, the support's log-odds and the log-probability; no head's identity, so every model has the same."""
+    """``[2 len(QUANTILES) + 7]``: the quantiles over the heads and the mean of the lookback ratios and of the
+    peaks, and the claim's other features (`ClaimFeatures.combined_vector` without the heads' log-odds); no
+    head's identity, so every model has the same."""
     parts = []
     for table in (claim.lookback, claim.peak):
         values = table.ravel()
         parts += [*np.quantile(values, QUANTILES), values.mean()]
-    return np.concatenate([parts, claim.vector()[-2:]])
+    return np.concatenate([parts, claim.combined_vector(0.0)[1:]])
 
 
 def transfer_probabilities(

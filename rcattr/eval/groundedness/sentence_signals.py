@@ -20,20 +20,12 @@ from typing import Any
 
 from rcattr.attribution.result import RCAttributionResult
 from rcattr.grounding.citations import Citation
-from rcattr.grounding.claims import claim_parts, stop_words
+from rcattr.grounding.claims import content_coverage
 from rcattr.grounding.head_statistics import TokenStatistics
 from rcattr.grounding.signals import RCSignals
 from rcattr.text.segmentation import tokens_within
 
 SIGNALS = ("vouch", "support", "claims_held", "claims_rc", "coverage", "logprob", "neg_entropy", "lookback")
-
-
-def content_coverage(text: str, documents: Sequence[str]) -> float:
-    """The share of ``text``'s content words (their :func:`~rcattr.grounding.claims.claim_parts`, stop words left out)
-    that occur in ``documents``; 1 when it has none."""
-    words = [w for w in claim_parts(text) if w not in stop_words()]
-    held = {w for document in documents for w in claim_parts(document)}
-    return sum(w in held for w in words) / len(words) if words else 1.0
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -14,7 +14,6 @@ from rcattr.eval.groundedness.attributionbench import (
     content_words,
     heads_row,
     load_claims,
-    without_markers,
 )
 from rcattr.grounding.head_statistics import token_statistics
 from rcattr.text.prompting import ContextInput
@@ -40,11 +39,6 @@ def test_load_claims_reads_labels_and_draws_a_seeded_sample_in_file_order(claims
 def test_a_missing_file_names_its_path_and_the_option(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="--claims-file"):
         load_claims(tmp_path / "nowhere.jsonl")
-
-
-def test_without_markers_drops_the_engines_citation_markers_only() -> None:
-    assert without_markers("It rose 5% in 2020 [5][6]. Then fell [2].") == "It rose 5% in 2020. Then fell."
-    assert without_markers("[1] is a list's label") == "[1] is a list's label"
 
 
 def test_content_words_leave_out_stop_words_and_markers_and_say_which_the_references_hold() -> None:

@@ -1,0 +1,63 @@
+"""A claim checked against its context by teacher-forcing it as the answer: its verdict (`claim_verdict`), the
+one its citations give, and the support probe's features (`claim_features`), from the attribution's one pass."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rcattr.grounding.citation_rule import CitationRule
+from rcattr.grounding.claims import content_coverage, without_markers
+from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, ClaimFeatures, claim_tokens
+from rcattr.grounding.signals import RCSignals
+from rcattr.grounding.verdict import ClaimVerdict
+
+if TYPE_CHECKING:
+    from rcattr.attribution.attributor import RCAttributor
+    from rcattr.text.prompting import ContextInput
+
+__all__ = ["claim_features", "claim_verdict"]
+
+
+def claim_features(attributor: RCAttributor, inputs: ContextInput, claim: str) -> ClaimFeatures:
+    """``claim``'s features, teacher-forced as the answer to ``inputs``, from one forward (its attribution's
+    and its citations'); its weakest sentence's support, all its tokens' head statistics."""
+    from rcattr.grounding.head_statistics import token_statistics  # it reads the attribution's layout
+
+    result = attributor.attribute(inputs, target=claim)
+    signals = RCSignals.of(result)
+    if signals.head_lookback is None or signals.head_peak is None:
+        statistics = token_statistics(attributor.model, attributor.prepare(inputs, claim, "sentence"))
+        lookback, peak = statistics.lookback, statistics.peak
+    else:
+        lookback, peak = signals.head_lookback, signals.head_peak
+    citations = result.citations()
+    support = min(c.support for c in citations if c.support is not None)
+    return ClaimFeatures.of(
+        lookback,
+        peak,
+        signals.token_logprob,
+        claim_tokens(result.answer_tokens, claim),
+        support,
+        content_coverage(without_markers(claim), result.chunks),
+        [c for citation in citations for c in citation.claims],
+    )
+
+
+def claim_verdict(
+    attributor: RCAttributor,
+    inputs: ContextInput,
+    claim: str,
+    operating_point: str = DEFAULT_OPERATING_POINT,
+) -> ClaimVerdict:
+    """Is ``claim`` attributable to ``inputs``' context? The verdicts of its citations
+    (``attributor.attribute(inputs, target=claim).citations()``, by the attributor's probe, else by token
+    support): marked when one of its sentences is, its probability the least of theirs, the reason of the
+    first marked sentence (of the weakest when none is)."""
+    citations = attributor.attribute(inputs, target=claim).citations(CitationRule(verdict=operating_point))
+    verdicts = [c.verdict for c in citations if c.verdict is not None]
+    if not verdicts:
+        raise ValueError("no sentence of the claim has a verdict: attribute with an RCAttributor")
+    marked = [v for v in verdicts if v.marked]
+    weakest = min(verdicts, key=lambda v: v.attributable)
+    first = marked[0] if marked else weakest
+    return ClaimVerdict(weakest.attributable, bool(marked), first.by, first.reason)
