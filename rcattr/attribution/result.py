@@ -61,7 +61,8 @@ class RCAttributionResult(AttributionRecord):
         **overrides
             Fields of the rule to replace: ``min_share``, ``max_sources``, ``min_reliance``, ``sentences``,
             ``min_support`` (e.g. ``result.citations(min_support=0)`` cites every sentence whatever its
-            support; the status is given all the same).
+            support; the status is given all the same), ``verdict`` (the support probe's operating point,
+            ``"lenient"``, ``"balanced"`` or ``"strict"``).
 
         Returns
         -------

@@ -36,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from rcattr.cli.ask_command import ask
 
                 return ask(args)
+            if args.command == "fit-probe":  # its input: the claims file
+                from rcattr.cli.fit_probe_command import fit_probe
+
+                return fit_probe(args)
             check_output("--html", getattr(args, "html", None), html_suffixes, "an HTML page")
             for option in ("out", "heatmap"):
                 check_output(f"--{option}", getattr(args, option, None), image_suffixes, "an image format")

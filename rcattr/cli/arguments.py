@@ -66,6 +66,12 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
             "summed by attention mass (default: rcattr's measured-best recipe, see docs/benchmarks.md)",
         )
         parser.add_argument(
+            "--probe",
+            metavar="FILE",
+            help="the support probe whose verdicts mark the sentences (rcattr fit-probe); default: the one "
+            "shipped for the model where there is one, else the unsupervised status",
+        )
+        parser.add_argument(
             "--lexical",
             action="store_true",
             help="where the selected heads disagree on a span, let BM25 fill the disagreeing share of the vote "
@@ -199,6 +205,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--question", action="append", required=True, help="a question asked of the context (repeat for more)"
     )
     _model_options(ask, heads=False)
+
+    fit = commands.add_parser(
+        "fit-probe",
+        help="fit a support probe on your own labelled claims with your model",
+        description="Attribute each claim over its references with the model, and fit the support probe (every "
+        "head's lookback ratio and peak stacked with coverage, support and the held claims) on the claims' labels; "
+        "its operating points are cut out of fold, claims of one question kept together. Use it with "
+        "RCAttributor(probe=SupportProbe.load(OUT)) or rcattr explain --probe OUT.",
+        epilog='example: rcattr fit-probe claims.jsonl --out my-probe.json, each line {"claim": "...", '
+        '"references": ["..."], "question": "...", "label": 1}',
+    )
+    fit.add_argument("claims", metavar="CLAIMS", help="a JSON-lines file of labelled claims")
+    fit.add_argument("--out", required=True, help="where to write the probe (JSON)")
+    _model_options(fit, heads=False)
 
     _serve_options(
         commands.add_parser(

@@ -23,17 +23,19 @@ if TYPE_CHECKING:
 
 
 def attributor_of(args: argparse.Namespace) -> RCAttributor:
-    """The attributor the model options ask for (``--model``, ``--top-k``, ``--paper``, ``--lexical``, and
-    ``--device`` where the command has it)."""
+    """The attributor the model options ask for (``--model``, ``--top-k``, ``--paper``, ``--lexical``,
+    ``--probe``, and ``--device`` where the command has it)."""
     from rcattr.attribution.attributor import RCAttributor
+    from rcattr.grounding.probe import SupportProbe
     from rcattr.heads.selectors import heads_for
     from rcattr.runtime.models import load_model
 
     model, tokenizer = load_model(args.model, verbose=args.verbose, device=getattr(args, "device", "cpu"))
+    probe = SupportProbe.load(args.probe) if getattr(args, "probe", None) else "shipped"
     if args.paper:  # the paper's attention scorer reads each unit's own rows
         top_k = 20 if args.top_k == "outliers" else args.top_k
-        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=args.lexical)
-    return RCAttributor(model, tokenizer, heads_for(args.top_k), lexical=args.lexical)
+        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=args.lexical, probe=probe)
+    return RCAttributor(model, tokenizer, heads_for(args.top_k), lexical=args.lexical, probe=probe)
 
 
 def report(result: RCAttributionResult, top: int) -> str:

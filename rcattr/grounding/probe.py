@@ -186,6 +186,13 @@ def operating_cut(probabilities: np.ndarray, labels: np.ndarray, share: float) -
     return float(attributable[min(allowed, len(attributable) - 1)])
 
 
+def vetoed(probabilities: np.ndarray, claims: Sequence[ClaimFeatures]) -> np.ndarray:
+    """``[n]`` the verdict's score: the probability, 0 for a claim with a number or date the documents lack
+    (`rcattr.grounding.verdict`'s veto)."""
+    unheld = np.array([claim.unheld_number for claim in claims], dtype=bool)
+    return np.where(unheld, 0.0, probabilities)
+
+
 def grouped_folds(labels: np.ndarray, groups: Sequence[str], seed: int, n_folds: int = FOLDS) -> list[Any]:
     """Up to ``n_folds`` stratified folds, each group's (question's) claims in one."""
     from sklearn.model_selection import StratifiedGroupKFold
@@ -233,8 +240,9 @@ class SupportProbe:
         """The probe fitted on ``claims`` (their features, all of one model named ``model``) and ``labels``
         (1: attributable, 0: not), the heads' L2 penalty ``1 / c``. The combined level is fitted on the heads'
         out-of-fold log-odds (folds that keep each of ``groups``, the claims' questions, whole; each claim its
-        own by default), and the operating points are cut on its probabilities."""
+        own by default), and the operating points are cut on the out-of-fold verdict scores (`vetoed`)."""
         from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
         labels = np.asarray(labels, dtype=int)
@@ -255,7 +263,11 @@ class SupportProbe:
         v = np.stack([claim.combined_vector(score) for claim, score in zip(claims, z, strict=True)])
         scaler = StandardScaler().fit(v)
         combined = LogisticRegression(C=COMBINED_C, max_iter=5000).fit(scaler.transform(v), labels)
-        probabilities = combined.predict_proba(scaler.transform(v))[:, 1]
+        probabilities = np.zeros(len(claims))  # the cuts' probabilities, out of fold at both levels
+        for train, test in grouped_folds(labels, groups, seed):
+            fold = make_pipeline(StandardScaler(), LogisticRegression(C=COMBINED_C, max_iter=5000))
+            probabilities[test] = fold.fit(v[train], labels[train]).predict_proba(v[test])[:, 1]
+        probabilities = vetoed(probabilities, claims)
         scaled = fitted[0]
         return cls(
             model,

@@ -108,13 +108,8 @@ def _status_mark(citation: Citation, style: str) -> str:
     unheld = "" if citation.partly_held else ", ".join(claim.text for claim in citation.unheld_claims)
     label = f"{citation.status}: {unheld}" if unheld else citation.status
     support = citation.held_support if citation.partly_held else citation.support
-    return _tag(
-        label,
-        citation.status,
-        f"support {support:.2f}: {_MEANING[citation.status]}",
-        style,
-        not citation.sources,
-    )
+    why = citation.verdict.reason if citation.verdict is not None else f"support {support:.2f}"
+    return _tag(label, citation.status, f"{why}: {_MEANING[citation.status]}", style, not citation.sources)
 
 
 def _claim_mark(claim: Claim, style: str) -> str:

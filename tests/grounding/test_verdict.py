@@ -3,13 +3,21 @@ claim_verdict agree, by the probe where one fits the model and by token support 
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
+import httpx
 import pytest
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.grounding.citation_rule import CitationRule
+from rcattr.grounding.claim_checks import claim_verdict
 from rcattr.grounding.probe import SupportProbe, model_identity
+from rcattr.serve.app import create_app
 from rcattr.text.prompting import ContextInput
 from tests.helpers.claims import synthetic_claims
+from tests.helpers.serving import served
 
 INPUTS = ContextInput(["The cat sat on the mat in 1971. The dog ran."], "What did the cat do?")
 ANSWER = "The cat sat on the mat. It sat there in 1974."
@@ -69,3 +77,65 @@ def test_a_probe_of_another_model_is_refused(llama, tokenizer) -> None:
         RCAttributor(llama, tokenizer, probe=other)
     with pytest.raises(ValueError, match="give a SupportProbe, 'shipped' or None"):
         RCAttributor(llama, tokenizer, probe="mine")  # type: ignore[arg-type]
+
+
+def _quotesum_claims(n: int) -> list[tuple[ContextInput, str]]:
+    """``n`` claims over two QuoteSum passages each: summary sentences as written, and as many with a number of
+    theirs changed, so that the verdicts mark some and pass others."""
+    records = [json.loads(line) for line in Path("data/quotesum/dev.jsonl").read_text().splitlines()]
+    claims: list[tuple[ContextInput, str]] = []
+    for record in records:
+        sources = [record[f"source{i}"] for i in (1, 2) if record.get(f"source{i}")]
+        summary = re.sub(r"\[ \d+ (.*?) \]", r"\1", record["summary"]).strip()
+        inputs = ContextInput(sources, record["question"])
+        claims.append((inputs, summary))
+        number = re.search(r"\b\d+\b", summary)
+        if number:
+            claims.append((inputs, summary.replace(number.group(), str(int(number.group()) + 7), 1)))
+        if len(claims) >= n:
+            return claims[:n]
+    return claims
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_every_output_gives_the_same_verdict_on_fifty_claims(smollm2) -> None:
+    attributor = RCAttributor(*smollm2)
+    assert attributor.probe is not None  # shipped for the default model
+    marked = 0
+    with served(create_app(attributor, model_name="default")) as url:
+        for inputs, claim in _quotesum_claims(50):
+            result = attributor.attribute(inputs, target=claim)
+            citations = result.citations()
+            cited = result.cited_answer(references=False)
+            body = {"documents": inputs.documents, "question": inputs.question, "answer": claim}
+            served_citations = httpx.post(f"{url}/v1/cite", json=body, timeout=120).json()["citations"]
+            verdict = claim_verdict(attributor, inputs, claim)
+            for citation, served_citation in zip(citations, served_citations, strict=True):
+                assert citation.verdict is not None and citation.verdict.by == "probe"
+                assert citation.verdict.marked == (citation.status != "supported")
+                assert served_citation["status"] == citation.status
+                assert served_citation["verdict"]["marked"] == citation.verdict.marked
+            any_marked = any(c.verdict.marked for c in citations)  # type: ignore[union-attr]
+            assert verdict.marked == any_marked
+            assert ("[weak" in cited or "[unsupported" in cited) == any_marked, cited
+            marked += any_marked
+    assert 0 < marked < 50  # the test set holds both kinds
+
+
+@pytest.mark.real_model
+def test_a_verbatim_sentence_among_twelve_passages_passes_and_its_changed_year_is_marked(smollm2) -> None:
+    attributor = RCAttributor(*smollm2)
+    records = [json.loads(line) for line in Path("data/quotesum/dev.jsonl").read_text().splitlines()]
+    passages = [r[f"source{i}"] for r in records for i in range(1, 9) if r.get(f"source{i}")]
+    source = next(p for p in passages if "Regulators killed William Brady" in p)
+    sentence = next(s for s in re.split(r"(?<=[.!?])\s+", source) if "Regulators killed" in s)
+    others = [p for p in dict.fromkeys(passages) if p != source][:11]
+    among_twelve = ContextInput([*others[:5], source, *others[5:]], "Who killed William Brady?")
+    assert not claim_verdict(attributor, among_twelve, sentence).marked
+    year = re.search(r"\b1[89]\d\d\b", sentence).group()  # type: ignore[union-attr]
+    changed = sentence.replace(year, str(int(year) + 3))
+    verdict = claim_verdict(attributor, ContextInput([source], "Who killed William Brady?"), changed)
+    assert verdict.marked and verdict.reason == f"not in the documents: '{int(year) + 3}'"
+    cited = attributor.attribute(ContextInput([source], ""), target=changed).cited_answer()
+    assert f"{int(year) + 3} [unsupported]" in cited

@@ -90,7 +90,7 @@ def test_weak_and_unsupported_sentences_are_marked_in_each_style() -> None:
         "It is 330 metres tall[^1]. It opened in 1889[^2][^1] *(weak)*! Bread &lt;3 *(unsupported: 3)*"
     )
     page = result.cited_answer("html", **rule)
-    assert '<sup class="rc-status rc-weak" title="support 0.40: ' in page
+    assert '<sup class="rc-status rc-weak" title="token support 0.40 (weak): the documents support' in page
     assert (
         'Bread &lt;<mark class="rc-unheld"' in page
         and ">3</mark>" in page
