@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rcattr.cli.inputs import CommandError
 
@@ -31,7 +31,9 @@ def attributor_of(args: argparse.Namespace) -> RCAttributor:
     from rcattr.runtime.models import load_model
 
     model, tokenizer = load_model(args.model, verbose=args.verbose, device=getattr(args, "device", "cpu"))
-    probe = SupportProbe.load(args.probe) if getattr(args, "probe", None) else "shipped"
+    probe: SupportProbe | Literal["shipped"] = (
+        SupportProbe.load(args.probe) if getattr(args, "probe", None) else "shipped"
+    )
     if args.paper:  # the paper's attention scorer reads each unit's own rows
         top_k = 20 if args.top_k == "outliers" else args.top_k
         return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=args.lexical, probe=probe)

@@ -74,15 +74,16 @@ def signal_table(
 ) -> dict[str, dict[str, float]]:
     """Per signal of ``values`` (``coverage`` among them), its AUROC with interval and paired difference to
     coverage's; per signal of ``marks`` (True: marked), each of `MEASURES` with its interval."""
-    names = list(values)
+    names, label_list = list(values), [int(label) for label in labels]
     items = [{name: float(values[name][i]) for name in names} for i in range(len(labels))]
     table: dict[str, dict[str, float]] = {
-        name: dict(row) for name, row in auroc_table(items, labels, "coverage", groups, n_boot, seed).items()
+        name: dict(row)
+        for name, row in auroc_table(items, label_list, "coverage", groups, n_boot, seed).items()
     }
     for name, marked in marks.items():
         attributable = [{name: float(not m)} for m in marked]
         for measure, score in MEASURES.items():
-            row = paired_table(attributable, labels, name, score, measure, groups, n_boot, seed)[name]
+            row = paired_table(attributable, label_list, name, score, measure, groups, n_boot, seed)[name]
             table.setdefault(name, {}).update(
                 {measure: row[measure], f"{measure}_low": row["low"], f"{measure}_high": row["high"]}
             )
