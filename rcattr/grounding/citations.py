@@ -258,8 +258,9 @@ def sentence_citations(result: AttributionRecord, rule: CitationRule = DEFAULT_R
         claims, support, held_support = sentence_vouching(result, start, end, context)
         status, verdict = None, None
         if held_support is not None and support is not None:
+            unsupervised = sentence_status(held_support, claims)
             verdict, status = sentence_verdict(
-                result, start, end, claims, support, sentence_status(held_support, claims), rule.verdict
+                result, start, end, claims, support, held_support, unsupervised, rule.verdict
             )
         cited, uncited = cited_sources(shares, reliance, rule)
         if held_support is not None and held_support < rule.min_support and status != "supported":

@@ -40,6 +40,7 @@ def claim_features(attributor: RCAttributor, inputs: ContextInput, claim: str) -
         support,
         content_coverage(without_markers(claim), result.chunks),
         [c for citation in citations for c in citation.claims],
+        min(c.held_support for c in citations if c.held_support is not None),
     )
 
 

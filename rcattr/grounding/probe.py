@@ -103,6 +103,9 @@ class ClaimFeatures:
         The share of the claim's content words the documents hold (`rcattr.grounding.claims.content_coverage`).
     unheld_number, unheld_name : bool
         Whether the claim has a number or date (a name) that no sentence of the documents or the question holds.
+    held_support : float
+        The support of the claim's held part (`Citation.held_support`); with the coverage, it caps the verdict
+        (`vetoed`).
     """
 
     lookback: np.ndarray
@@ -112,6 +115,7 @@ class ClaimFeatures:
     coverage: float = 1.0
     unheld_number: bool = False
     unheld_name: bool = False
+    held_support: float = 1.0
 
     @classmethod
     def of(
@@ -123,9 +127,11 @@ class ClaimFeatures:
         support: float,
         coverage: float = 1.0,
         claims: Sequence[Claim] = (),
+        held_support: float = 1.0,
     ) -> ClaimFeatures:
         """The features of the claim made of the answer ``tokens`` (indices) from its pass's ``[L, H, A]``
-        lookback ratios and peaks and ``[A]`` log-probabilities, its ``support``, ``coverage`` and ``claims``."""
+        lookback ratios and peaks and ``[A]`` log-probabilities, its ``support``, ``coverage``, ``claims`` and
+        ``held_support``."""
         tokens = list(tokens)
         lookbacks, peaks = head_means(lookback, peak, tokens)
         mean_logprob = logprob[tokens[1:] or tokens].double().mean()
@@ -137,6 +143,7 @@ class ClaimFeatures:
             float(coverage),
             any(not c.held and c.kind != "name" for c in claims),
             any(not c.held and c.kind == "name" for c in claims),
+            float(held_support),
         )
 
     def heads_vector(self) -> np.ndarray:
@@ -187,10 +194,12 @@ def operating_cut(probabilities: np.ndarray, labels: np.ndarray, share: float) -
 
 
 def vetoed(probabilities: np.ndarray, claims: Sequence[ClaimFeatures]) -> np.ndarray:
-    """``[n]`` the verdict's score: the probability, 0 for a claim with a number or date the documents lack
-    (`rcattr.grounding.verdict`'s veto)."""
+    """``[n]`` the verdict's score (`rcattr.grounding.verdict`): the probability, never above the larger of the
+    claim's held support and its lexical coverage (the heads do not pass a claim that neither its tokens' support
+    nor its words find in the documents), 0 for a claim with a number or date the documents lack."""
     unheld = np.array([claim.unheld_number for claim in claims], dtype=bool)
-    return np.where(unheld, 0.0, probabilities)
+    evidence = np.array([max(claim.held_support, claim.coverage) for claim in claims], dtype=float)
+    return np.where(unheld, 0.0, np.minimum(probabilities, evidence))
 
 
 def grouped_folds(labels: np.ndarray, groups: Sequence[str], seed: int, n_folds: int = FOLDS) -> list[Any]:
@@ -286,8 +295,9 @@ class SupportProbe:
         )
 
     def check(self, model: tuple[str, int, int]) -> None:
-        """ValueError unless ``model`` (`model_identity`) is the one the probe was fitted on."""
-        if model != (self.model, self.layers, self.heads):
+        """ValueError unless ``model`` (`model_identity`) is the one the probe was fitted on (names compared
+        ignoring case)."""
+        if (model[0].lower(), *model[1:]) != (self.model.lower(), self.layers, self.heads):
             raise ValueError(
                 f"this probe was fitted on {self.model} ({self.layers} layers x {self.heads} heads), not on "
                 f"{model[0]} ({model[1]} x {model[2]}): fit one on this model's claims (SupportProbe.fit)"
@@ -340,9 +350,13 @@ class SupportProbe:
     def shipped(cls, model: PreTrainedModel) -> SupportProbe | None:
         """The probe shipped for ``model`` (fitted on AttributionBench dev), or None where none was fitted on a
         model of its name and head count."""
-        identity = model_identity(model)
-        name = SHIPPED.get(identity[0])
-        if name is None:
+        name, layers, heads = model_identity(model)
+        file = {shipped.lower(): file for shipped, file in SHIPPED.items()}.get(name.lower())
+        if file is None:  # the hub's names and a local folder's may differ in case only
             return None
-        probe = cls.load(Path(str(resources.files("rcattr.grounding") / "probes" / name)))
-        return probe if (probe.model, probe.layers, probe.heads) == identity else None
+        probe = cls.load(Path(str(resources.files("rcattr.grounding") / "probes" / file)))
+        return (
+            probe
+            if (probe.model.lower(), probe.layers, probe.heads) == (name.lower(), layers, heads)
+            else None
+        )

@@ -3,9 +3,11 @@
 never disagree (`rcattr.grounding.claim_checks.claim_verdict` checks one claim).
 
 Where a support probe fits the model (`rcattr.grounding.probe`), the verdict is the probe's probability read
-against an operating point's cut, with one veto: a sentence with a number or a date that no sentence of the
-documents or the question holds is marked whatever the probe says (on AttributionBench dev four in five such
-claims are unattributable). Without a probe it is the unsupervised status from token support
+against an operating point's cut, never above the larger of the sentence's held token support and its lexical
+coverage (a sentence that neither its tokens' support nor its words find in the documents is not passed on the
+heads' word: an unrelated sentence among eight passages can look attributable to the heads alone), and a sentence with a number or a date that no sentence of the documents
+or the question holds is marked whatever the probe says (on AttributionBench dev four in five such claims are
+unattributable). Without a probe it is the unsupervised status from token support
 (`rcattr.grounding.vouching`). Each verdict says which it used and why.
 """
 
@@ -15,9 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.claims import Claim, content_coverage, without_markers
-from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, ClaimFeatures, SupportProbe, claim_tokens
+from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, ClaimFeatures, SupportProbe, claim_tokens, vetoed
 
 __all__ = ["ClaimVerdict", "sentence_verdict"]
 
@@ -32,7 +36,9 @@ class ClaimVerdict:
     Attributes
     ----------
     attributable : float
-        The probe's probability where a probe was used, else the token support; in [0, 1].
+        Where a probe was used, the verdict's score: the probe's probability, never above the larger of the
+        sentence's held support and its lexical coverage, 0 with a number or date the documents lack; else the
+        token support. In [0, 1].
     marked : bool
         Whether the outputs mark it: `Citation.status` is anything but ``"supported"`` exactly when it is.
     by : {"probe", "support"}
@@ -57,14 +63,16 @@ def sentence_verdict(
     end: int,
     claims: Sequence[Claim],
     support: float,
+    held_support: float,
     status: str,
     operating_point: str = DEFAULT_OPERATING_POINT,
 ) -> tuple[ClaimVerdict, str]:
     """The verdict on ``result.answer[start:end]`` and the status it gives the sentence.
 
-    ``claims``, ``support`` and ``status`` are the sentence's unsupervised reading
-    (`rcattr.grounding.vouching.sentence_vouching`). With the result's probe (`RCSignals.probe`), the
-    probability of its `ClaimFeatures` is cut at ``operating_point``; a marked sentence keeps its
+    ``claims``, ``support``, ``held_support`` and ``status`` are the sentence's unsupervised reading
+    (`rcattr.grounding.vouching.sentence_vouching`). With the result's probe (`RCSignals.probe`), the verdict's
+    score (the probability of its `ClaimFeatures`, never above the larger of its held support and its lexical
+    coverage, 0 with an unheld number or date: `rcattr.grounding.probe.vetoed`) is cut at ``operating_point``; a marked sentence keeps its
     unsupervised status where that marks it too (``"partial"``, ``"weak"``, ``"unsupported"``), else becomes
     ``"weak"``; one the probe passes is ``"supported"``. Without a probe the verdict restates the status.
     """
@@ -88,18 +96,24 @@ def sentence_verdict(
         support,
         content_coverage(without_markers(text), result.chunks),
         claims,
+        held_support,
     )
     probability = float(probe.probability([features])[0])
+    score = float(vetoed(np.array([probability]), [features])[0])
     cut = probe.cut(operating_point)
     if numbers:
         reason = f"not in the documents: {', '.join(map(repr, numbers))}"
-        marked = True
-    elif probability < cut:
-        reason, marked = f"probe {probability:.2f} below the {operating_point} cut {cut:.2f}", True
+    elif score < probability:
+        below = "below" if score < cut else "at or above"
+        reason = (
+            f"token support {held_support:.2f} and word coverage {features.coverage:.2f} {below} the "
+            f"{operating_point} cut {cut:.2f}"
+        )
     else:
-        reason, marked = f"probe {probability:.2f} at or above the {operating_point} cut {cut:.2f}", False
-    if not marked:
-        return ClaimVerdict(probability, False, "probe", reason), "supported"
-    return ClaimVerdict(probability, True, "probe", reason), (
+        below = "below" if score < cut else "at or above"
+        reason = f"probe {probability:.2f} {below} the {operating_point} cut {cut:.2f}"
+    if score >= cut:
+        return ClaimVerdict(score, False, "probe", reason), "supported"
+    return ClaimVerdict(score, True, "probe", reason), (
         status if status != "supported" else PROBE_MARKED_STATUS
     )

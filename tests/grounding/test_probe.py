@@ -4,6 +4,7 @@ sklearn's, the operating cuts, the file, and the model check."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,6 +23,7 @@ from rcattr.grounding.probe import (
     grouped_folds,
     model_identity,
     operating_cut,
+    vetoed,
 )
 from rcattr.text.segmentation import TextSpan
 from tests.helpers.claims import synthetic_claims
@@ -132,6 +134,19 @@ def test_the_shipped_probes_go_only_to_the_model_they_were_fitted_on(name, layer
     probe = SupportProbe.shipped(_model(name, layers, heads))
     assert probe is not None and (probe.model, probe.layers, probe.heads) == (name, layers, heads)
     assert len(probe.coefficients) == 2 * layers * heads and len(probe.combined_coefficients) == 6
+    assert (
+        SupportProbe.shipped(_model(name.upper(), layers, heads)) is not None
+    )  # the hub's case or a folder's
     assert SupportProbe.shipped(_model(name, layers, heads - 1)) is None  # the name alone is not enough
     assert SupportProbe.shipped(_model("other", layers, heads)) is None
     assert model_identity(_model(name, layers, heads)) == (name, layers, heads)
+
+
+def test_the_verdicts_score_is_capped_by_support_or_coverage_and_vetoed_by_an_unheld_number() -> None:
+    claims, _ = synthetic_claims(4, 5)
+    capped = replace(claims[0], unheld_number=False, held_support=0.3, coverage=0.2)
+    by_words = replace(claims[1], unheld_number=False, held_support=0.25, coverage=0.6)
+    free = replace(claims[2], unheld_number=False, held_support=1.0, coverage=0.0)
+    number = replace(claims[3], unheld_number=True, held_support=0.9, coverage=1.0)
+    scores = vetoed(np.full(4, 0.8), [capped, by_words, free, number])
+    assert scores.tolist() == [0.3, 0.6, 0.8, 0.0]

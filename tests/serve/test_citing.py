@@ -85,3 +85,21 @@ def test_a_source_counts_its_document_from_one_as_the_response_s_documents(gated
         source.document + 1 for citation in library for source in citation.sources
     ]
     assert {document for document, _ in cited} <= {document["document"] for document in served["documents"]}
+
+
+def test_each_citation_carries_its_verdict_and_the_requested_operating_point(gated: GatedAttributor) -> None:
+    request = CiteRequest.model_validate({**REQUESTS[1], "verdict": "strict"})
+    assert request.rule().verdict == "strict"
+    result = gated.attribute(context_input(request), request.answer)
+    served = response(request, result, []).model_dump(mode="json")
+    for item, citation in zip(served["citations"], result.citations(request.rule()), strict=True):
+        assert citation.verdict is not None
+        assert item["verdict"] == {
+            "attributable": citation.verdict.attributable,
+            "marked": citation.verdict.marked,
+            "by": citation.verdict.by,
+            "reason": citation.verdict.reason,
+        }
+        assert item["verdict"]["marked"] == (item["status"] != "supported")
+    with pytest.raises(ValueError, match="verdict"):
+        CiteRequest.model_validate({**REQUESTS[1], "verdict": "loose"})

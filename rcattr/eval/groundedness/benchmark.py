@@ -119,7 +119,8 @@ class GroundednessRun(StoredRun):
         from rcattr.runtime.models import load_model
 
         torch.set_grad_enabled(False)
-        attributor = RCAttributor(*load_model(self.args.model))
+        # the unsupervised status: the shipped probes were fitted on AttributionBench dev, which these tasks read
+        attributor = RCAttributor(*load_model(self.args.model), probe=None)
         for task in self.paired:
             self._compute_paired(task, attributor)
         for dataset in self.edited:

@@ -44,6 +44,7 @@ def row_features(row: dict[str, Any]) -> ClaimFeatures:
         float(row["coverage"]),
         any(not held and kind != "name" for kind, held, _ in claims),
         any(not held and kind == "name" for kind, held, _ in claims),
+        float(row.get("held_support", row["support"])),
     )
 
 

@@ -14,7 +14,7 @@ from rcattr.eval.groundedness.verdict_report import (
     signal_table,
     stability,
 )
-from rcattr.grounding.probe import COMBINED, OPERATING_POINTS, vetoed
+from rcattr.grounding.probe import COMBINED, OPERATING_POINTS
 from tests.helpers.claims import synthetic_claims
 
 N = 80
@@ -40,12 +40,6 @@ def test_each_folds_probe_sees_only_its_training_questions(monkeypatch) -> None:
     for point in OPERATING_POINTS:
         marked = out[f"marked_{point}"]
         assert marked[[claim.unheld_number for claim in claims]].all()  # the veto
-
-
-def test_the_veto_zeroes_claims_with_an_unheld_number() -> None:
-    claims, _ = synthetic_claims(20, 1)
-    scores = vetoed(np.full(20, 0.9), claims)
-    assert all(s == (0.0 if c.unheld_number else 0.9) for s, c in zip(scores, claims, strict=True))
 
 
 def test_the_tables_compare_every_signal_with_coverage() -> None:
