@@ -5,9 +5,9 @@ never disagree (`rcattr.grounding.claim_checks.claim_verdict` checks one claim).
 Where a support probe fits the model (`rcattr.grounding.probe`), the verdict is the probe's probability read
 against an operating point's cut, never above the larger of the sentence's held token support and its lexical
 coverage (a sentence that neither its tokens' support nor its words find in the documents is not passed on the
-heads' word: an unrelated sentence among eight passages can look attributable to the heads alone), and a sentence with a number or a date that no sentence of the documents
-or the question holds is marked whatever the probe says (on AttributionBench dev four in five such claims are
-unattributable). Without a probe it is the unsupervised status from token support
+heads' word: an unrelated sentence among eight passages can look attributable to the heads alone), and a
+sentence with a number or a date that no sentence of the documents or the question holds is marked whatever the
+probe says (on AttributionBench dev four in five such claims are unattributable). Without a probe it is the unsupervised status from token support
 (`rcattr.grounding.vouching`). Each verdict says which it used and why.
 """
 
