@@ -138,11 +138,12 @@ def test_numbers_and_names_copied_from_the_context_are_not_flagged_and_invented_
 
 
 def test_the_shipped_probe_judges_the_default_models_claims_as_the_readme_shows(smollm2) -> None:
-    from rcattr.grounding.probe import claim_verdict
+    from rcattr.grounding.claim_checks import claim_verdict
 
     attributor = RCAttributor(*smollm2)
     inputs = ContextInput([FACTS[2], FACTS[3]], "When was the first transatlantic telegraph cable completed?")
     copied = claim_verdict(attributor, inputs, "It was completed in 1858 between Ireland and Newfoundland.")
     invented = claim_verdict(attributor, inputs, "It was completed in 1902 by the Royal Navy.")
     assert copied.by == invented.by == "probe"
-    assert not copied.marked and invented.marked  # the README's 0.81 and 0.11
+    assert not copied.marked and invented.marked  # as the grounding guide shows
+    assert invented.reason == "not in the documents: '1902'"
