@@ -138,6 +138,9 @@ class RCAttributor(SpanAttributor):
             self.probe = probe
         else:
             raise ValueError(f"probe={probe!r}: give a SupportProbe, 'shipped' or None")
+        #: Whether the pass keeps every head's lookback ratio and peak (`RCSignals.head_lookback`): with a probe,
+        #: which reads them; `rcattr.grounding.claim_checks.claim_features` sets it on a copy to fit one.
+        self.keep_head_rows = self.probe is not None
         if isinstance(votes, HeadVote) and lexical:
             raise ValueError(
                 f"lexical=True makes the vote a LexicalFusion; with votes={votes!r} give LexicalFusion(...) itself"
@@ -214,7 +217,9 @@ class RCAttributor(SpanAttributor):
         notes = result_notes(selection, voted.seq_attr)
         for note in notes:
             warnings.warn(note, stacklevel=5)  # the caller of attribute() or attribute_many()
-        signals = token_signals(example, reducer, selection, notes, voted.lexical_share, self.probe)
+        signals = token_signals(
+            example, reducer, selection, notes, voted.lexical_share, self.probe, self.keep_head_rows
+        )
         return example.result(voted.seq_attr, voted.token_attr, self.result_label, inp, signals)
 
     def _evidence(self, reducer: Reducer, selection: HeadSelection) -> HeadEvidence:

@@ -18,12 +18,7 @@ from transformers import DynamicCache, PreTrainedModel
 
 from rcattr.attribution.base import Example
 from rcattr.attribution.scorers import SpanScorer
-from rcattr.attribution.spans import (
-    SpanBlock,
-    SpanIndex,
-    attention_probabilities,
-    lookback_ratio,
-)
+from rcattr.attribution.spans import SpanBlock, SpanIndex, attention_probabilities, lookback_ratio
 from rcattr.heads.scores import HeadScore, LayerRC, LayerSuperiority, layer_rc, layer_superiority
 from rcattr.runtime.capture import CaptureStep, LogitCapture, raw_logits
 from rcattr.runtime.compat import cache_argument

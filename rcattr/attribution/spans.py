@@ -236,8 +236,9 @@ def lookback_rows(
     answer_start: int,
 ) -> torch.Tensor:
     """``[H, A]`` each head's lookback ratio at each answer row, from its ``[H, A, S]`` raw logits (the
-    layer's ``scaling`` and ``softcap`` applied here) and their ``[A, S]`` visibility: ``a_ctx / (a_ctx + a_ans)``, ``a_ctx`` the mean attention on a context token,
-    ``a_ans`` the mean attention on an answer token the row sees (itself included)."""
+    layer's ``scaling`` and ``softcap`` applied here) and their ``[A, S]`` visibility: ``a_ctx / (a_ctx + a_ans)``,
+    ``a_ctx`` the mean attention on a context token, ``a_ans`` the mean attention on an answer token the row
+    sees (itself included)."""
     answer_keys = torch.arange(answer_start, answer_start + logits.shape[-2], device=logits.device)
     attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0]
     return lookback_ratio(attention, visible, context_keys, answer_keys)

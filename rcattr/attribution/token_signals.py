@@ -29,14 +29,16 @@ def token_signals(
     notes: tuple[str, ...] = (),
     lexical_share: float | None = None,
     probe: SupportProbe | None = None,
+    keep_head_rows: bool = False,
 ) -> RCSignals:
     """The signals of ``example``'s answer tokens from its ``reducer``'s pass.
 
     ``groundedness`` and ``lookback`` are read on the heads of ``selection`` (those that voted); token support
     on :func:`~rcattr.grounding.support.support_heads`, the 20 best heads by the same head scores whatever rule chose the
     voters (their per-row statistics are computed here where the vote did not compute them). ``notes`` are what the
-    attributor warned of for this result, ``lexical_share`` what its vote says BM25 filled. With a support
-    ``probe``, every head's lookback ratio and peak at each answer token are kept for it, from the same pass.
+    attributor warned of for this result, ``lexical_share`` what its vote says BM25 filled, ``probe`` the support
+    probe the citations' verdicts read; with ``keep_head_rows``, every head's lookback ratio and peak at each
+    answer token are kept for it (`every_head_rows`), from the same pass.
     """
     out, heads = reducer.out, selection.heads
     reducer.score_heads(heads)  # a no-op after the vote, which scored them
@@ -48,7 +50,7 @@ def token_signals(
     peak = out.gather(out.context_peak, peak_heads)  # [k, A]
     assert out.token_logprob is not None  # set by the pass
     n_self = torch.tensor([out.self_size[layer] for layer in peak_heads[:, 0].tolist()])
-    head_lookback, head_peak = every_head_rows(reducer) if probe is not None else (None, None)
+    head_lookback, head_peak = every_head_rows(reducer) if keep_head_rows else (None, None)
     return RCSignals(
         groundedness=groundedness.float().cpu(),
         lookback=lookback,

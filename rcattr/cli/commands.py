@@ -81,27 +81,22 @@ def report(result: RCAttributionResult, top: int) -> str:
 
 
 def _vouching(citations: list[Citation]) -> list[str]:
-    """The report's lines on the sentences the documents vouch for weakly or not at all."""
-    from rcattr.grounding.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW
-
+    """The report's lines on the sentences their verdict marks, each with why (`Citation.verdict`)."""
     marked = [c for c in citations if c.status in ("partial", "weak", "unsupported")]
     if not marked:
         return []
     lines = [
         "",
-        f"Sentences the documents do not vouch for (support below {WEAK_BELOW:g}: weak; below "
-        f"{UNSUPPORTED_BELOW:g}: unsupported, nothing cited; support is the sentence's mean token support, 0 when "
-        "no sentence of the documents or the question holds one of its numbers or dates, at most "
-        f"{UNHELD_NAME:g} when one of its names; partial: its held claims are, its held part is cited):",
+        "Sentences their verdict marks (the support probe where one fits the model, else token support; weak: "
+        "still cited; partial: its held part cited, its unheld claims tagged; unsupported: nothing cited):",
     ]
     for citation in marked:
-        unheld = ", ".join(repr(claim.text) for claim in citation.unheld_claims)
         text = citation.text if len(citation.text) <= 90 else citation.text[:87] + "..."
         support = citation.held_support if citation.partly_held else citation.support
-        lines.append(
-            f"  {citation.status} ({support:.2f}): {text!r}"
-            + (f"; not in the documents: {unheld}" if unheld else "")
-        )
+        why = citation.verdict.reason if citation.verdict is not None else f"support {support:.2f}"
+        unheld = ", ".join(repr(claim.text) for claim in citation.unheld_claims)
+        listed = f"; not in the documents: {unheld}" if unheld and "not in the documents" not in why else ""
+        lines.append(f"  {citation.status} ({why}): {text!r}{listed}")
     return lines
 
 

@@ -3,6 +3,7 @@ one its citations give, and the support probe's features (`claim_features`), fro
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 from rcattr.grounding.citation_rule import CitationRule
@@ -19,22 +20,19 @@ __all__ = ["claim_features", "claim_verdict"]
 
 
 def claim_features(attributor: RCAttributor, inputs: ContextInput, claim: str) -> ClaimFeatures:
-    """``claim``'s features, teacher-forced as the answer to ``inputs``, from one forward (its attribution's
-    and its citations'); its weakest sentence's support, all its tokens' head statistics."""
-    from rcattr.grounding.head_statistics import token_statistics  # it reads the attribution's layout
-
-    result = attributor.attribute(inputs, target=claim)
+    """``claim``'s features, teacher-forced as the answer to ``inputs``, from its attribution's one pass (every
+    head's rows kept, with a probe or without) and its citations: its weakest sentence's support, all its
+    tokens' head statistics."""
+    keeping = copy.copy(attributor)
+    keeping.keep_head_rows = True
+    result = keeping.attribute(inputs, target=claim)
     signals = RCSignals.of(result)
-    if signals.head_lookback is None or signals.head_peak is None:
-        statistics = token_statistics(attributor.model, attributor.prepare(inputs, claim, "sentence"))
-        lookback, peak = statistics.lookback, statistics.peak
-    else:
-        lookback, peak = signals.head_lookback, signals.head_peak
+    assert signals.head_lookback is not None and signals.head_peak is not None  # kept by the pass
     citations = result.citations()
     support = min(c.support for c in citations if c.support is not None)
     return ClaimFeatures.of(
-        lookback,
-        peak,
+        signals.head_lookback,
+        signals.head_peak,
         signals.token_logprob,
         claim_tokens(result.answer_tokens, claim),
         support,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from scipy.special import expit
+from scipy.special import expit, logit
 
 from rcattr.grounding.claims import Claim, citation_markers
 from rcattr.text.segmentation import TextSpan, tokens_within
@@ -80,11 +80,6 @@ def head_means(
         lookback[..., index.to(lookback.device)].double().mean(-1).cpu().numpy(),
         peak[..., index.to(peak.device)].double().mean(-1).cpu().numpy(),
     )
-
-
-def _log_odds(p: float) -> float:
-    p = min(max(p, _EPSILON), 1 - _EPSILON)
-    return float(np.log(p / (1 - p)))
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compared by identity
@@ -156,7 +151,7 @@ class ClaimFeatures:
             [
                 heads_log_odds,
                 self.coverage,
-                _log_odds(self.support),
+                float(logit(np.clip(self.support, _EPSILON, 1 - _EPSILON))),
                 self.logprob,
                 float(self.unheld_number),
                 float(self.unheld_name),
@@ -265,15 +260,16 @@ class SupportProbe:
         (layers, heads) = shapes.pop()
         x = np.stack([claim.heads_vector() for claim in claims])
         groups = list(groups) if groups is not None else [str(i) for i in range(len(claims))]
+        folds = grouped_folds(labels, groups, seed)
         z = np.zeros(len(claims))
-        for train, test in grouped_folds(labels, groups, seed):
+        for train, test in folds:
             z[test] = heads_model(x[train], labels[train], c).decision_function(x[test])
         fitted = heads_model(x, labels, c)
         v = np.stack([claim.combined_vector(score) for claim, score in zip(claims, z, strict=True)])
         scaler = StandardScaler().fit(v)
         combined = LogisticRegression(C=COMBINED_C, max_iter=5000).fit(scaler.transform(v), labels)
         probabilities = np.zeros(len(claims))  # the cuts' probabilities, out of fold at both levels
-        for train, test in grouped_folds(labels, groups, seed):
+        for train, test in folds:
             fold = make_pipeline(StandardScaler(), LogisticRegression(C=COMBINED_C, max_iter=5000))
             probabilities[test] = fold.fit(v[train], labels[train]).predict_proba(v[test])[:, 1]
         probabilities = vetoed(probabilities, claims)

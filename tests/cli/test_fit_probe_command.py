@@ -38,7 +38,9 @@ def test_fit_probe_writes_a_probe_that_explain_uses(saved_llama, tmp_path, capsy
     context.write_text("The cat sat on the mat in 1971.", encoding="utf-8")
     argv = ["explain", "--context", str(context), "--answer", "It sat in 1974.", "--model", str(saved_llama)]
     assert main([*argv, "--probe", str(out)]) == 0
-    assert "1974" in capsys.readouterr().out
+    assert (
+        "(not in the documents: '1974'): 'It sat in 1974.'" in capsys.readouterr().out
+    )  # the probe's verdict
 
 
 def test_bad_claims_files_are_refused_naming_the_line(tmp_path) -> None:
