@@ -76,9 +76,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-DEFAULT_ATTRIBUTORS = ("default", "paper", "default+calibration-n-a", "rc", "rc_bound")
+DEFAULT_ATTRIBUTORS = ("default", "paper", "heads-vote+calibration-n-a", "rc", "rc_bound")
 """``default``: ``RCAttributor(model, tokenizer)``; ``paper``: ``RCAttributor.paper``;
-``default+calibration-n-a``: the default scorer less the attention of a content-free answer (each a
+``heads-vote+calibration-n-a``: the heads' vote's scorer less the attention of a content-free answer (each a
 recipe of the ablation); ``rc`` / ``rc_bound``: the default with the paper's RC span scorers
 (:mod:`rcattr.eval.attribution.rc_span_scorers`)."""
 SPAN_SCORERS = ("rc", "rc_bound")  # by their scorers' names
@@ -166,10 +166,10 @@ def _paired(calls: dict[str, Any], repeats: int) -> dict[str, float]:
 
 
 def recipes() -> list[Any]:
-    """The ablation's recipes and the head-selection table's lexical gate (``rcattr.eval.attribution.recipes``)."""
-    from rcattr.eval.attribution.recipes import ablation, selection_ablation
+    """The ablation's recipes (``rcattr.eval.attribution.recipes``)."""
+    from rcattr.eval.attribution.recipes import ablation
 
-    return [*ablation(), *(recipe for recipe in selection_ablation() if recipe.lexical_gate)]
+    return ablation()
 
 
 def recipe_names() -> list[str]:

@@ -26,7 +26,7 @@ METHODS = {
     "hidden state": ("hidden_state",),
     "all-heads attention": ("attention · all heads (AttentionAttributor)", "attention"),
     "paper's recipe": ("paper: attention · top-20 heads (RCAttributor.paper)", "rc_paper"),
-    "default + BM25 where the heads disagree": ("default + BM25 where the heads disagree",),
+    "heads' vote alone (lexical=False)": ("heads' vote: RCAttributor(lexical=False)",),
 }
 LEVERS = {
     "default (outlier heads)": "default, accuracy %",
@@ -44,7 +44,7 @@ LEVERS = {
     "bm25": "BM25",
 }
 """The rows of the levers' table: ``head_levers.py``'s name -> the label shown."""
-SEEING = "default · all heads"  # TopHeads(1.0) among the heads that see: every seeing head
+SEEING = "heads' vote · all heads"  # TopHeads(1.0) among the heads that see: every seeing head
 
 
 def _row(results: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any] | None:

@@ -236,7 +236,7 @@ def test_a_baseline_explains_a_batch_one_example_at_a_time(llama, baseline) -> N
 
 
 def test_a_subclass_with_its_own_pass_runs_one_pass_per_example(llama) -> None:
-    recipe = next(recipe for recipe in ablation() if recipe.name == "default+per-unit-heads")
+    recipe = next(recipe for recipe in ablation() if recipe.name == "heads-vote+per-unit-heads")
     attributor = recipe.attributor(llama, char_tokenizer())
     assert isinstance(attributor, RecipeAttributor)
     single = [

@@ -53,12 +53,14 @@ def lexical_fusion(vote: torch.Tensor, lexical: torch.Tensor, agreement: torch.T
         The heads' vote, normalised over spans.
     lexical : Tensor, shape [..., S]
         Lexical scores (BM25: non-negative; a unit sharing no word with any span scores 0 everywhere and
-        keeps its vote's shares, scaled by its agreement).
+        keeps its vote: BM25 has nothing to fill with).
     agreement : Tensor, shape [...]
-        :func:`head_agreement`.
+        `head_agreement`.
     """
-    gate = agreement.to(torch.float64)[..., None]
-    return normalise(gate * vote.double() + (1 - gate) * normalise(lexical.double().clamp_min(0)))
+    lexical = lexical.double().clamp_min(0)
+    silent = lexical.sum(-1) <= 0
+    gate = torch.where(silent, 1.0, agreement.to(torch.float64))[..., None]
+    return normalise(gate * vote.double() + (1 - gate) * normalise(lexical))
 
 
 def fuse_where_heads_disagree(

@@ -182,7 +182,7 @@ def attention_probabilities(
     scores = logits * scaling
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
-    scores = scores.masked_fill(~visible[:, None], float("-inf"))
+    scores = torch.where(visible[:, None], scores, float("-inf"))  # faster than masked_fill on the CPU
     return torch.softmax(scores, dim=-1).nan_to_num_(0.0)
 
 
@@ -238,7 +238,14 @@ def lookback_rows(
     """``[H, A]`` each head's lookback ratio at each answer row, from its ``[H, A, S]`` raw logits (the
     layer's ``scaling`` and ``softcap`` applied here) and their ``[A, S]`` visibility: ``a_ctx / (a_ctx + a_ans)``,
     ``a_ctx`` the mean attention on a context token, ``a_ans`` the mean attention on an answer token the row
-    sees (itself included)."""
-    answer_keys = torch.arange(answer_start, answer_start + logits.shape[-2], device=logits.device)
-    attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0]
-    return lookback_ratio(attention, visible, context_keys, answer_keys)
+    sees (itself included). The two sums are one product with the keys' ``[S, 2]`` weights, not index copies of
+    ``[H, A, S]``: `lookback_ratio`'s figures at a fraction of its cost."""
+    heads, rows, n_keys = logits.shape
+    answer = slice(answer_start, answer_start + rows)
+    weights = logits.new_zeros(n_keys, 2, dtype=torch.float32)
+    weights[context_keys, 0] = 1 / max(len(context_keys), 1)
+    weights[answer, 1] = 1
+    attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0].float()
+    on_context, on_answer = (attention.view(-1, n_keys) @ weights).view(heads, rows, 2).unbind(-1)
+    on_answer = on_answer / visible[:, answer].sum(-1).clamp_min(1)
+    return on_context / (on_context + on_answer).clamp_min(1e-30)

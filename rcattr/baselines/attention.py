@@ -24,7 +24,9 @@ class AttentionAttributor(RCAttributor):
     result_label = "attention, all heads"  # not the default RCAttributor's "attention" (over its top-k heads)
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> None:
-        super().__init__(model, tokenizer, TopHeads(1.0), AttentionScorer(continuation=0.0), votes="mass")
+        super().__init__(
+            model, tokenizer, TopHeads(1.0), AttentionScorer(continuation=0.0), votes="mass", lexical=False
+        )
 
     def select_heads(self, reducer: Reducer) -> HeadSelection:
         """Every head, those whose sliding window does not reach the context too: the field's baseline."""

@@ -37,8 +37,8 @@ def reciprocal_rank_fusion(*scores: torch.Tensor, offset: float = 60.0) -> torch
 
 
 class HybridAttributor(SpanAttributor):
-    """:class:`~rcattr.RCAttributor` (default recipe) and :class:`~rcattr.baselines.BM25Attributor`
-    fused by reciprocal rank per output unit; normalised over spans. One RC pass plus BM25. A fusion is not the
+    """:class:`~rcattr.RCAttributor`'s heads' vote (`lexical=False`: the fusion brings BM25 in itself) and
+    :class:`~rcattr.baselines.BM25Attributor` fused by reciprocal rank per output unit; normalised over spans. One RC pass plus BM25. A fusion is not the
     model's own account: its results carry no RC signals (``result.rc`` is None).
 
     Parameters
@@ -51,7 +51,7 @@ class HybridAttributor(SpanAttributor):
 
     def __init__(self, model: PreTrainedModel, tokenizer: TokenizerLike, offset: float = 60.0) -> None:
         super().__init__(model, tokenizer)
-        self.rc = RCAttributor(model, tokenizer)
+        self.rc = RCAttributor(model, tokenizer, lexical=False)
         self.bm25 = BM25Attributor(model, tokenizer)
         self.offset = offset
 

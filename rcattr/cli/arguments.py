@@ -73,9 +73,9 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
         )
         parser.add_argument(
             "--lexical",
-            action="store_true",
-            help="where the selected heads disagree on a span, let BM25 fill the disagreeing share of the vote "
-            "(won or tied on three models, docs/benchmarks.md; part lexical, not the model's account alone)",
+            action=argparse.BooleanOptionalAction,
+            help="where the selected heads disagree on a span, BM25 fills the disagreeing share of the vote "
+            "(default; --no-lexical: the heads' vote alone, the model's own account; --paper: off)",
         )
     parser.add_argument(
         "--max-new-tokens",

@@ -36,7 +36,8 @@ def attributor_of(args: argparse.Namespace) -> RCAttributor:
     )
     if args.paper:  # the paper's attention scorer reads each unit's own rows
         top_k = 20 if args.top_k == "outliers" else args.top_k
-        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=args.lexical, probe=probe)
+        lexical = bool(args.lexical)  # the paper's recipe has none unless asked
+        return RCAttributor.paper(model, tokenizer, heads=heads_for(top_k), lexical=lexical, probe=probe)
     return RCAttributor(model, tokenizer, heads_for(args.top_k), lexical=args.lexical, probe=probe)
 
 

@@ -181,7 +181,7 @@ def peak_superiority(
 ) -> torch.Tensor:
     """``[H, A]`` P(max X > Y) per row: the share of the sorted ``[H, |Y|]`` sample below the row's highest
     visible logit of ``cross [H, A, C]`` (``cross_visible [A, C]``); 0 for a row that sees nothing."""
-    peak = cross.masked_fill(~cross_visible, float("-inf")).amax(-1).contiguous()  # [H, A]
+    peak = torch.where(cross_visible, cross, float("-inf")).amax(-1).contiguous()  # [H, A]
     return count_below(peak, y_sorted).to(torch.float64) / y_sorted.shape[-1]
 
 
@@ -322,4 +322,6 @@ def peak_rows(
     the ``[H, A, S]`` logits and their ``[A, S]`` visibility."""
     answer = slice(answer_start, answer_start + logits.shape[-2])
     y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
-    return peak_superiority(logits[..., context_keys], visible[:, context_keys], y), y.shape[-1]
+    is_context = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
+    is_context[context_keys] = True  # a mask over every key: no copy of the context's columns
+    return peak_superiority(logits, visible & is_context, y), y.shape[-1]

@@ -11,6 +11,7 @@ from captum.attr import LLMAttributionResult, TextTemplateInput, TextTokenInput
 from transformers import AutoModelForCausalLM, BloomConfig
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.fusion import LexicalFusion
 from rcattr.attribution.lexical import bm25_scores
 from rcattr.attribution.reduction import Reduction
 from rcattr.attribution.result import RCAttributionResult
@@ -35,9 +36,9 @@ def test_matches_brute_force_over_stored_logits(llama, scorer: str, continuation
         AttentionScorer(continuation=continuation) if scorer == "attention" else SPAN_SCORERS[scorer]
     )
     # "It" and "Then": units whose continuation runs on to the end of their own sentence only
-    result = RCAttributor(llama, tokenizer, TopHeads(5), span_scorer=span_scorer, votes="mass").attribute(
-        INPUT, ANSWER, granularity="chunk", output_granularity=[(0, 2), (8, 12)]
-    )
+    result = RCAttributor(
+        llama, tokenizer, TopHeads(5), span_scorer=span_scorer, votes="mass", lexical=False
+    ).attribute(INPUT, ANSWER, granularity="chunk", output_granularity=[(0, 2), (8, 12)])
     ids, start, offsets = answer_ids(tokenizer, ANSWER)
     store = captured_logits(llama, ids, start)
     prompt = render_prompt(tokenizer, INPUT)
@@ -409,10 +410,16 @@ def test_paper_preset_and_the_default_recipe(llama) -> None:
     assert isinstance(paper.scorer, AttentionScorer) and paper.scorer.continuation == 0.0
     default = RCAttributor(llama, tokenizer)
     assert (default.heads, default.votes) == (OutlierHeads(), "share")
+    assert isinstance(default.voting, LexicalFusion) and not isinstance(paper.voting, LexicalFusion)
     assert isinstance(default.scorer, AttentionScorer) and default.scorer.continuation == 0.8
     assert RCAttributor.paper(llama, tokenizer, heads=TopHeads(3)).heads == TopHeads(3)
     explicit = RCAttributor(
-        llama, tokenizer, TopHeads(12), span_scorer=AttentionScorer(continuation=0.0), votes="mass"
+        llama,
+        tokenizer,
+        TopHeads(12),
+        span_scorer=AttentionScorer(continuation=0.0),
+        votes="mass",
+        lexical=False,
     ).attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
     preset = paper.attribute(INPUT, ANSWER, granularity="chunk", output_granularity="sentence")
     torch.testing.assert_close(preset.token_attr, explicit.token_attr)
@@ -486,10 +493,10 @@ def test_the_default_pass_computes_only_what_it_uses(llama) -> None:
 def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, granularity) -> None:
     """Brute force: each unit's vote and each selected head's own top span, then BM25 by hand."""
     tokenizer = char_tokenizer()
-    plain = RCAttributor(llama, tokenizer, TopHeads(5)).attribute(
+    plain = RCAttributor(llama, tokenizer, TopHeads(5), lexical=False).attribute(
         INPUT, ANSWER, granularity=granularity, output_granularity="sentence"
     )
-    fused = RCAttributor(llama, tokenizer, TopHeads(5), lexical=True).attribute(
+    fused = RCAttributor(llama, tokenizer, TopHeads(5)).attribute(  # the default
         INPUT, ANSWER, granularity=granularity, output_granularity="sentence"
     )
     heads = plain.head_selection.heads
@@ -507,7 +514,10 @@ def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, gra
     own_tops = per_head.units["attention"][layers, index].argmax(-1)  # [k, U]
     agreement = (own_tops == plain.token_attr.argmax(-1)[None]).double().mean(0)  # [U]
     shares = lexical_units / lexical_units.sum(-1, keepdim=True).clamp_min(1e-30)
-    expected = agreement[:, None] * plain.token_attr.double() + (1 - agreement[:, None]) * shares
+    gate = torch.where(lexical_units.sum(-1) > 0, agreement, 1.0)[
+        :, None
+    ]  # no word in common: the vote stands
+    expected = gate * plain.token_attr.double() + (1 - gate) * shares
     torch.testing.assert_close(
         fused.token_attr.double(), expected / expected.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5
     )

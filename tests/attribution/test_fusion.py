@@ -27,9 +27,11 @@ def test_full_agreement_keeps_the_vote_and_none_gives_the_lexical_shares():
     torch.testing.assert_close(fused[1], torch.tensor([0.0, 0.75, 0.25], dtype=torch.float64))
 
 
-def test_a_unit_with_no_lexical_match_keeps_its_votes_ranking():
+@pytest.mark.parametrize("agreement", [0.4, 0.0])
+def test_a_unit_with_no_lexical_match_keeps_its_vote(agreement):
+    """Even where no head agrees with the vote (a gate of 0 would leave nothing)."""
     vote = torch.tensor([0.2, 0.5, 0.3])
-    fused = lexical_fusion(vote, torch.zeros(3), torch.tensor(0.4))
+    fused = lexical_fusion(vote, torch.zeros(3), torch.tensor(agreement))
     torch.testing.assert_close(fused, vote.double())
 
 

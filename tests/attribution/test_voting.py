@@ -37,7 +37,7 @@ def test_a_plain_vote_is_the_combined_scores_and_fills_nothing() -> None:
 
 def test_the_attributor_takes_a_vote_strategy_as_its_votes(llama) -> None:
     tokenizer = char_tokenizer()
-    by_name = RCAttributor(llama, tokenizer, TopHeads(4), votes="mass")
+    by_name = RCAttributor(llama, tokenizer, TopHeads(4), votes="mass", lexical=False)
     by_object = RCAttributor(llama, tokenizer, TopHeads(4), votes=HeadVote("mass"))
     assert by_object.votes == "mass" and by_object.voting == HeadVote("mass")
     with pytest.raises(ValueError, match="give LexicalFusion"):

@@ -198,3 +198,19 @@ def test_explain_says_which_heads_see_the_documents(tmp_path, capsys) -> None:
     assert main([*argv, "--answer", "Paris.", "--color", "never"]) == 0
     out = capsys.readouterr().out
     assert "Heads: 4 of the model's 12 heads see the whole context from the answer" in out
+
+
+@pytest.mark.parametrize(
+    ("options", "fused"),
+    [([], True), (["--no-lexical"], False), (["--paper"], False), (["--paper", "--lexical"], True)],
+)
+def test_lexical_fusion_is_the_default_and_one_flag_away(saved_llama, options, fused) -> None:
+    """BM25 where the heads disagree by default; `--no-lexical` the heads' vote alone; the paper's recipe has none
+    unless asked."""
+    from rcattr.attribution.fusion import LexicalFusion
+    from rcattr.cli.arguments import build_parser
+    from rcattr.cli.commands import attributor_of
+
+    command = ["explain", "--model", str(saved_llama), "--context", "doc.txt", "--answer", "x", *options]
+    args = build_parser().parse_args(command)
+    assert isinstance(attributor_of(args).voting, LexicalFusion) is fused

@@ -2,8 +2,8 @@
 
 A :class:`Recipe` is an :class:`~rcattr.RCAttributor` configuration (a span scorer, a head selector,
 votes) with, for the levers that lost, the experimental pieces of :mod:`rcattr.eval.attribution.levers`. :func:`ablation` lists the rows of the benchmark's ablation table: the
-paper's recipe, each lever added to it alone, rcattr's default with each of its parts taken out,
-and each remaining lever added to the default. The benchmark's ``sweep`` method runs one forward
+paper's recipe, each lever added to it alone, rcattr's default (the heads' vote with BM25 where they disagree), the
+heads' vote alone with each of its parts taken out, and each remaining lever added to the heads' vote. The benchmark's ``sweep`` method runs one forward
 per record that computes every span scorer the recipes need (:func:`span_scorers`) and then
 combines them per recipe (:class:`RecipeScorer`), so every row sees the same logits.
 """
@@ -11,7 +11,7 @@ combines them per recipe (:class:`RecipeScorer`), so every row sees the same log
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,6 +43,10 @@ from rcattr.protocols import TokenizerLike
 CALIBRATION = "N/A"  # the content-free answer of the calibration lever (ICR, QRHead)
 PAPER = "paper"
 DEFAULT = "default"
+VOTE = "heads' vote"
+LEGACY_LEXICAL = f"{DEFAULT} + BM25 where the heads disagree"
+"""The default's label in record files written while it was a lever (before 0.2.0, when the default was the heads'
+vote alone): :func:`current_labels` reads those files under today's labels."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ class Recipe:
     @property
     def name(self) -> str:
         """A command-line name: ``"paper"``, ``"default"``, or the label in one word
-        (``"default+margin-weights"``, ``"default-continuation"``, ``"paper.top-5-heads"``)."""
+        (``"heads-vote+margin-weights"``, ``"heads-vote-continuation"``, ``"paper.top-5-heads"``)."""
         if self.lever in (PAPER, DEFAULT):
             return self.lever
         name = self.label.lower().replace(" − ", "-").replace(" + ", "+").replace(" · ", ".")
@@ -233,7 +237,8 @@ def ablation(top_k: TopK = "outliers") -> list[Recipe]:
     paper = Recipe(
         f"{PAPER}: attention · top-20 heads (RCAttributor.paper)", PAPER, PAPER_SCORER, TopHeads(20), "mass"
     )
-    default = Recipe(f"{DEFAULT}: RCAttributor()", DEFAULT, AttentionScorer(), heads_for(top_k))
+    vote = Recipe(f"{VOTE}: RCAttributor(lexical=False)", VOTE, AttentionScorer(), heads_for(top_k))
+    default = replace(vote, label=f"{DEFAULT}: RCAttributor()", lever=DEFAULT, lexical_gate=True)
 
     def on(base: Recipe, label: str, lever: str, **changes: Any) -> Recipe:
         return replace(base, label=f"{base.lever} {label}", lever=lever, **changes)
@@ -265,39 +270,40 @@ def ablation(top_k: TopK = "outliers") -> list[Recipe]:
         on(paper, "· RC expectation scorer", "span scorer", scorer=RCScorer()),
         on(paper, "· all heads", "head count", heads=TopHeads(1.0), blind_heads=True),
         on(paper, "· bottom-20 heads", "head count", heads=BottomHeads(20)),
-        # the default's parts taken out one at a time
-        on(default, "− continuation", "continuation", scorer=AttentionScorer(continuation=0.0)),
-        on(default, "− share votes", "votes", votes="mass"),
-        on(default, "− outlier heads (top-20)", "head count", heads=TopHeads(20)),
-        on(default, "− seeing heads (all heads ranked)", "head reach", blind_heads=True),
-        # levers added to the default
-        on(default, "+ margin weights", "head weighting", head_weighting="margin"),
-        on(default, "+ per-unit heads", "per-unit heads", per_unit_heads=True),
-        on(default, "+ span mean", "span length", scorer=lever(default, reduce="mean")),
-        on(default, "+ top-5 tokens per span", "span length", scorer=lever(default, reduce="top", top_m=5)),
-        on(default, "+ first token skipped", "sink tokens", scorer=lever(default, skip_first=True)),
+        # the heads' vote's parts taken out one at a time (the default is the heads' vote + BM25 where they disagree)
+        on(vote, "− continuation", "continuation", scorer=AttentionScorer(continuation=0.0)),
+        on(vote, "− share votes", "votes", votes="mass"),
+        on(vote, "− outlier heads (top-20)", "head count", heads=TopHeads(20)),
+        on(vote, "− seeing heads (all heads ranked)", "head reach", blind_heads=True),
+        # levers added to the heads' vote
+        on(vote, "+ margin weights", "head weighting", head_weighting="margin"),
+        on(vote, "+ per-unit heads", "per-unit heads", per_unit_heads=True),
+        on(vote, "+ span mean", "span length", scorer=lever(vote, reduce="mean")),
+        on(vote, "+ top-5 tokens per span", "span length", scorer=lever(vote, reduce="top", top_m=5)),
+        on(vote, "+ first token skipped", "sink tokens", scorer=lever(vote, skip_first=True)),
         on(
-            default,
+            vote,
             f"+ calibration {CALIBRATION!r}",
             "calibration",
-            scorer=lever(default, calibration=CALIBRATION),
+            scorer=lever(vote, calibration=CALIBRATION),
         ),
-        on(default, "+ RC mix 0.3", "RC + attention", rc_mix=0.3),
-        on(default, "· bottom heads", "head count", heads=BottomHeads(default.heads)),  # as many as its heads
+        on(vote, "+ RC mix 0.3", "RC + attention", rc_mix=0.3),
+        on(vote, "· bottom heads", "head count", heads=BottomHeads(vote.heads)),  # as many as its heads
     ]
-    return [paper, default, *levers]
+    return [paper, default, vote, *levers]
 
 
 def selection_ablation(top_k: TopK = "outliers") -> list[Recipe]:
-    """The rows of the head-selection table (issues 35 and 49): the default, the paper's recipe, attention over
-    all heads (mass votes, as :class:`~rcattr.baselines.AttentionAttributor`, and the default's scorer and
-    share votes), the default with each rule of :data:`rcattr.eval.attribution.selection_rules.RULES` in place
-    of its outlier heads, the default fused with BM25 where its heads disagree (:mod:`rcattr.attribution.fusion`), and the
-    default choosing among every head, those whose window does not reach the context too (issue 60)."""
-    paper, default = ablation(top_k)[:2]
+    """The rows of the head-selection table: the paper's recipe, the default, the heads' vote alone
+    (`lexical=False`), attention over all heads (mass votes, as `rcattr.baselines.AttentionAttributor`, and the
+    heads' vote over every seeing head), the heads' vote with each rule of
+    `rcattr.eval.attribution.selection_rules.RULES` in place of its outlier heads, and the heads' vote choosing
+    among every head, those whose window does not reach the context too."""
+    paper, default, vote = ablation(top_k)[:3]
     return [
         paper,
         default,
+        vote,
         Recipe(
             "attention · all heads (AttentionAttributor)",
             "head count",
@@ -306,24 +312,33 @@ def selection_ablation(top_k: TopK = "outliers") -> list[Recipe]:
             "mass",
             blind_heads=True,
         ),
-        replace(default, label=f"{DEFAULT} · all heads", lever="head count", heads=TopHeads(1.0)),
+        replace(vote, label=f"{VOTE} · all heads", lever="head count", heads=TopHeads(1.0)),
         *(
-            replace(default, label=f"{DEFAULT} · {name}", lever="head selection", heads=rule)
+            replace(vote, label=f"{VOTE} · {name}", lever="head selection", heads=rule)
             for name, rule in RULES.items()
         ),
         replace(
-            default,
-            label=f"{DEFAULT} + BM25 where the heads disagree",
-            lever="lexical gate",
-            lexical_gate=True,
-        ),
-        replace(
-            default,
-            label=f"{DEFAULT} − seeing heads (all heads ranked)",
-            lever="head reach",
-            blind_heads=True,
+            vote, label=f"{VOTE} − seeing heads (all heads ranked)", lever="head reach", blind_heads=True
         ),
     ]
+
+
+def current_labels(labels: Iterable[str]) -> dict[str, str]:
+    """Today's label of each recipe label of a record line: a line written before the default was the heads' vote
+    with BM25 where they disagree (it holds `LEGACY_LEXICAL` or a lever on "default" other than the default itself)
+    called the heads' vote "default"; its lexical row is today's default."""
+    labels = list(labels)
+    legacy = any(label.startswith(f"{DEFAULT} ") for label in labels)
+    if not legacy:
+        return {label: label for label in labels}
+    renamed = {
+        f"{DEFAULT}: RCAttributor()": f"{VOTE}: RCAttributor(lexical=False)",
+        LEGACY_LEXICAL: f"{DEFAULT}: RCAttributor()",
+    }
+    return {
+        label: renamed.get(label, VOTE + label[len(DEFAULT) :] if label.startswith(f"{DEFAULT} ") else label)
+        for label in labels
+    }
 
 
 def span_scorers(recipes: list[Recipe]) -> dict[str, SpanScorer]:

@@ -22,7 +22,7 @@ from rcattr.attribution.scorers import SpanScorer
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units, scored_row
 from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores
 from rcattr.eval.attribution.rc_span_scorers import RCScorer
-from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation
+from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation, current_labels
 from rcattr.eval.common.datasets import AttributionRecord
 from rcattr.eval.common.metrics import accuracy, source_hits
 from rcattr.heads.scores import top_heads
@@ -126,12 +126,11 @@ class SweepMethod(AttributionMethod[SweepPass]):
 
     def table(self, done: dict[str, Row]) -> dict[str, dict[str, Row]]:
         """One table row per recipe."""
-        if not done:
-            return {}
-        first = next(iter(done.values()))
-        return {
-            label: {key: row["variants"][label] for key, row in done.items()} for label in first["variants"]
-        }
+        table: dict[str, dict[str, Row]] = {}
+        for key, row in done.items():  # a line of before 0.2.0 under today's labels (current_labels)
+            for stored, label in current_labels(row["variants"]).items():
+                table.setdefault(label, {})[key] = row["variants"][stored]
+        return table
 
     def results(self, done: dict[str, Row]) -> dict[str, Any]:
         """``NAME`` (``sweep``): the accuracy of each point of the curve, ``"SCORER/DIRECTION/K"``."""

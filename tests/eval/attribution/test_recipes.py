@@ -172,7 +172,29 @@ def test_recipes_have_unique_command_line_names() -> None:
     names = [recipe.name for recipe in ablation()]
     assert len(set(names)) == len(names)
     assert all(re.fullmatch(r"[a-z0-9+.\-]+", name) for name in names)
-    assert {"paper", "default", "default+calibration-n-a", "default-continuation"} <= set(names)
+    assert {"paper", "default", "heads-vote+calibration-n-a", "heads-vote-continuation"} <= set(names)
+
+
+def test_records_of_before_the_lexical_default_read_under_todays_labels() -> None:
+    """A line that called the heads' vote "default" (its levers "default + ..."): its lexical row is today's
+    default; a line of today's labels is read as it is."""
+    from rcattr.eval.attribution.recipes import current_labels
+
+    old = [
+        "paper: x",
+        "default: RCAttributor()",
+        "default + BM25 where the heads disagree",
+        "default · all heads",
+    ]
+    assert current_labels(old) == {
+        "paper: x": "paper: x",
+        "default: RCAttributor()": "heads' vote: RCAttributor(lexical=False)",
+        "default + BM25 where the heads disagree": "default: RCAttributor()",
+        "default · all heads": "heads' vote · all heads",
+    }
+    today = [recipe.label for recipe in ablation()]
+    assert current_labels(today) == {label: label for label in today}
+    assert {"default: RCAttributor()", "heads' vote: RCAttributor(lexical=False)"} <= set(today)
 
 
 def test_the_blind_lever_ranks_every_head_and_the_default_only_those_that_see() -> None:

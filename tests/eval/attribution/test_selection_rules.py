@@ -143,7 +143,7 @@ def test_heads_method_scores_every_selection_rule_and_counts_their_heads(saved_l
     # the heads pass's default row is the default attributor run on its own
     default = next(recipe.label for recipe in selection_ablation() if recipe.lever == "default")
     assert methods[default]["accuracy"] == methods["rc"]["accuracy"]
-    every = methods["default · all heads"]["heads"]
+    every = methods["heads' vote · all heads"]["heads"]
     assert every["min"] == every["max"] == 12  # the tiny Llama's 12 heads, all of them
     assert 1 <= methods[default]["heads"]["min"] <= methods[default]["heads"]["max"] <= 12
     assert set(results["heads"]) == {
@@ -176,10 +176,10 @@ def test_bottom_heads_as_many_as_a_selectors():
     assert BottomHeads(TopHeads(3)).select(SCORES).as_pairs() == BottomHeads(3).select(SCORES).as_pairs()
     # the ablation's "bottom heads" row takes as many as the default's heads
     rows = {recipe.label: recipe.heads for recipe in ablation()}
-    assert rows["default · bottom heads"] == BottomHeads(OutlierHeads())
-    assert {recipe.label: recipe.heads for recipe in ablation(5)}["default · bottom heads"] == BottomHeads(
-        TopHeads(5)
-    )
+    assert rows["heads' vote · bottom heads"] == BottomHeads(OutlierHeads())
+    assert {recipe.label: recipe.heads for recipe in ablation(5)}[
+        "heads' vote · bottom heads"
+    ] == BottomHeads(TopHeads(5))
 
 
 def test_bottom_heads_check_their_count_against_the_model():
