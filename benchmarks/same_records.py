@@ -7,20 +7,20 @@ each run's accuracy and the paired difference, records resampled, for every vari
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from rcattr.eval.attribution.recipes import current_labels
 from rcattr.eval.common.metrics import paired_difference
+from rcattr.eval.common.run_store import read_rows
 
 
 def hits(folder: Path, method: str) -> dict[str, dict[str, list[bool]]]:
-    """variant -> record id -> whether each output unit's top source was right."""
+    """variant -> record id -> whether each output unit's top source was right (today's labels, `current_labels`)."""
     out: dict[str, dict[str, list[bool]]] = {}
-    with open(folder / "records" / f"{method}.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            for variant, row in record["variants"].items():
-                out.setdefault(variant, {})[record["id"]] = [bool(hit) for hit in row["source"]]
+    for record in read_rows(folder / "records", method):
+        for stored, variant in current_labels(record["variants"]).items():
+            row = record["variants"][stored]
+            out.setdefault(variant, {})[record["id"]] = [bool(hit) for hit in row["source"]]
     return out
 
 
