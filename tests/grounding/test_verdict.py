@@ -57,6 +57,24 @@ def test_with_a_probe_every_output_follows_its_verdict(llama, tokenizer) -> None
     assert "[unsupported" in cited or "[weak" in cited
 
 
+@pytest.mark.parametrize("probe", [None, "fitted"])
+def test_the_verdict_does_not_depend_on_the_vote(llama, tokenizer, probe) -> None:
+    """Support, held support, the verdict and the status read the tokens' support and the documents, not the
+    heads' vote that BM25 fills in (the lexical default) or not."""
+    fitted = None if probe is None else _probe(llama)
+    documents = ["The cat sat on the mat in 1971.", "The dog ran.", "A bird sang on the roof."]
+    inputs = ContextInput(documents, "What did the cat do?")
+    results = [
+        RCAttributor(llama, tokenizer, probe=fitted, lexical=lexical).attribute(inputs, target=ANSWER)
+        for lexical in (True, False)
+    ]
+    fused, alone = (
+        [(c.support, c.held_support, c.status, c.verdict) for c in r.citations()] for r in results
+    )
+    assert fused == alone
+    assert results[0].rc.lexical_share is not None and results[1].rc.lexical_share is None  # type: ignore[union-attr]
+
+
 def test_a_stricter_operating_point_marks_no_fewer_sentences(llama, tokenizer) -> None:
     attributor = RCAttributor(llama, tokenizer, probe=_probe(llama))
     result = attributor.attribute(INPUTS, target=ANSWER)
