@@ -85,7 +85,7 @@ class RCAttributor(SpanAttributor):
     lexical : bool, optional
         Vote with `LexicalFusion` (`rcattr.attribution.fusion`), the default: where the selected heads disagree
         on a unit's top span, BM25 fills the disagreeing share of the vote; where they agree the vote is theirs
-        alone (`result.rc.lexical_share` says how much BM25 filled). It wins or ties against the heads' vote
+        alone (`result.lexical_share` says how much BM25 filled). It wins or ties against the heads' vote
         alone in all twelve cells of three models × two files × short and 8k contexts and on the held-out
         runs, and keeps the default from falling below BM25 where the heads fail (Qwen2 at 8k;
         docs/benchmarks.md). `lexical=False`: the model's own account alone, the heads' vote. With `votes` a
