@@ -8,7 +8,8 @@ inside one ``attribute()`` call (the same load for all of them) by wrapping the 
   and within it the rank statistics (:class:`~rcattr.attribution.reduction.Reducer`);
 * the model's own forward: the pass less the hook (its language-model head computes the answer's rows too, for the
   answer tokens' log-probabilities; timed apart);
-* after the pass: the vote and the per-token signals (``RCAttributor._result``).
+* after the pass: the vote and the per-token signals (``RCAttributor._result``), and within it every head's lookback
+  and peak rows that a support probe reads (``every_head_rows``) and the vote's BM25 where the heads disagree.
 
 The overhead is ``(attribute − the model's own forward) / the model's own forward``. A plain forward
 ``model(ids, logits_to_keep=1)`` is interleaved with each call for the ratio of ``bench_attribution.py``.
@@ -16,6 +17,7 @@ The example is ``bench_attribution.py``'s (SQuAD v2 contexts, a 100-token answer
 
     python benchmarks/bench_attribution_parts.py --context 2000 --repeats 7
     python benchmarks/bench_attribution_parts.py --context 8000 --repeats 3
+    python benchmarks/bench_attribution_parts.py --context 2000 --repeats 7 --probe none   # no probe: no head rows
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ import torch
 from bench_attribution import _prompt_ids, _setup
 
 import rcattr
-from rcattr.attribution import attributor, reduction
+from rcattr.attribution import attributor, fusion, reduction, token_signals
 from rcattr.runtime import capture
 
 PARTS = {
     "hook (logits and ranks)": (capture.LogitCapture, "_observe"),
     "ranks (in the hook)": (reduction.Reducer, "__call__"),
     "after the pass (vote, signals)": (attributor.RCAttributor, "_result"),
+    "of which every head's rows (for the support probe)": (token_signals, "every_head_rows"),
+    "of which BM25 where the heads disagree": (fusion, "fuse_where_heads_disagree"),
     "pass (forward and hook)": (attributor.RCAttributor, "run_pass"),
 }
 
@@ -63,9 +67,15 @@ def main() -> None:
     parser.add_argument("--answer", type=int, default=100, help="answer tokens (default 100)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved (forward, attribute) pairs")
     parser.add_argument("--model", help="a model name or path (default: the offline SmolLM2)")
+    parser.add_argument(
+        "--probe",
+        choices=("shipped", "none"),
+        default="shipped",
+        help="RCAttributor's probe (default shipped)",
+    )
     args = parser.parse_args()
     model, tokenizer, context, question, answer = _setup(args.context, args.answer, args.model)
-    explainer = rcattr.RCAttributor(model, tokenizer)
+    explainer = rcattr.RCAttributor(model, tokenizer, probe=None if args.probe == "none" else "shipped")
     source = rcattr.ContextInput(context, question)
     ids = torch.tensor([_prompt_ids(tokenizer, context, question, answer)[0]])
     spent: dict[str, float] = {}
