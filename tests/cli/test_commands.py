@@ -32,7 +32,8 @@ def test_demo_marks_the_number_its_documents_do_not_hold_where_it_stands(capsys,
     out = capsys.readouterr().out
     answer = out.splitlines()[0]
     assert "2,781.25" in answer and "3,776" not in answer  # the model's error, as the README shows it
-    assert "2,781.25 [unsupported] meters" in answer and answer.endswith("[1][2].")
+    # the held part's source: the Eiffel Tower's document
+    assert "2,781.25 [unsupported] meters" in answer and answer.endswith("[1].")
     assert "partial (" in out and "not in the documents: '2,781.25'" in out
     html = page.read_text()
     assert '<mark class="rc-unheld"' in html and ">2,781.25</mark>" in html and "rc-source-1" in html
