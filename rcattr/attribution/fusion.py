@@ -102,8 +102,8 @@ def fuse_where_heads_disagree(
 @dataclass(frozen=True)
 class LexicalFusion(HeadVote):
     """The heads' vote, with BM25 filling the share of each unit's vote where the heads disagree
-    (:func:`fuse_where_heads_disagree`); the vote's ``lexical_share`` says how much it filled.
-    ``RCAttributor(lexical=True)``."""
+    (`fuse_where_heads_disagree`); the vote's `lexical_share` says how much it filled. `RCAttributor`'s default
+    vote (`lexical=False` turns it off)."""
 
     def __call__(self, example: Example, evidence: HeadEvidence, weights: torch.Tensor | None) -> Voted:
         return Voted(

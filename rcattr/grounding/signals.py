@@ -63,8 +63,9 @@ class RCSignals:
         whatever rule chose the voting heads (``heads=``), since the peak is a max over the context, noisy on
         few heads (measured in docs/benchmarks.md). Groundedness and lookback are read on the selected heads.
     lexical_share : float, optional
-        With ``RCAttributor(lexical=True)``, how much of the unit votes BM25 filled where the selected heads
-        disagreed (mean over units of 1 - the heads' agreement; :mod:`rcattr.attribution.fusion`); None without.
+        With lexical fusion (`RCAttributor()`'s default), how much of the unit votes BM25 filled where the selected
+        heads disagreed (mean over units of 1 - the heads' agreement; `rcattr.attribution.fusion`); None without
+        (`lexical=False`).
     probe : SupportProbe, optional
         The support probe whose verdicts the citations give (`rcattr.grounding.verdict`); None: the
         unsupervised status.
