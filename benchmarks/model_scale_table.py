@@ -1,6 +1,6 @@
 """Two models of one family side by side on the records both runs hold: each method's accuracy, the default's paired
-lead over each baseline in each model, the heads the default selects and how often they are few, and the cost of
-an attribution (the runner's folders: ``benchmarks/head_levers.py`` or ``python -m rcattr.eval.attribution`` with
+lead over each baseline in each model, and the heads the default selects and how often they are few (the runner's
+folders: ``benchmarks/head_levers.py`` or ``python -m rcattr.eval.attribution`` with
 ``heads,bm25,hidden_state``).
 
 Each ``--pair "LABEL=SMALL_FOLDER:LARGE_FOLDER"`` is one file and length; the records are those both folders hold
@@ -63,12 +63,6 @@ def _heads(folder: Path, ids: set[str]) -> str:
     return f"{sum(counts) / len(counts):.1f} ({min(counts)}–{max(counts)}) · few {100 * few:.0f}%"
 
 
-def _seconds(folder: Path) -> str:
-    results = json.loads((folder / "results.json").read_text())
-    row = results["methods"].get(DEFAULT, {})
-    return f"{row['seconds_per_example']:.1f}" if "seconds_per_example" in row else "—"
-
-
 def pair_table(label: str, folders: tuple[Path, Path], names: tuple[str, str]) -> str:
     """The Markdown table of one file and length, the two models' folders side by side."""
     hits = [run_hits(folder) for folder in folders]
@@ -89,7 +83,6 @@ def pair_table(label: str, folders: tuple[Path, Path], names: tuple[str, str]) -
     lines += [
         f"| heads the default selects: mean (fewest–most) · records below 5% of heads | {_heads(folders[0], ids)} "
         f"| {_heads(folders[1], ids)} | | |",
-        f"| seconds per record, the runner's heads pass (whole run) | {_seconds(folders[0])} | {_seconds(folders[1])} | | |",
     ]
     return "\n".join(lines) + "\n"
 

@@ -205,9 +205,11 @@ def lookback_ratio(
     -------
     Tensor of float32, shape [H, R]
     """
-    on_context = attention[..., context_keys].sum(-1) / max(len(context_keys), 1)
-    seen = visible[:, answer_keys].sum(-1).clamp_min(1)  # [R]
-    on_answer = attention[..., answer_keys].sum(-1) / seen
+    weights = attention.new_zeros(attention.shape[-1], 2)  # one product, not two index copies of [H, R, K]
+    weights[context_keys, 0] = 1 / max(len(context_keys), 1)
+    weights[answer_keys, 1] = 1
+    on_context, on_answer = (attention @ weights).unbind(-1)  # [H, R]
+    on_answer = on_answer / visible[:, answer_keys].sum(-1).clamp_min(1)
     return (on_context / (on_context + on_answer).clamp_min(1e-30)).float()
 
 
@@ -238,14 +240,7 @@ def lookback_rows(
     """``[H, A]`` each head's lookback ratio at each answer row, from its ``[H, A, S]`` raw logits (the
     layer's ``scaling`` and ``softcap`` applied here) and their ``[A, S]`` visibility: ``a_ctx / (a_ctx + a_ans)``,
     ``a_ctx`` the mean attention on a context token, ``a_ans`` the mean attention on an answer token the row
-    sees (itself included). The two sums are one product with the keys' ``[S, 2]`` weights, not index copies of
-    ``[H, A, S]``: `lookback_ratio`'s figures at a fraction of its cost."""
-    heads, rows, n_keys = logits.shape
-    answer = slice(answer_start, answer_start + rows)
-    weights = logits.new_zeros(n_keys, 2, dtype=torch.float32)
-    weights[context_keys, 0] = 1 / max(len(context_keys), 1)
-    weights[answer, 1] = 1
-    attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0].float()
-    on_context, on_answer = (attention.view(-1, n_keys) @ weights).view(heads, rows, 2).unbind(-1)
-    on_answer = on_answer / visible[:, answer].sum(-1).clamp_min(1)
-    return on_context / (on_context + on_answer).clamp_min(1e-30)
+    sees (itself included)."""
+    answer_keys = torch.arange(answer_start, answer_start + logits.shape[-2], device=logits.device)
+    attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0]
+    return lookback_ratio(attention, visible, context_keys, answer_keys)

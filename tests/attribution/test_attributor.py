@@ -514,9 +514,8 @@ def test_lexical_fills_the_share_of_the_vote_where_the_heads_disagree(llama, gra
     own_tops = per_head.units["attention"][layers, index].argmax(-1)  # [k, U]
     agreement = (own_tops == plain.token_attr.argmax(-1)[None]).double().mean(0)  # [U]
     shares = lexical_units / lexical_units.sum(-1, keepdim=True).clamp_min(1e-30)
-    gate = torch.where(lexical_units.sum(-1) > 0, agreement, 1.0)[
-        :, None
-    ]  # no word in common: the vote stands
+    # a unit with no word in common with any span keeps its vote
+    gate = torch.where(lexical_units.sum(-1) > 0, agreement, 1.0)[:, None]
     expected = gate * plain.token_attr.double() + (1 - gate) * shares
     torch.testing.assert_close(
         fused.token_attr.double(), expected / expected.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5
