@@ -1,6 +1,6 @@
 """rcattr: attribution and KV-cache compression from raw attention-logit statistics (RCStat).
 
-The public names are imported on first use, so ``import rcattr`` (and ``rcattr --help``) does not pay
+The public names are imported on first use, so `import rcattr` (and `rcattr --help`) does not pay
 for torch, transformers and captum until something needs them.
 """
 

@@ -1,5 +1,5 @@
-"""A Python client of the citation service (``rcattr serve``): the library's :class:`~rcattr.Citation` objects,
-from a model that runs in another process (httpx; the ``serve`` extra).
+"""A Python client of the citation service (`rcattr serve`): the library's [`Citation`][rcattr.grounding.citations.Citation] objects,
+from a model that runs in another process (httpx; the `serve` extra).
 
 >>> with CitationClient("http://127.0.0.1:8000") as client:  # doctest: +SKIP
 ...     cited = client.cite(documents, "How tall is the Eiffel Tower?", answer="It is 330 metres tall.")
@@ -21,8 +21,8 @@ from rcattr.text.documents import as_document, plain_json
 
 
 class ServiceError(Exception):
-    """The service refused or failed a request: ``status`` (4xx for the request, 503 busy, 500 failed),
-    ``detail`` its one-line reason, ``retry_after`` its ``Retry-After`` seconds (503) or None."""
+    """The service refused or failed a request: `status` (4xx for the request, 503 busy, 500 failed),
+    `detail` its one-line reason, `retry_after` its `Retry-After` seconds (503) or None."""
 
     def __init__(self, status: int, detail: str, retry_after: float | None = None) -> None:
         super().__init__(f"{status}: {detail}")
@@ -31,26 +31,26 @@ class ServiceError(Exception):
 
 @dataclass(frozen=True)
 class ServedCitations:
-    """The service's answer to one request (``POST /v1/cite``), as library objects.
+    """The service's answer to one request (`POST /v1/cite`), as library objects.
 
     Attributes
     ----------
     answer : str
-        The answer explained (the model's own when ``generated``).
+        The answer explained (the model's own when `generated`).
     generated : bool
         Whether the model generated it (no answer was given).
     citations : list of Citation
-        One per answer sentence, as :meth:`RCAttributionResult.citations` gives them.
+        One per answer sentence, as `RCAttributionResult.citations` gives them.
     cited_answer : str
         The answer with its citation marks, in the style asked for.
     documents : list of dict
-        Each document's ``{"document" (1-based), "id", "metadata"}``.
+        Each document's `{"document" (1-based), "id", "metadata"}`.
     context_reliance, lexical_share : float or None
         The answer's context reliance; the share of the vote BM25 filled (lexical fusion on), else None.
     warnings : list of str
         The library's warnings for this request.
     result : dict or None
-        The whole result (``RCAttributionResult.to_dict()``), when asked for (``include_result=True``).
+        The whole result (`RCAttributionResult.to_dict()`), when asked for (`include_result=True`).
     """
 
     answer: str
@@ -65,16 +65,16 @@ class ServedCitations:
 
 
 class CitationClient:
-    """Calls a citation service at ``base_url``.
+    """Calls a citation service at `base_url`.
 
     Parameters
     ----------
     base_url : str, default "http://127.0.0.1:8000"
-        Where ``rcattr serve`` listens.
+        Where `rcattr serve` listens.
     timeout : float, default 120
         Seconds to wait for an answer (a generated answer on a CPU takes seconds).
     busy_retries : int, default 3
-        How many times a request refused as busy (503) is sent again, after its ``Retry-After``.
+        How many times a request refused as busy (503) is sent again, after its `Retry-After`.
     """
 
     def __init__(
@@ -90,10 +90,10 @@ class CitationClient:
     def cite(
         self, documents: Sequence[Any], question: str = "", answer: str | None = None, **options: Any
     ) -> ServedCitations:
-        """Cite ``answer`` (None: the model answers) over ``documents`` (strings, :class:`~rcattr.Document`,
-        LangChain or LlamaIndex documents, mappings: what :class:`~rcattr.ContextInput` reads). ``options``
-        are the request's other fields (``granularity``, ``style``, ``sentences``, ``min_share``, ...: see the
-        service's ``/docs``). Raises :class:`ServiceError` when the service refuses or fails the request."""
+        """Cite `answer` (None: the model answers) over `documents` (strings, [`Document`][rcattr.text.documents.Document],
+        LangChain or LlamaIndex documents, mappings: what [`ContextInput`][rcattr.text.prompting.ContextInput] reads). `options`
+        are the request's other fields (`granularity`, `style`, `sentences`, `min_share`, ...: see the
+        service's `/docs`). Raises [`ServiceError`][rcattr.client.ServiceError] when the service refuses or fails the request."""
         body: dict[str, Any] = {
             "documents": [_document_json(item, index) for index, item in enumerate(documents)],
             "question": question,
@@ -104,11 +104,11 @@ class CitationClient:
         return ServedCitations(**{**data, "citations": [citation_of(item) for item in data["citations"]]})
 
     def health(self) -> dict[str, Any]:
-        """``GET /healthz``: status, queued requests and counters."""
+        """`GET /healthz`: status, queued requests and counters."""
         return self._request("GET", "/healthz")
 
     def model(self) -> dict[str, Any]:
-        """``GET /v1/model``: the model, its window, rcattr's version and the batching limits."""
+        """`GET /v1/model`: the model, its window, rcattr's version and the batching limits."""
         return self._request("GET", "/v1/model")
 
     def _request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def _document_json(item: Any, index: int) -> str | dict[str, Any]:
 
 
 def citation_of(data: Mapping[str, Any]) -> Citation:
-    """The :class:`~rcattr.Citation` of a response's citation (its JSON; its sources' ``document`` counts from 1,
+    """The [`Citation`][rcattr.grounding.citations.Citation] of a response's citation (its JSON; its sources' `document` counts from 1,
     the library's from 0)."""
     sources = [
         CitedSource(

@@ -1,7 +1,7 @@
 """The small RAG example shipped with rcattr: three documents, a question, and an answer drawing on two.
 
-``rcattr demo`` explains the model's own answer to :data:`QUESTION`; the README explains the given
-two-sentence :data:`ANSWER`, whose first sentence comes from document 1 and second from document 2.
+`rcattr demo` explains the model's own answer to [`QUESTION`][rcattr.demo.QUESTION]; the README explains the given
+two-sentence [`ANSWER`][rcattr.demo.ANSWER], whose first sentence comes from document 1 and second from document 2.
 """
 
 from __future__ import annotations

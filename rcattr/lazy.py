@@ -1,5 +1,5 @@
 """Packages whose public names are imported on first use, so that importing the package (or running its
-``__main__``) does not pay for torch and transformers before it needs them."""
+`__main__`) does not pay for torch and transformers before it needs them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 def lazy_exports(
     package: str, modules: Mapping[str, Sequence[str]]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
-    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names are those of
-    ``modules`` (a module, relative to ``package`` when it starts with a dot -> the names it defines), each
+    """`__getattr__`, `__dir__` and `__all__` for `package`, whose public names are those of
+    `modules` (a module, relative to `package` when it starts with a dot -> the names it defines), each
     imported on first use.
 
     Examples

@@ -1,10 +1,10 @@
 """The module paths that moved in rcattr 0.2.0 (the core's folders: runtime, text, heads, attribution, grounding),
-still importable until rcattr 0.3.0 with a :class:`DeprecationWarning` that names the new path.
+still importable until rcattr 0.3.0 with a `DeprecationWarning` that names the new path.
 
-``import rcattr`` adds :class:`MovedModules` to the end of ``sys.meta_path``: it is asked only for the paths
-nothing else finds, and answers an old path with the new module itself (``rcattr.selectors is
-rcattr.heads.selectors``), so that names, ``isinstance`` and pickles agree. The names of the old module
-``rcattr.heads`` (now a package) come from ``rcattr.heads.scores`` the same way (:func:`moved_name`).
+`import rcattr` adds [`MovedModules`][rcattr.moved.MovedModules] to the end of `sys.meta_path`: it is asked only for the paths
+nothing else finds, and answers an old path with the new module itself (`rcattr.selectors is
+rcattr.heads.selectors`), so that names, `isinstance` and pickles agree. The names of the old module
+`rcattr.heads` (now a package) come from `rcattr.heads.scores` the same way ([`moved_name`][rcattr.moved.moved_name]).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ MOVED_NAMES: dict[str, tuple[str, Sequence[str]]] = {
 
 
 def _warn(old: str, new: str, stacklevel: int) -> None:
-    """The warning, pointing at the user's line ``stacklevel`` frames up (warnings skips the import system's)."""
+    """The warning, pointing at the user's line `stacklevel` frames up (warnings skips the import system's)."""
     warnings.warn(
         f"{old} moved to {new}: import it from there ({old} goes in rcattr {REMOVED_IN})",
         DeprecationWarning,
@@ -90,8 +90,8 @@ def _warn(old: str, new: str, stacklevel: int) -> None:
 
 
 class MovedModules:
-    """A finder and loader (``importlib.abc.MetaPathFinder`` and ``Loader``'s protocol; not their subclass, whose
-    import would double ``import rcattr``'s time) of the old paths of :data:`MOVED_MODULES`: the new module, with a
+    """A finder and loader (`importlib.abc.MetaPathFinder` and `Loader`'s protocol; not their subclass, whose
+    import would double `import rcattr`'s time) of the old paths of [`MOVED_MODULES`][rcattr.moved.MOVED_MODULES]: the new module, with a
     warning."""
 
     def find_spec(
@@ -107,7 +107,7 @@ class MovedModules:
         return importlib.import_module(new)
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: :meth:`create_module` gave the new module, already imported."""
+        """Nothing to run: [`create_module`][rcattr.moved.MovedModules.create_module] gave the new module, already imported."""
 
 
 def install() -> None:
@@ -117,8 +117,8 @@ def install() -> None:
 
 
 def moved_name(package: str, name: str) -> Any:
-    """``package.name`` for a name of :data:`MOVED_NAMES` (with a warning naming its module now); AttributeError
-    for any other name, as a module's ``__getattr__`` must."""
+    """`package.name` for a name of [`MOVED_NAMES`][rcattr.moved.MOVED_NAMES] (with a warning naming its module now); AttributeError
+    for any other name, as a module's `__getattr__` must."""
     module, names = MOVED_NAMES.get(package, ("", ()))
     if name not in names:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """The names rcattr's options accept, importable without torch: the CLI parses its arguments (and
-answers ``--help``) before anything heavy is imported."""
+answers `--help`) before anything heavy is imported."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ OUTPUT_GRANULARITIES: tuple[str, ...] = ("answer", "sentence", "token")
 HEAD_SCORES: tuple[str, ...] = ("superiority", "rc_std", "rc")
 HTML_SUFFIXES: tuple[str, ...] = (".html", ".htm")  # the names an HTML report may have
 TopK = int | float | Literal["outliers"]
-"""A command line's ``--top-k`` (and a run's ``top_k`` setting): a number of heads, a fraction of them, or
-``"outliers"``; :func:`rcattr.heads.selectors.heads_for` turns it into a head selector."""
+"""A command line's `--top-k` (and a run's `top_k` setting): a number of heads, a fraction of them, or
+`"outliers"`; [`rcattr.heads.selectors.heads_for`][rcattr.heads.selectors.heads_for] turns it into a head selector."""
 
 
 def parse_head_count(text: str) -> TopK:
-    """A head count from the command line: a positive number of heads, or ``outliers``."""
+    """A head count from the command line: a positive number of heads, or `outliers`."""
     if text == "outliers":
         return "outliers"
     if not text.isdigit() or int(text) < 1:
@@ -46,7 +46,7 @@ Settings = TypeVar("Settings")
 
 
 def settings_of(kind: type[Settings], args: argparse.Namespace, **given: Any) -> Settings:
-    """``kind`` (a dataclass of settings) with each field a command line has an argument of the same name for,
-    and ``given`` (what the arguments say otherwise); the dataclass refuses what is out of range."""
+    """`kind` (a dataclass of settings) with each field a command line has an argument of the same name for,
+    and `given` (what the arguments say otherwise); the dataclass refuses what is out of range."""
     names = {field.name for field in dataclasses.fields(kind)} & vars(args).keys()  # type: ignore[arg-type]
     return kind(**{**{name: getattr(args, name) for name in names}, **given})

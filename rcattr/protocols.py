@@ -35,15 +35,15 @@ _TOKENIZER_MEMBERS = (
 
 
 def is_tokenizer(value: object) -> bool:
-    """Whether ``value`` is callable and has :class:`TokenizerLike`'s members. Read with ``hasattr``: from Python
-    3.12, ``isinstance`` on a runtime protocol reads attributes statically, and misses the special token ids that
-    transformers' tokenizers answer through ``__getattr__``."""
+    """Whether `value` is callable and has [`TokenizerLike`][rcattr.protocols.TokenizerLike]'s members. Read with `hasattr`: from Python
+    3.12, `isinstance` on a runtime protocol reads attributes statically, and misses the special token ids that
+    transformers' tokenizers answer through `__getattr__`."""
     return callable(value) and all(hasattr(value, name) for name in _TOKENIZER_MEMBERS)
 
 
 def check_model(model: object) -> None:
-    """Raise ``TypeError`` naming the type of ``model`` unless it is a transformers model (a torch module with a
-    ``config``)."""
+    """Raise `TypeError` naming the type of `model` unless it is a transformers model (a torch module with a
+    `config`)."""
     if not _is_model(model):
         raise TypeError(
             f"model must be a transformers model (a torch.nn.Module with a config), got {type(model).__name__}"
@@ -51,8 +51,8 @@ def check_model(model: object) -> None:
 
 
 def check_model_and_tokenizer(caller: str, model: object, tokenizer: object) -> None:
-    """Raise ``TypeError`` unless ``model`` is a transformers model and ``tokenizer`` a tokenizer
-    (:class:`TokenizerLike`): saying so when the two look swapped (``caller(tokenizer, model)``), else naming the
+    """Raise `TypeError` unless `model` is a transformers model and `tokenizer` a tokenizer
+    ([`TokenizerLike`][rcattr.protocols.TokenizerLike]): saying so when the two look swapped (`caller(tokenizer, model)`), else naming the
     argument and the type it got."""
     if is_tokenizer(model) and _is_model(tokenizer):
         raise TypeError(f"model and tokenizer look swapped: call {caller}(model, tokenizer)")

@@ -1,5 +1,5 @@
-"""What a result's scores refer to: the context's spans in their documents (:class:`AttributedContext`), and
-the answer's output units and tokens (:class:`AttributedAnswer`), with its sentences' rows (:class:`SentenceRows`)."""
+"""What a result's scores refer to: the context's spans in their documents ([`AttributedContext`][rcattr.attribution.attributed.AttributedContext]), and
+the answer's output units and tokens ([`AttributedAnswer`][rcattr.attribution.attributed.AttributedAnswer]), with its sentences' rows ([`SentenceRows`][rcattr.attribution.attributed.SentenceRows])."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ class AttributedContext:
     documents : list of Document
         The context's documents with their ids and metadata, as the input gave them.
     spans : list of TextSpan
-        The context spans scored, in order; ``span.source`` indexes ``documents`` and the offsets its text.
+        The context spans scored, in order; `span.source` indexes `documents` and the offsets its text.
     evidence : list of str or None
-        The texts an answer's numbers, dates and names are checked against (:mod:`rcattr.grounding.claims`): the
-        documents and the question, never the template's labels (:attr:`rcattr.text.prompting.Prompt.evidence`);
+        The texts an answer's numbers, dates and names are checked against ([`rcattr.grounding.claims`][rcattr.grounding.claims]): the
+        documents and the question, never the template's labels ([`rcattr.text.prompting.Prompt.evidence`][rcattr.text.prompting.Prompt.evidence]);
         None: the documents alone.
     """
 
@@ -43,16 +43,16 @@ class AttributedContext:
 @dataclass(frozen=True)
 class SentenceRows:
     """Each answer sentence's scores, kept when the result's output units are coarser than its sentences (the
-    whole answer, ``output_granularity="answer"``), so that citations are per sentence all the same.
+    whole answer, `output_granularity="answer"`), so that citations are per sentence all the same.
 
     Attributes
     ----------
     spans : list of TextSpan
         The answer's sentences.
     scores : Tensor, shape [n_sentences, n_spans]
-        Their rows, as ``token_attr``'s for output units.
+        Their rows, as `token_attr`'s for output units.
     context_reliance : Tensor, shape [n_sentences], or None
-        Their context reliance, as ``unit_context_reliance``'s (None for baselines).
+        Their context reliance, as `unit_context_reliance`'s (None for baselines).
     """
 
     spans: list[TextSpan]
@@ -69,7 +69,7 @@ class AttributedAnswer:
     text : str
         The answer.
     units : list of TextSpan
-        The output units scored (answer, sentences or tokens), offsets into ``text``.
+        The output units scored (answer, sentences or tokens), offsets into `text`.
     tokens : list of TextSpan
         The answer's tokens, which the per-token signals follow.
     sentence_rows : SentenceRows or None

@@ -2,10 +2,10 @@
 
 One teacher-forced forward over prompt ⊕ answer (a generated answer continues from its generation's
 cache, so the prompt runs once) reduces each layer's raw logits to a score per head as soon as they
-are computed (:mod:`rcattr.attribution.reduction`). A head selector (:mod:`rcattr.heads.selectors`) then chooses heads
+are computed ([`rcattr.attribution.reduction`][rcattr.attribution.reduction]). A head selector ([`rcattr.heads.selectors`][rcattr.heads.selectors]) then chooses heads
 from those scores, and only for them are the logits recomputed from the queries and keys the pass kept,
 to give (1) per-head span scores for the whole answer and for each output unit and (2) per answer token
-the context-versus-self contextualization behind ``groundedness``. Their span scores are summed and
+the context-versus-self contextualization behind `groundedness`. Their span scores are summed and
 normalised over spans (paper Eq. 7).
 """
 
@@ -41,8 +41,8 @@ NO_SCORES = (
 
 
 def result_notes(selection: HeadSelection, seq_attr: torch.Tensor) -> tuple[str, ...]:
-    """What a result's attributor warns of (:attr:`RCSignals.notes <rcattr.grounding.signals.RCSignals.notes>`): few heads
-    that see the whole context (:meth:`HeadSelection.reach_note`), and ``[n_spans]`` scores that are all 0."""
+    """What a result's attributor warns of ([`RCSignals.notes`][rcattr.grounding.signals.RCSignals.notes]): few heads
+    that see the whole context ([`HeadSelection.reach_note`][rcattr.heads.selection.HeadSelection.reach_note]), and `[n_spans]` scores that are all 0."""
     notes = [str(selection.reach_note())] if selection.few_seeing else []
     return (*notes, *([] if bool((seq_attr > 0).any()) else [NO_SCORES]))
 
@@ -51,7 +51,7 @@ class RCAttributor(SpanAttributor):
     """Attribute an answer to context spans with relative contextualization (RCStat).
 
     The defaults are the recipe that measured best on both dev files and on a second architecture
-    (``docs/benchmarks.md``, whose ablation also keeps the levers that lost); :meth:`paper` builds the
+    (`docs/benchmarks.md`, whose ablation also keeps the levers that lost); [`paper`][rcattr.attribution.attributor.RCAttributor.paper] builds the
     paper's recipe.
 
     Parameters
@@ -62,26 +62,26 @@ class RCAttributor(SpanAttributor):
     tokenizer : transformers.PreTrainedTokenizerFast
         Its fast tokenizer (character offsets are needed).
     heads : HeadSelector, default OutlierHeads()
-        Which heads' span scores count, and the score they are ranked by (:mod:`rcattr.heads.selectors`):
-        ``OutlierHeads()``, the heads whose score stands more than two standard deviations above the
+        Which heads' span scores count, and the score they are ranked by ([`rcattr.heads.selectors`][rcattr.heads.selectors]):
+        `OutlierHeads()`, the heads whose score stands more than two standard deviations above the
         mean of all heads for this example (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72;
         a selection of fewer than 5% of the model's heads is flagged:
-        ``result.head_selection.few_heads``); ``TopHeads(k)``, a number or a fraction of all heads;
-        ``FixedHeads([(layer, head), ...])``. Each takes
-        ``score=`` ``"superiority"`` (``P(X > Y)``, default), ``"rc_std"`` (``E[Z] / std(Y)``) or
-        ``"rc"`` (the paper's raw ``E[Z]``). Heads are chosen among those whose attention reaches the whole
+        `result.head_selection.few_heads`); `TopHeads(k)`, a number or a fraction of all heads;
+        `FixedHeads([(layer, head), ...])`. Each takes
+        `score=` `"superiority"` (`P(X > Y)`, default), `"rc_std"` (`E[Z] / std(Y)`) or
+        `"rc"` (the paper's raw `E[Z]`). Heads are chosen among those whose attention reaches the whole
         context from the answer: on a model with sliding-window or chunked layers (Gemma 2 and 3, Mistral,
-        Qwen2 with ``use_sliding_window``), a head whose window stops short of the documents has no evidence
-        about them and does not vote (``result.head_selection.reach`` holds each layer's view of the context,
-        ``.seeing`` how many heads see all of it; none or few warn).
+        Qwen2 with `use_sliding_window`), a head whose window stops short of the documents has no evidence
+        about them and does not vote (`result.head_selection.reach` holds each layer's view of the context,
+        `.seeing` how many heads see all of it; none or few warn).
     span_scorer : SpanScorer, default AttentionScorer()
-        How a selected head scores a span: post-softmax attention mass (:class:`~rcattr.attribution.scorers.AttentionScorer`,
+        How a selected head scores a span: post-softmax attention mass ([`AttentionScorer`][rcattr.attribution.scorers.AttentionScorer],
         whose default carries each unit's evidence on over the answer rows that follow it), or a scorer of
         your own (docs/extending.md).
     votes : {"mass", "share"} or HeadVote, default "share"
         How the selected heads' span scores add up: their mass (paper Eq. 7), or each head's share
         over the spans, so that a head that attends more does not outvote the others; or a vote strategy
-        (:class:`~rcattr.attribution.voting.HeadVote`, :class:`~rcattr.attribution.fusion.LexicalFusion`).
+        ([`HeadVote`][rcattr.attribution.voting.HeadVote], [`LexicalFusion`][rcattr.attribution.fusion.LexicalFusion]).
     lexical : bool, optional
         Vote with `LexicalFusion` (`rcattr.attribution.fusion`), the default: where the selected heads disagree
         on a unit's top span, BM25 fills the disagreeing share of the vote; where they agree the vote is theirs
@@ -92,16 +92,16 @@ class RCAttributor(SpanAttributor):
         `HeadVote` object, that object is the vote (False unless given).
     probe : SupportProbe, "shipped" or None, default "shipped"
         The support probe whose verdict every citation's `status` gives (`rcattr.grounding.verdict`):
-        ``"shipped"``, the one fitted on AttributionBench for this model where there is one
+        `"shipped"`, the one fitted on AttributionBench for this model where there is one
         (`SupportProbe.shipped`: SmolLM2-135M-Instruct, Gemma-3-270m, Qwen2.5-Coder-0.5B-Instruct); a probe of
         your own (`SupportProbe.fit`, checked against the model); None, the unsupervised status from token
         support. With a probe the pass also keeps every head's lookback ratio and peak for it.
 
     Notes
     -----
-    The per-token signals (``result.rc``: groundedness and lookback on the selected heads, token support on
-    its own 20 best heads, :attr:`RCSignals.support_heads <rcattr.grounding.signals.RCSignals.support_heads>`) are
-    measured apart from the vote (:func:`~rcattr.attribution.token_signals.token_signals`).
+    The per-token signals (`result.rc`: groundedness and lookback on the selected heads, token support on
+    its own 20 best heads, [`RCSignals.support_heads`][rcattr.grounding.signals.RCSignals.support_heads]) are
+    measured apart from the vote ([`token_signals`][rcattr.attribution.token_signals.token_signals]).
 
     Examples
     --------
@@ -114,8 +114,8 @@ class RCAttributor(SpanAttributor):
     """
 
     name = "rc"
-    #: Whether :meth:`explain_batch` may run one left-padded forward for a batch: a subclass whose
-    #: :meth:`run_pass` gathers more than :class:`~rcattr.attribution.reduction.Reducer` does sets it False.
+    #: Whether `explain_batch` may run one left-padded forward for a batch: a subclass whose
+    #: `run_pass` gathers more than `Reducer` does sets it False.
     batch_forward: ClassVar[bool] = True
 
     def __init__(
@@ -172,7 +172,7 @@ class RCAttributor(SpanAttributor):
     def paper(cls, model: PreTrainedModel, tokenizer: TokenizerLike, **overrides: Any) -> RCAttributor:
         """The paper's recipe (RCStat §5.2): attention over the top-20 heads, each unit's own rows,
         heads summed by mass, no lexical fusion. Heads are ranked by the scale-free P(X > Y) as everywhere in rcattr
-        (``TopHeads(20, score="rc")`` gives the paper's raw E[Z]); ``overrides`` change any argument."""
+        (`TopHeads(20, score="rc")` gives the paper's raw E[Z]); `overrides` change any argument."""
         recipe: dict[str, Any] = {
             "span_scorer": AttentionScorer(continuation=0.0),
             "votes": "mass",
@@ -184,12 +184,12 @@ class RCAttributor(SpanAttributor):
 
     @property
     def votes(self) -> HeadVotes:
-        """How the selected heads' span scores add up: ``"mass"`` or ``"share"`` (the vote strategy's)."""
+        """How the selected heads' span scores add up: `"mass"` or `"share"` (the vote strategy's)."""
         return self.voting.votes
 
     @property
     def head_score(self) -> HeadScore:
-        """How heads are ranked: the head selector's ``score``."""
+        """How heads are ranked: the head selector's `score`."""
         return self.heads.score
 
     @property
@@ -198,7 +198,7 @@ class RCAttributor(SpanAttributor):
 
     @property
     def result_label(self) -> str:
-        """What a result's ``span_scorer`` names: the span scorer (the method, for a baseline built on this)."""
+        """What a result's `span_scorer` names: the span scorer (the method, for a baseline built on this)."""
         return self.scorer_name
 
     def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
@@ -207,8 +207,8 @@ class RCAttributor(SpanAttributor):
     def explain_batch(
         self, examples: Sequence[Example], inputs: Sequence[AttributionInput]
     ) -> list[RCAttributionResult]:
-        """One left-padded forward for the batch (:func:`~rcattr.attribution.reduction.forward_batch`); unless
-        :attr:`batch_forward` is False, when the examples are explained one by one."""
+        """One left-padded forward for the batch ([`forward_batch`][rcattr.attribution.reduction.forward_batch]); unless
+        [`batch_forward`][rcattr.attribution.attributor.RCAttributor.batch_forward] is False, when the examples are explained one by one."""
         if not self.batch_forward:
             return super().explain_batch(examples, inputs)
         reducers = [self._reducer(example, {self.scorer_name: self.scorer}) for example in examples]
@@ -238,27 +238,27 @@ class RCAttributor(SpanAttributor):
 
     def _reducer(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
         """The deferred reduction of one example: every head's scores; span scores wait for
-        :meth:`span_scores`."""
+        [`span_scores`][rcattr.attribution.attributor.RCAttributor.span_scores]."""
         return Reducer(Layout.of(example), scorers, self.head_score, defer=True)
 
     def run_pass(self, example: Example, scorers: Mapping[str, SpanScorer]) -> Reducer:
-        """The deferred pass of one example: every head's scores, span scores left for :meth:`span_scores`.
+        """The deferred pass of one example: every head's scores, span scores left for [`span_scores`][rcattr.attribution.attributor.RCAttributor.span_scores].
 
-        The first of the three steps of :meth:`explain` (pass, :meth:`select_heads`, :meth:`span_scores`): a
+        The first of the three steps of [`explain`][rcattr.attribution.attributor.RCAttributor.explain] (pass, [`select_heads`][rcattr.attribution.attributor.RCAttributor.select_heads], [`span_scores`][rcattr.attribution.attributor.RCAttributor.span_scores]): a
         recipe that needs more of the pass overrides them (e.g. the benchmark's
-        :class:`~rcattr.eval.attribution.recipes.RecipeAttributor`)."""
+        [`RecipeAttributor`][rcattr.eval.attribution.recipes.RecipeAttributor])."""
         reducer = self._reducer(example, scorers)
         forward(self.model, example, reducer)
         return reducer
 
     def select_heads(self, reducer: Reducer) -> HeadSelection:
         """The heads of this example, from every head's scores in the pass (the head selector's), among the heads
-        whose attention reaches the whole context from the answer (:func:`rcattr.heads.scores.seeing_heads`)."""
+        whose attention reaches the whole context from the answer ([`rcattr.heads.scores.seeing_heads`][rcattr.heads.scores.seeing_heads])."""
         out = reducer.out
         return self.heads.select(Reduction.stack(out.head_scores[self.head_score]), out.reach())
 
     def span_scores(self, example: Example, reducer: Reducer, selection: HeadSelection) -> Voted:
-        """The vote of the selected heads (:attr:`voting`): the ``[n_spans]`` answer and ``[n_outputs, n_spans]``
+        """The vote of the selected heads (`voting`): the `[n_spans]` answer and `[n_outputs, n_spans]`
         unit scores."""
         reducer.score_heads(selection.heads)
         return self.voting(example, self._evidence(reducer, selection), selection.weights)
@@ -267,6 +267,6 @@ class RCAttributor(SpanAttributor):
     def head_scores(
         self, inp: AttributionInput, target: str | None = None, *, gen_args: Mapping[str, Any] | None = None
     ) -> torch.Tensor:
-        """``[layers, heads]`` scores of every head for this example (the selector's ``score``)."""
+        """`[layers, heads]` scores of every head for this example (the selector's `score`)."""
         example = self.prepare(inp, target, "chunk", "answer", gen_args)
         return Reduction.stack(self.run_pass(example, {}).out.head_scores[self.head_score])

@@ -1,11 +1,11 @@
 """What every attribution method shares: from an input and an answer to spans, tokens and a result.
 
-:class:`SpanAttributor` renders the prompt, tokenizes it with character offsets, generates the
+[`SpanAttributor`][rcattr.attribution.base.SpanAttributor] renders the prompt, tokenizes it with character offsets, generates the
 answer when none is given, and lays out the context spans and output units as token positions
-(:class:`Example`). A method only scores: :meth:`SpanAttributor.explain` turns an example into
-``[n_spans]`` scores for the whole answer and ``[n_outputs, n_spans]`` per output unit. RC and
-every baseline in :mod:`rcattr.baselines` share this path, so they see the same spans and the same
-tokens and return the same :class:`~rcattr.attribution.result.RCAttributionResult`.
+([`Example`][rcattr.attribution.example.Example]). A method only scores: [`SpanAttributor.explain`][rcattr.attribution.base.SpanAttributor.explain] turns an example into
+`[n_spans]` scores for the whole answer and `[n_outputs, n_spans]` per output unit. RC and
+every baseline in [`rcattr.baselines`][rcattr.baselines] share this path, so they see the same spans and the same
+tokens and return the same [`RCAttributionResult`][rcattr.attribution.result.RCAttributionResult].
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ AttributionInput: TypeAlias = ContextInput | TextTemplateInput | TextTokenInput 
 
 
 class SpanAttributor(ABC):
-    """Base of every attribution method: ``attribute(inp, target)`` -> scores per context span.
+    """Base of every attribution method: `attribute(inp, target)` -> scores per context span.
 
-    Subclasses set :attr:`name` and implement :meth:`explain`, usually as
-    ``example.result(seq_attr, token_attr, self.name, inp)``.
+    Subclasses set `name` and implement [`explain`][rcattr.attribution.base.SpanAttributor.explain], usually as
+    `example.result(seq_attr, token_attr, self.name, inp)`.
     """
 
     name: ClassVar[str]
@@ -70,7 +70,7 @@ class SpanAttributor(ABC):
         output_granularity: SpanSpec = "answer",
         gen_args: Mapping[str, Any] | None = None,
     ) -> RCAttributionResult:
-        """Attribute ``target`` (or the model's greedy answer) to the spans of the context.
+        """Attribute `target` (or the model's greedy answer) to the spans of the context.
 
         Parameters
         ----------
@@ -78,20 +78,20 @@ class SpanAttributor(ABC):
             The context (a string is a context without question). For captum inputs the features
             are the spans: the template's values (grouped by its mask) or the tokens.
         target : str, optional
-            The answer to explain; None generates it greedily with ``gen_args`` first.
+            The answer to explain; None generates it greedily with `gen_args` first.
         granularity : {"sentence", "chunk", "token"} or sequence of (start, end), default "sentence"
             Context spans: sentences, whole chunks (documents), tokens, or character spans of a
             string context. Ignored for captum inputs, whose features are the spans.
         output_granularity : {"answer", "sentence", "token"} or sequence of (start, end), default "answer"
-            One ``token_attr`` row per output unit: the whole answer, its sentences, its tokens, or
+            One `token_attr` row per output unit: the whole answer, its sentences, its tokens, or
             character spans of the answer.
         gen_args : mapping, optional
-            Extra ``generate`` arguments when ``target`` is None (default: greedy, 128 new tokens).
+            Extra `generate` arguments when `target` is None (default: greedy, 128 new tokens).
 
         Returns
         -------
         RCAttributionResult
-            ``seq_attr [n_spans]`` for the whole answer, ``token_attr [n_outputs, n_spans]``.
+            `seq_attr [n_spans]` for the whole answer, `token_attr [n_outputs, n_spans]`.
         """
         if target is None:
             note_base_model(self.tokenizer)
@@ -142,42 +142,42 @@ class SpanAttributor(ABC):
         progress: bool = True,
         errors: OnError = "raise",
     ) -> list[RCAttributionResult] | list[RCAttributionResult | None]:
-        """:meth:`attribute` for many inputs, ``batch_size`` at a time: the same results, in order.
+        """[`attribute`][rcattr.attribution.base.SpanAttributor.attribute] for many inputs, `batch_size` at a time: the same results, in order.
 
         Every input is rendered, tokenized and checked against the model's window first, so that a bad one
         is refused before any model work. The answers of a batch that are not given are then generated
         together (greedy, left-padded, no cache kept), and a method that can explain a batch at once does
-        (:class:`~rcattr.RCAttributor` runs one left-padded forward per batch); the others explain its
+        ([`RCAttributor`][rcattr.attribution.attributor.RCAttributor] runs one left-padded forward per batch); the others explain its
         examples one by one. A batch that fails is run again one input at a time, to find the input.
 
         Parameters
         ----------
         inputs : sequence of str, ContextInput, captum TextTemplateInput or TextTokenInput
-            One input per example, as :meth:`attribute` takes it.
+            One input per example, as [`attribute`][rcattr.attribution.base.SpanAttributor.attribute] takes it.
         targets : sequence of str or None, optional
             One answer per input (None entries are generated); None generates them all.
         batch_size : int, default 8
             Examples prepared and explained together; a larger batch is faster per example on a GPU
-            and needs memory for ``batch_size`` padded sequences.
+            and needs memory for `batch_size` padded sequences.
         max_batch_tokens : int or None, default 8192
             At most this many padded prompt tokens in a batch (its inputs times its longest prompt), but always
-            one input: long prompts run alone, within the memory of one :meth:`attribute` call. None: no limit.
+            one input: long prompts run alone, within the memory of one [`attribute`][rcattr.attribution.base.SpanAttributor.attribute] call. None: no limit.
         granularity, output_granularity : span spec, or a list of them, one per input
-            As in :meth:`attribute`, for every input; a list whose items are each a name or a sequence
-            of ``(start, end)`` pairs gives every input its own (e.g. the gold spans of each answer).
+            As in [`attribute`][rcattr.attribution.base.SpanAttributor.attribute], for every input; a list whose items are each a name or a sequence
+            of `(start, end)` pairs gives every input its own (e.g. the gold spans of each answer).
         gen_args : mapping, optional
-            Extra ``generate`` arguments for the answers generated (``num_return_sequences`` stays 1).
+            Extra `generate` arguments for the answers generated (`num_return_sequences` stays 1).
         progress : bool, default True
             Show a progress bar over the examples.
         errors : {"raise", "skip"}, default "raise"
-            What an input that fails does: raise its error, its message prefixed with ``inputs[i]: ``, or
+            What an input that fails does: raise its error, its message prefixed with `inputs[i]: `, or
             get None in the results with a warning that names it and the error, while the others finish.
 
         Returns
         -------
         list of RCAttributionResult (or None for an input skipped)
-            ``results[i]`` equals ``attribute(inputs[i], targets[i], ...)``: ``seq_attr [n_spans_i]``,
-            ``token_attr [n_outputs_i, n_spans_i]``.
+            `results[i]` equals `attribute(inputs[i], targets[i], ...)`: `seq_attr [n_spans_i]`,
+            `token_attr [n_outputs_i, n_spans_i]`.
 
         Examples
         --------
@@ -230,7 +230,7 @@ class SpanAttributor(ABC):
         granularity: SpanSpec = "sentence",
         output_granularity: SpanSpec = "answer",
     ) -> int:
-        """Raise what :meth:`attribute` would raise of ``inp`` and ``target`` before any model work (an empty
+        """Raise what [`attribute`][rcattr.attribution.base.SpanAttributor.attribute] would raise of `inp` and `target` before any model work (an empty
         context, bad spans, a prompt and answer beyond the model's window), with the tokenizer alone; else return
         the prompt's number of tokens (a service checks a request with it before queueing it)."""
         return len(self._accepted_draft(inp, target, granularity, output_granularity).ids)
@@ -238,7 +238,7 @@ class SpanAttributor(ABC):
     def _accepted_draft(
         self, inp: AttributionInput, target: str | None, granularity: SpanSpec, output_granularity: SpanSpec
     ) -> Draft:
-        """The draft of ``inp``, its given ``target`` checked against the model's window."""
+        """The draft of `inp`, its given `target` checked against the model's window."""
         draft = self._draft(inp, granularity, output_granularity)
         if target is not None:
             self._answer_encoding(draft, checked_target(target))
@@ -252,7 +252,7 @@ class SpanAttributor(ABC):
         output_granularities: Sequence[SpanSpec],
         gen_args: Mapping[str, Any] | None,
     ) -> list[tuple[int, RCAttributionResult | Exception]]:
-        """The results of a batch of drafts (``inputs[index]``'s each); a batch that fails runs again one by
+        """The results of a batch of drafts (`inputs[index]`'s each); a batch that fails runs again one by
         one, so that the error is the one input's."""
         indices = [index for index, _ in batch]
         try:
@@ -279,7 +279,7 @@ class SpanAttributor(ABC):
     def explain_batch(
         self, examples: Sequence[Example], inputs: Sequence[AttributionInput]
     ) -> list[RCAttributionResult]:
-        """The results of a batch of prepared examples: :meth:`explain` of each, unless a method batches."""
+        """The results of a batch of prepared examples: [`explain`][rcattr.attribution.base.SpanAttributor.explain] of each, unless a method batches."""
         return list(map(self.explain, examples, inputs))
 
     def prepare(
@@ -296,7 +296,7 @@ class SpanAttributor(ABC):
         return self._example(draft, answers[0], output_granularity, cache)
 
     def _draft(self, inp: AttributionInput, granularity: SpanSpec, output_granularity: SpanSpec) -> Draft:
-        """The prompt of ``inp``, tokenized, with its context spans; refused when it fills the model's window."""
+        """The prompt of `inp`, tokenized, with its context spans; refused when it fills the model's window."""
         prompt = render_prompt(self.tokenizer, inp)
         prompt_ids, prompt_offsets = self._tokenize_prompt(prompt)
         context_spans, ranges = layout.context_spans(prompt, prompt_offsets, granularity)
@@ -372,7 +372,7 @@ class SpanAttributor(ABC):
         keep_cache: bool,
     ) -> tuple[list[str], DynamicCache | None]:
         """Each draft's answer: its target checked, or generated with the other missing ones in one batch;
-        with ``keep_cache`` and one draft to generate, also the cache of its generation."""
+        with `keep_cache` and one draft to generate, also the cache of its generation."""
         given = [None if target is None else checked_target(target) for target in targets]
         prompts = [draft.ids for draft, answer in zip(drafts, given, strict=True) if answer is None]
         generated, cache = (

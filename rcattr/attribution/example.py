@@ -1,5 +1,5 @@
-"""One prompt and answer laid out as token positions (:class:`Example`), and the pieces it is built from: the
-rendered and tokenized prompt with its context spans (:class:`Draft`) and the span layouts of the context and
+"""One prompt and answer laid out as token positions ([`Example`][rcattr.attribution.example.Example]), and the pieces it is built from: the
+rendered and tokenized prompt with its context spans ([`Draft`][rcattr.attribution.example.Draft]) and the span layouts of the context and
 of the answer."""
 
 from __future__ import annotations
@@ -56,12 +56,12 @@ class Example:
         Answer-token indices of each sentence of the answer (where an attention scorer's
         continuation stops).
     prompt_cache : transformers.DynamicCache or None
-        When the answer was generated here: the generation's KV cache, whose first ``answer_start``
+        When the answer was generated here: the generation's KV cache, whose first `answer_start`
         positions are the prompt's. A method that runs the prompt may continue from it instead
-        (:meth:`prompt_cache_for`), so that explaining a generated answer does not run the prompt twice.
+        ([`prompt_cache_for`][rcattr.attribution.example.Example.prompt_cache_for]), so that explaining a generated answer does not run the prompt twice.
     sentence_units : int
         How many of the last output units are the answer's sentences, added for citations to a whole-answer
-        unit (:meth:`result` keeps them apart, as the result's ``sentence_rows``); 0 otherwise.
+        unit ([`result`][rcattr.attribution.example.Example.result] keeps them apart, as the result's `sentence_rows`); 0 otherwise.
     """
 
     prompt: Prompt
@@ -99,10 +99,10 @@ class Example:
         inp: Any = None,
         rc: RCSignals | None = None,
     ) -> RCAttributionResult:
-        """The result for ``[n_spans]`` answer scores and ``[n_outputs, n_spans]`` unit scores (and an RC method's
+        """The result for `[n_spans]` answer scores and `[n_outputs, n_spans]` unit scores (and an RC method's
         signals); a span without a token (an empty document's) scores 0 whatever the method gave it. The rows
-        of the sentence units (:attr:`sentence_units`) and their context reliance become the result's
-        ``sentence_rows``."""
+        of the sentence units ([`sentence_units`][rcattr.attribution.example.Example.sentence_units]) and their context reliance become the result's
+        `sentence_rows`."""
         tokenless = torch.tensor([len(r) == 0 for r in self.context_ranges])
         token_attr = token_attr.detach().float().cpu().masked_fill(tokenless, 0.0)
         units = len(self.output_spans) - self.sentence_units
@@ -191,8 +191,8 @@ def sink_before_context(
     """The prompt's ids and context spans' positions with a token in front that is not context.
 
     A model's first position draws much of every head's attention whatever token it holds (the attention
-    sink), so a context span there would take most of the attribution: with captum's ``TextTokenInput`` of a
-    plain sentence, its first word got 0.6 of it on SmolLM2. A :class:`ContextInput` always has a template
+    sink), so a context span there would take most of the attribution: with captum's `TextTokenInput` of a
+    plain sentence, its first word got 0.6 of it on SmolLM2. A `ContextInput` always has a template
     or instruction there; a captum input whose first token is a feature gets the tokenizer's BOS token (else
     its EOS token, as GPT-2 and Qwen2 use between documents) in front, as Llama's tokenizers add themselves.
     """

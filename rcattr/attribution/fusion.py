@@ -3,7 +3,7 @@ much of the vote agrees with it.
 
 Each selected head names one top span per output unit. Where they all name the vote's top span the vote
 stands alone; where they scatter, the vote is uncertain and the lexical match of the unit's words to each
-span (:func:`rcattr.attribution.lexical.bm25_scores`) takes the share of the vote that disagreed. The gate is
+span ([`rcattr.attribution.lexical.bm25_scores`][rcattr.attribution.lexical.bm25_scores]) takes the share of the vote that disagreed. The gate is
 the heads' own agreement, so nothing is fitted per model.
 """
 
@@ -45,7 +45,7 @@ def head_agreement(evidence: torch.Tensor, weights: torch.Tensor | None, vote: t
 
 
 def lexical_fusion(vote: torch.Tensor, lexical: torch.Tensor, agreement: torch.Tensor) -> torch.Tensor:
-    """``agreement * vote + (1 - agreement) * lexical shares``, over the last dim.
+    """`agreement * vote + (1 - agreement) * lexical shares`, over the last dim.
 
     Parameters
     ----------
@@ -80,14 +80,14 @@ def fuse_where_heads_disagree(
     weights : Tensor, shape [k], optional
         The heads' weights in the votes.
     example : Example
-        Its context spans and output units are BM25's corpus and queries (:func:`rcattr.attribution.lexical.bm25_scores`).
+        Its context spans and output units are BM25's corpus and queries ([`rcattr.attribution.lexical.bm25_scores`][rcattr.attribution.lexical.bm25_scores]).
 
     Returns
     -------
     answer : Tensor of float64, shape [S]
     units : Tensor of float64, shape [U, S]
     lexical_share : float
-        The mean over units of ``1 - agreement``: how much of the unit votes BM25 filled.
+        The mean over units of `1 - agreement`: how much of the unit votes BM25 filled.
     """
     (answer, units), (answer_heads, unit_heads) = votes, evidence
     lexical_answer, lexical_units = bm25_scores(example)

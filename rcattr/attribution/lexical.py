@@ -1,5 +1,5 @@
 """BM25 between each output unit's text and each context span (bm25s, Lucene's variant): the lexical
-evidence of :class:`~rcattr.baselines.BM25Attributor` and of :mod:`rcattr.attribution.fusion`."""
+evidence of [`BM25Attributor`][rcattr.baselines.bm25.BM25Attributor] and of [`rcattr.attribution.fusion`][rcattr.attribution.fusion]."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ _WORD = re.compile(r"\w+")
 
 
 def bm25_terms(text: str) -> list[str]:
-    """Lower-cased word tokens (``\\w+``), the terms BM25 matches on."""
+    """Lower-cased word tokens (`\\w+`), the terms BM25 matches on."""
     return _WORD.findall(text.lower())
 
 
 def bm25_scores(example: Example) -> tuple[torch.Tensor, torch.Tensor]:
-    """BM25 of the example's answer ``[n_spans]`` and of each output unit ``[n_outputs, n_spans]`` against
+    """BM25 of the example's answer `[n_spans]` and of each output unit `[n_outputs, n_spans]` against
     its context spans (float64, raw scores)."""
     import bm25s  # only when asked for: RCAttributor imports this module, most of its calls need no BM25
 

@@ -1,4 +1,4 @@
-"""Many inputs at once (:meth:`~rcattr.attribution.base.SpanAttributor.attribute_many`): the arguments given per input, and
+"""Many inputs at once ([`attribute_many`][rcattr.attribution.base.SpanAttributor.attribute_many]): the arguments given per input, and
 an error that names the input it came from."""
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ Outcome = TypeVar("Outcome")
 
 
 def is_count(value: object) -> bool:
-    """Whether ``value`` is a whole number >= 1 (not a bool)."""
+    """Whether `value` is a whole number >= 1 (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def token_batches(
     drafts: Sequence[tuple[int, Draft]], batch_size: int, max_tokens: int | None
 ) -> Iterator[list[tuple[int, Draft]]]:
-    """Consecutive batches of ``drafts``: at most ``batch_size`` of them and, but for a lone one, at most
-    ``max_tokens`` padded prompt tokens (their number times the longest prompt)."""
+    """Consecutive batches of `drafts`: at most `batch_size` of them and, but for a lone one, at most
+    `max_tokens` padded prompt tokens (their number times the longest prompt)."""
     batch: list[tuple[int, Draft]] = []
     longest = 0
     for item in drafts:
@@ -43,7 +43,7 @@ def token_batches(
 
 
 def sequence(argument: str, value: Any) -> list[Any]:
-    """``value`` as a list, refused when it is not a sequence of items (a single string or input)."""
+    """`value` as a list, refused when it is not a sequence of items (a single string or input)."""
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise TypeError(
             f"{argument} must be a sequence (one item per example), got {type(value).__name__}; "
@@ -53,8 +53,8 @@ def sequence(argument: str, value: Any) -> list[Any]:
 
 
 def per_input(spec: SpanSpec | Sequence[SpanSpec], n_inputs: int, argument: str) -> list[SpanSpec]:
-    """One span spec per input: ``spec`` for each, or ``spec``'s own items when each is a name or a sequence
-    of ``(start, end)`` pairs (a sequence of pairs itself is one spec for every input)."""
+    """One span spec per input: `spec` for each, or `spec`'s own items when each is a name or a sequence
+    of `(start, end)` pairs (a sequence of pairs itself is one spec for every input)."""
     if not _are_specs(spec):
         return [cast(SpanSpec, spec)] * n_inputs
     if len(spec) != n_inputs:
@@ -63,7 +63,7 @@ def per_input(spec: SpanSpec | Sequence[SpanSpec], n_inputs: int, argument: str)
 
 
 def _are_specs(spec: SpanSpec | Sequence[SpanSpec]) -> TypeGuard[Sequence[SpanSpec]]:
-    """Whether ``spec`` is a non-empty sequence of specs: names, or sequences of pairs (not of numbers)."""
+    """Whether `spec` is a non-empty sequence of specs: names, or sequences of pairs (not of numbers)."""
     return (
         not isinstance(spec, str)
         and len(spec) > 0
@@ -86,7 +86,7 @@ def checked_target(target: object) -> str:
 
 
 def attempt(call: Callable[..., Outcome], *args: Any) -> Outcome | Exception:
-    """``call(*args)``, or the exception it raised (one bad input: attribute_many names it, then raises or skips
+    """`call(*args)`, or the exception it raised (one bad input: attribute_many names it, then raises or skips
     it)."""
     try:
         return call(*args)
@@ -102,8 +102,8 @@ def check_on_error(errors: object) -> None:
 def settled(
     outcomes: Sequence[tuple[int, Outcome | Exception]], errors: OnError
 ) -> list[tuple[int, Outcome]]:
-    """``(index, outcome)`` pairs without their errors: the first raised, named by its input, or each skipped
-    with a warning (``errors="skip"``)."""
+    """`(index, outcome)` pairs without their errors: the first raised, named by its input, or each skipped
+    with a warning (`errors="skip"`)."""
     for index, outcome in outcomes:
         if isinstance(outcome, Exception):
             if errors == "raise":
@@ -113,7 +113,7 @@ def settled(
 
 
 def for_input(error: Exception, index: int) -> Exception:
-    """``error`` with its message prefixed by the input it came from, ``inputs[index]``: of the same type,
+    """`error` with its message prefixed by the input it came from, `inputs[index]`: of the same type,
     or a ValueError naming it when that type takes other arguments."""
     message = f"inputs[{index}]: {error}"
     try:
@@ -125,8 +125,8 @@ def for_input(error: Exception, index: int) -> Exception:
 
 
 class SkippedInputWarning(UserWarning):
-    """The warning that ``inputs[index]`` of :meth:`~rcattr.attribution.base.SpanAttributor.attribute_many` got no result
-    (``errors="skip"``): ``index`` names the input, ``error`` is the exception that stopped it (a caller that
+    """The warning that `inputs[index]` of [`attribute_many`][rcattr.attribution.base.SpanAttributor.attribute_many] got no result
+    (`errors="skip"`): `index` names the input, `error` is the exception that stopped it (a caller that
     records warnings, as the citation service does, answers that input with it)."""
 
     def __init__(self, message: str, index: int, error: Exception) -> None:
@@ -136,6 +136,6 @@ class SkippedInputWarning(UserWarning):
 
 
 def skipped(error: Exception, index: int) -> None:
-    """Warn that ``inputs[index]`` gets no result (``errors="skip"``) and why."""
+    """Warn that `inputs[index]` gets no result (`errors="skip"`) and why."""
     message = f"inputs[{index}] skipped (its result is None): {type(error).__name__}: {error}"
     warnings.warn(SkippedInputWarning(message, index, error), stacklevel=5)  # the caller of attribute_many()

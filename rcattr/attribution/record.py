@@ -1,9 +1,9 @@
-"""What an attribution found, as data: captum's ``LLMAttributionResult`` (the scores and the spans they refer
+"""What an attribution found, as data: captum's `LLMAttributionResult` (the scores and the spans they refer
 to) plus what RC knows about it (its signals and heads).
 
 Everything computed from a record (citations, unsupported tokens, the table, the cited answer, the HTML page,
-the plain dict) lives in :mod:`rcattr.grounding` and :mod:`rcattr.viz` as functions that take one;
-:class:`~rcattr.attribution.result.RCAttributionResult` is this record with those as methods."""
+the plain dict) lives in [`rcattr.grounding`][rcattr.grounding] and [`rcattr.viz`][rcattr.viz] as functions that take one;
+[`RCAttributionResult`][rcattr.attribution.result.RCAttributionResult] is this record with those as methods."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rcattr.text.segmentation import TextSpan, one_line
 
 
 class _FromRC:
-    """An attribute of :attr:`AttributionRecord.rc` read from the result itself (None for a baseline)."""
+    """An attribute of [`AttributionRecord.rc`][rcattr.attribution.record.AttributionRecord.rc] read from the result itself (None for a baseline)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -39,8 +39,8 @@ class _FromRC:
 
 
 class AttributionRecord(LLMAttributionResult):
-    """Attribution of an answer to context spans, as data; works with captum's ``plot_seq_attr`` /
-    ``plot_token_attr``. :class:`~rcattr.attribution.result.RCAttributionResult` adds the grounding and views.
+    """Attribution of an answer to context spans, as data; works with captum's `plot_seq_attr` /
+    `plot_token_attr`. [`RCAttributionResult`][rcattr.attribution.result.RCAttributionResult] adds the grounding and views.
 
     Attributes
     ----------
@@ -51,26 +51,26 @@ class AttributionRecord(LLMAttributionResult):
     input_tokens, output_tokens : list of str
         Texts of the context spans and of the output units.
     context_spans, output_spans : list of TextSpan
-        Their exact character offsets (context spans index into ``chunks[span.source]``,
-        output spans into ``answer``).
+        Their exact character offsets (context spans index into `chunks[span.source]`,
+        output spans into `answer`).
     chunks : list of str
         The context texts (one per document when the context was given as chunks).
     documents : list of Document
-        The context's documents with their ids and metadata, as the input gave them (``chunks`` are their texts).
+        The context's documents with their ids and metadata, as the input gave them (`chunks` are their texts).
     answer : str
         The explained answer.
     answer_tokens : list of TextSpan
         The answer's tokens, for the per-token signals below.
     rc : RCSignals or None
-        What only RC knows (:class:`~rcattr.grounding.signals.RCSignals`): per answer token its groundedness, lookback,
+        What only RC knows ([`RCSignals`][rcattr.grounding.signals.RCSignals]): per answer token its groundedness, lookback,
         log-probability, peak and support, each output unit's context reliance, and the heads; None for a
-        baseline. Each is also an attribute of the result (``result.token_support``: None for a baseline).
+        baseline. Each is also an attribute of the result (`result.token_support`: None for a baseline).
     evidence : list of str or None
         The texts citations check the answer's numbers, dates and names against: the documents and
-        the question, never the template's labels (a captum input's whole prompt); ``chunks`` when None.
+        the question, never the template's labels (a captum input's whole prompt); `chunks` when None.
     sentence_rows : SentenceRows or None
-        With a whole-answer unit (``output_granularity="answer"``) and several answer sentences: each
-        sentence's ``[n_sentences, n_spans]`` rows and context reliance from the same pass, which
+        With a whole-answer unit (`output_granularity="answer"`) and several answer sentences: each
+        sentence's `[n_sentences, n_spans]` rows and context reliance from the same pass, which
         citations cite; None otherwise.
     span_scorer : str
         The RC span scorer, or the name of the baseline method that produced the scores.
@@ -90,8 +90,8 @@ class AttributionRecord(LLMAttributionResult):
         rc: RCSignals | None = None,
         inp: Any = None,
     ) -> None:
-        """``context``: the documents and the spans scored; ``output``: the answer, its units and tokens;
-        ``rc``: RC's signals (None for a baseline); ``inp``: captum's input, for its plots."""
+        """`context`: the documents and the spans scored; `output`: the answer, its units and tokens;
+        `rc`: RC's signals (None for a baseline); `inp`: captum's input, for its plots."""
         super().__init__(
             input_tokens=[span.text for span in context.spans],
             output_tokens=[span.text for span in output.units],
@@ -121,14 +121,14 @@ class AttributionRecord(LLMAttributionResult):
 
     @property
     def context_reliance(self) -> float | None:
-        """How much the whole answer relies on the context: the mean :attr:`lookback` ratio of its tokens on
+        """How much the whole answer relies on the context: the mean [`lookback`][rcattr.attribution.record.AttributionRecord.lookback] ratio of its tokens on
         the RC-selected heads, in [0, 1] (None for baselines). The best answer-level signal of the
-        groundedness benchmarks (``python -m rcattr.eval.groundedness``, docs/benchmarks.md); a relative
+        groundedness benchmarks (`python -m rcattr.eval.groundedness`, docs/benchmarks.md); a relative
         signal, not a truth test."""
         return None if self.rc is None else self.rc.context_reliance
 
     def scores(self, output: int | None = None) -> torch.Tensor:
-        """``[n_spans]`` scores for the whole answer, or for output unit ``output``."""
+        """`[n_spans]` scores for the whole answer, or for output unit `output`."""
         if output is None:
             return self.seq_attr
         if not -len(self.output_spans) <= output < len(self.output_spans):
@@ -139,9 +139,9 @@ class AttributionRecord(LLMAttributionResult):
         return self.token_attr[output]
 
     def top(self, k: int | None = 5, output: int | None = None) -> list[tuple[TextSpan, float]]:
-        """The ``k`` highest-scoring context spans with their scores, for the answer or one output unit.
+        """The `k` highest-scoring context spans with their scores, for the answer or one output unit.
 
-        ``k`` is a whole number >= 1 (a Python or NumPy integer; more than there are spans gives them all),
+        `k` is a whole number >= 1 (a Python or NumPy integer; more than there are spans gives them all),
         or None for all of them; anything else raises ValueError.
         """
         if k is not None:
@@ -159,7 +159,7 @@ class AttributionRecord(LLMAttributionResult):
         return dict(zip(self.span_keys(), self.seq_attr.tolist(), strict=True))
 
     def span_keys(self) -> list[str]:
-        """A unique key per context span: its text, made unique as :attr:`seq_attr_dict` describes."""
+        """A unique key per context span: its text, made unique as [`seq_attr_dict`][rcattr.attribution.record.AttributionRecord.seq_attr_dict] describes."""
         texts = [span.text for span in self.context_spans]
         repeated = {text for text in texts if texts.count(text) > 1}
         keys, seen = [], set()
@@ -174,8 +174,8 @@ class AttributionRecord(LLMAttributionResult):
         return keys
 
     def span_labels(self, width: int = 30) -> list[str]:
-        """Short labels of the context spans for plots: ``[N] first words…`` (``[N]``: document N, with
-        several documents), at most ``width`` characters."""
+        """Short labels of the context spans for plots: `[N] first words…` (`[N]`: document N, with
+        several documents), at most `width` characters."""
         several = len(self.chunks) > 1
         labels = []
         for span in self.context_spans:
@@ -184,7 +184,7 @@ class AttributionRecord(LLMAttributionResult):
         return labels
 
     def plot_seq_attr(self, show: bool = False) -> Any:
-        """captum's plot of the whole answer's scores, labelled with :meth:`span_labels`."""
+        """captum's plot of the whole answer's scores, labelled with [`span_labels`][rcattr.attribution.record.AttributionRecord.span_labels]."""
         with self._short_labels():
             return super().plot_seq_attr(show=show)
 

@@ -1,11 +1,11 @@
-"""The streaming reduction behind :class:`~rcattr.RCAttributor` (docs/design.md §2).
+"""The streaming reduction behind [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] (docs/design.md §2).
 
-One teacher-forced forward over prompt ⊕ answer runs with :class:`~rcattr.runtime.capture.LogitCapture` on the
-answer rows (:func:`forward`). :class:`Reducer` reduces each layer's raw logits as soon as they are
-computed to a score per head; nothing of size ``|s| x |s|`` is kept. The span scores and per-row
+One teacher-forced forward over prompt ⊕ answer runs with [`LogitCapture`][rcattr.runtime.capture.LogitCapture] on the
+answer rows ([`forward`][rcattr.attribution.reduction.forward]). [`Reducer`][rcattr.attribution.reduction.Reducer] reduces each layer's raw logits as soon as they are
+computed to a score per head; nothing of size `|s| x |s|` is kept. The span scores and per-row
 statistics, which cost the most, are computed either in the forward for every head or, after the pass,
-only for the heads a selection uses (:meth:`Reducer.score_heads`), from the queries and keys the pass
-kept. :class:`Reduction` holds what the pass gave, per layer.
+only for the heads a selection uses ([`Reducer.score_heads`][rcattr.attribution.reduction.Reducer.score_heads]), from the queries and keys the pass
+kept. [`Reduction`][rcattr.attribution.reduction.Reduction] holds what the pass gave, per layer.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class Layout:
 
 @dataclass
 class Reduction:
-    """Per-layer reductions, filled by :class:`Reducer`: head scores of every head, and span scores
-    and row statistics of the heads scored (``scored``: layer -> the ``[h]`` head indices, in the order
+    """Per-layer reductions, filled by [`Reducer`][rcattr.attribution.reduction.Reducer]: head scores of every head, and span scores
+    and row statistics of the heads scored (`scored`: layer -> the `[h]` head indices, in the order
     of the first dim of that layer's span and row tables)."""
 
     head_scores: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # kind -> layer -> [H]
@@ -86,18 +86,18 @@ class Reduction:
 
     @staticmethod
     def stack(table: Mapping[int, torch.Tensor]) -> torch.Tensor:
-        """``[L, ...]`` from per-layer tables."""
+        """`[L, ...]` from per-layer tables."""
         return torch.stack([table[layer] for layer in sorted(table)])
 
     def reach(self) -> torch.Tensor:
-        """``[L]`` each layer's view of the context from the answer: the share of the (answer token, context
+        """`[L]` each layer's view of the context from the answer: the share of the (answer token, context
         token) pairs its attention mask lets it see (sliding windows and attention chunks as the model
-        built them for this pass; :func:`rcattr.heads.scores.seeing_heads`)."""
+        built them for this pass; [`rcattr.heads.scores.seeing_heads`][rcattr.heads.scores.seeing_heads])."""
         return torch.stack([self.context_reach[layer] for layer in sorted(self.context_reach)]).cpu()
 
     def gather(self, table: Mapping[int, torch.Tensor], heads: torch.Tensor) -> torch.Tensor:
-        """``[k, ...]``: the rows of the ``[k, 2]`` (layer, head) pairs, in their order, from per-layer
-        ``[h, ...]`` tables of the scored heads."""
+        """`[k, ...]`: the rows of the `[k, 2]` (layer, head) pairs, in their order, from per-layer
+        `[h, ...]` tables of the scored heads."""
         row_of = self._rows_of_scored_heads()
         rows = []
         for layer, head in heads.tolist():
@@ -119,7 +119,7 @@ class Reduction:
         }
 
     def spread(self, table: Mapping[int, torch.Tensor], n_heads: int) -> torch.Tensor:
-        """``[L, H, ...]`` from per-layer ``[h, ...]`` tables of the scored heads; 0 for the others."""
+        """`[L, H, ...]` from per-layer `[h, ...]` tables of the scored heads; 0 for the others."""
         layers = sorted(self.head_scores[next(iter(self.head_scores))])
         first = next(iter(table.values()))
         out = first.new_zeros((len(layers), n_heads, *first.shape[1:]))
@@ -129,7 +129,7 @@ class Reduction:
         return out
 
     def scored_mask(self, n_heads: int) -> torch.Tensor:
-        """``[L, H]`` bool: the heads whose span scores and row statistics were computed."""
+        """`[L, H]` bool: the heads whose span scores and row statistics were computed."""
         layers = sorted(self.head_scores[next(iter(self.head_scores))])
         mask = torch.zeros(len(layers), n_heads, dtype=torch.bool)
         for row, layer in enumerate(layers):
@@ -139,12 +139,12 @@ class Reduction:
 
 
 class Reducer:
-    """Reduces one layer's answer-row logits ``[1, H, A, S]`` as soon as the layer has run.
+    """Reduces one layer's answer-row logits `[1, H, A, S]` as soon as the layer has run.
 
     Every head's head scores are computed in the forward. The span scores and the per-row statistics,
-    which cost the most, are computed then for every head (``defer=False``), or only after the pass
-    for the heads a selection uses (``defer=True``, :meth:`score_heads`), from the layer's queries and
-    keys, kept meanwhile: nothing of size ``[H, A, S]`` outlives its layer either way.
+    which cost the most, are computed then for every head (`defer=False`), or only after the pass
+    for the heads a selection uses (`defer=True`, [`score_heads`][rcattr.attribution.reduction.Reducer.score_heads]), from the layer's queries and
+    keys, kept meanwhile: nothing of size `[H, A, S]` outlives its layer either way.
     """
 
     def __init__(
@@ -204,7 +204,7 @@ class Reducer:
             self.out.head_scores.setdefault(kind, {})[layer] = score
 
     def score_heads(self, heads: torch.Tensor) -> None:
-        """Span scores and row statistics of the ``[k, 2]`` (layer, head) pairs, after a deferred pass; heads
+        """Span scores and row statistics of the `[k, 2]` (layer, head) pairs, after a deferred pass; heads
         scored already are skipped, so a second call adds the new heads to the tables."""
         for layer in sorted(set(heads[:, 0].tolist())):
             index = heads[heads[:, 0] == layer, 1].unique()
@@ -226,7 +226,7 @@ class Reducer:
     def _samples(
         self, logits: torch.Tensor, visible: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """X(p_ctx, g) ``[H, A, C]``, its ``[A, C]`` visibility, Y(g, g) ``[H, A, A]`` and its visibility."""
+        """X(p_ctx, g) `[H, A, C]`, its `[A, C]` visibility, Y(g, g) `[H, A, A]` and its visibility."""
         keys, answer = self.layout.context_keys, self.answer_columns
         return (
             logits.index_select(-1, keys),
@@ -243,7 +243,7 @@ class Reducer:
         visible: torch.Tensor,
         statistics: LayerRC,
     ) -> None:
-        """Span scores and row statistics of ``heads`` ``[h]``, from their logits ``[h, A, S]``, appended to
+        """Span scores and row statistics of `heads` `[h]`, from their logits `[h, A, S]`, appended to
         the layer's tables when some of its heads were scored before."""
         layout, layer = self.layout, step.layer_idx
         earlier = self.out.scored.get(layer)
@@ -287,7 +287,7 @@ class Reducer:
         heads: torch.Tensor,
         unit_rows: torch.Tensor | None = None,
     ) -> SpanBlock:
-        """The scorer's view of ``[U, h, R, S]`` unit logits of ``heads [h]`` and their ``[U, R, S]``
+        """The scorer's view of `[U, h, R, S]` unit logits of `heads [h]` and their `[U, R, S]`
         visibility; a subclass overrides it to give every scorer more (e.g. a calibration's priors)."""
         return SpanBlock(
             logits=logits,
@@ -305,8 +305,8 @@ class Reducer:
 def forward(
     model: PreTrainedModel, example: Example, reducer: Reducer, cache: DynamicCache | None = None
 ) -> None:
-    """Capture the answer's rows of a pass over prompt ⊕ answer into ``reducer``, and the ``[A]``
-    log-probability of each answer token under the model (float64) into ``reducer.out.token_logprob``.
+    """Capture the answer's rows of a pass over prompt ⊕ answer into `reducer`, and the `[A]`
+    log-probability of each answer token under the model (float64) into `reducer.out.token_logprob`.
 
     One forward when no prompt cache is given and the example has none (a generated answer's cache
     already holds the prompt); otherwise the answer continues from that cache, cut back by one more
@@ -329,12 +329,12 @@ def forward(
 
 
 def forward_batch(model: PreTrainedModel, examples: Sequence[Example], reducers: Sequence[Reducer]) -> None:
-    """:func:`forward` of each example into its reducer, from one forward over them all, left-padded.
+    """[`forward`][rcattr.attribution.reduction.forward] of each example into its reducer, from one forward over them all, left-padded.
 
     Each row holds an example's prompt ⊕ answer right-aligned, with an attention mask and the positions of
-    its own pass (``cumsum(mask) - 1``), so every sequence ends at the last column: the rows captured start
+    its own pass (`cumsum(mask) - 1`), so every sequence ends at the last column: the rows captured start
     at the earliest answer, and each reducer gets its own rows and its own keys, without the padding
-    (:class:`_Unbatch`). No example's prompt cache is used.
+    ([`_Unbatch`][rcattr.attribution.reduction._Unbatch]). No example's prompt cache is used.
     """
     for example in examples:
         _answer_rows(example)
@@ -361,9 +361,9 @@ def forward_batch(model: PreTrainedModel, examples: Sequence[Example], reducers:
 
 
 class _Unbatch:
-    """Hands each reducer its own example's logits ``[1, H, A_b, S_b]`` and step, from a left-padded batch's
-    ``[B, H, R, W]``: the rows from its answer's first (``rows[b]``, an index into the ``R`` captured) and the
-    keys from its first real token (``pads[b]``), as its own pass would give them."""
+    """Hands each reducer its own example's logits `[1, H, A_b, S_b]` and step, from a left-padded batch's
+    `[B, H, R, W]`: the rows from its answer's first (`rows[b]`, an index into the `R` captured) and the
+    keys from its first real token (`pads[b]`), as its own pass would give them."""
 
     def __init__(self, reducers: Sequence[Reducer], rows: Sequence[int], pads: Sequence[int]) -> None:
         self.parts = list(zip(reducers, rows, pads, strict=True))
@@ -382,7 +382,7 @@ def _answer_rows(example: Example) -> tuple[int, int]:
 
 
 def _token_logprob(logits: torch.Tensor, example: Example) -> torch.Tensor:
-    """``[A]`` float64 log-probability of each answer token, from the ``[A + 1, V]`` logits of the positions
+    """`[A]` float64 log-probability of each answer token, from the `[A + 1, V]` logits of the positions
     from the prompt's last to the answer's last (row t predicts answer token t)."""
     rows = logits[:-1].float()
     chosen = rows.gather(-1, example.ids[0, example.answer_start :, None])[:, 0]

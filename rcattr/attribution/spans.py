@@ -1,7 +1,7 @@
 """What a span scorer sees of one layer: the logits of the rows being explained, and the span layout.
 
-:class:`SpanIndex` says which context tokens make up each context span (a token may belong to two
-spans when it straddles their boundary). :class:`SpanBlock` holds one layer's raw logits for a
+[`SpanIndex`][rcattr.attribution.spans.SpanIndex] says which context tokens make up each context span (a token may belong to two
+spans when it straddles their boundary). [`SpanBlock`][rcattr.attribution.spans.SpanBlock] holds one layer's raw logits for a
 batch of output units (answer, sentences or tokens, padded to equal length) and offers the pieces
 every scorer needs: the cross logits X(P, G'), the self logits Y(g, G') and their visibility.
 """
@@ -24,7 +24,7 @@ class SpanIndex:
     span : Tensor of long, shape [P]
         Span id of each (span, token) pair.
     member : Tensor of long, shape [P]
-        Context token of each pair, as an index into the context keys ``[C]``.
+        Context token of each pair, as an index into the context keys `[C]`.
     n_spans : int
     """
 
@@ -40,18 +40,18 @@ class SpanIndex:
         return cls(span.to(device), member.to(device), len(ranges))
 
     def sum(self, per_token: torch.Tensor) -> torch.Tensor:
-        """Sum ``[..., C]`` per-token values over each span: ``[..., n_spans]``."""
+        """Sum `[..., C]` per-token values over each span: `[..., n_spans]`."""
         out = per_token.new_zeros((*per_token.shape[:-1], self.n_spans))
         return out.index_add_(-1, self.span, per_token.index_select(-1, self.member))
 
     def mean(self, total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-        """Block means from per-token sums and counts ``[..., C]``; 0 for a span with no sample."""
+        """Block means from per-token sums and counts `[..., C]`; 0 for a span with no sample."""
         counts = self.sum(count)
         return self.sum(total) / counts.clamp_min(1)
 
     @cached_property
     def padded(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``([n_spans, longest], mask)``: each span's context tokens, padded with token 0."""
+        """`([n_spans, longest], mask)`: each span's context tokens, padded with token 0."""
         sizes = torch.bincount(self.span, minlength=self.n_spans)
         width = int(sizes.max())
         order = torch.argsort(self.span, stable=True)
@@ -68,7 +68,7 @@ class SpanIndex:
     def by_width(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """The spans in groups whose lengths lie within a factor of two, each padded to its own longest.
 
-        Returns ``(spans [s], index [s, W], mask [s, W])`` per group, as :attr:`padded` for those spans:
+        Returns `(spans [s], index [s, W], mask [s, W])` per group, as [`padded`][rcattr.attribution.spans.SpanIndex.padded] for those spans:
         a few long spans no longer pad every short one, so the padding is at most the spans' own size.
         Spans without a token (an empty document's) are in no group: nothing to score.
         """
@@ -88,7 +88,7 @@ class SpanIndex:
 def continuation_weights(
     unit_rows: torch.Tensor, decay: float, row_sentence: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Row weights of output units: 1 on a unit's own rows, ``decay ** d`` on the row ``d`` tokens
+    """Row weights of output units: 1 on a unit's own rows, `decay ** d` on the row `d` tokens
     after its last one (the answer's continuation) up to the end of that row's sentence, 0 elsewhere.
 
     Parameters
@@ -115,12 +115,12 @@ def continuation_weights(
 
 @dataclass(frozen=True)
 class SpanBlock:
-    """One layer's logits for ``U`` output units, each padded to ``R`` rows.
+    """One layer's logits for `U` output units, each padded to `R` rows.
 
     Attributes
     ----------
     logits : Tensor, shape [U, H, R, K]
-        Raw logits ``<q_j, k_i>`` of each unit's rows (unscaled, post-RoPE) against every key.
+        Raw logits `<q_j, k_i>` of each unit's rows (unscaled, post-RoPE) against every key.
     visible : Tensor of bool, shape [U, R, K]
         Which keys each row attends to; all False on padding rows.
     context_keys : Tensor of long, shape [C]
@@ -128,16 +128,16 @@ class SpanBlock:
     answer_keys : Tensor of long, shape [A]
         Key indices of the answer tokens (the self sample Y).
     spans : SpanIndex
-        Context spans over the ``C`` context tokens.
+        Context spans over the `C` context tokens.
     scaling : float
-        The layer's softmax scale (``1/sqrt(d)`` for most models).
+        The layer's softmax scale (`1/sqrt(d)` for most models).
     softcap : float or None
         Logit soft-capping of the layer, if any.
     unit_rows : Tensor of bool, shape [U', R], optional
-        For a block holding every answer row once (``U = 1``): the rows of each of ``U'`` output
-        units. None: each of the ``U`` padded row sets is one unit.
+        For a block holding every answer row once (`U = 1`): the rows of each of `U'` output
+        units. None: each of the `U` padded row sets is one unit.
     row_sentence : Tensor of long, shape [R], optional
-        With ``unit_rows``: the answer sentence of each row (-1 for none).
+        With `unit_rows`: the answer sentence of each row (-1 for none).
     """
 
     logits: torch.Tensor
@@ -152,33 +152,33 @@ class SpanBlock:
 
     @property
     def n_units(self) -> int:
-        """``U``: the output units the block's scores are for."""
+        """`U`: the output units the block's scores are for."""
         return self.logits.shape[0] if self.unit_rows is None else self.unit_rows.shape[0]
 
     @cached_property
     def cross(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """X(P, G'): ``[U, H, R, C]`` logits to the context tokens and ``[U, 1, R, C]`` visibility."""
+        """X(P, G'): `[U, H, R, C]` logits to the context tokens and `[U, 1, R, C]` visibility."""
         return self.logits.index_select(-1, self.context_keys), self.visible.index_select(
             -1, self.context_keys
         )[:, None]
 
     @cached_property
     def self_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Y(g, G'): ``[U, H, R * A]`` logits to the answer tokens and ``[U, 1, R * A]`` validity."""
+        """Y(g, G'): `[U, H, R * A]` logits to the answer tokens and `[U, 1, R * A]` validity."""
         logits = self.logits.index_select(-1, self.answer_keys).flatten(2)
         visible = self.visible.index_select(-1, self.answer_keys).flatten(1)[:, None]
         return logits, visible
 
     def attention(self) -> torch.Tensor:
-        """Post-softmax attention ``[U, H, R, K]`` exactly as the model computes it (0 on padding rows)."""
+        """Post-softmax attention `[U, H, R, K]` exactly as the model computes it (0 on padding rows)."""
         return attention_probabilities(self.logits, self.visible, self.scaling, self.softcap)
 
 
 def attention_probabilities(
     logits: torch.Tensor, visible: torch.Tensor, scaling: float, softcap: float | None = None
 ) -> torch.Tensor:
-    """The model's post-softmax attention ``[B, H, R, K]`` from raw logits ``[B, H, R, K]`` and their
-    ``[B, R, K]`` visibility (0 on rows that see nothing)."""
+    """The model's post-softmax attention `[B, H, R, K]` from raw logits `[B, H, R, K]` and their
+    `[B, R, K]` visibility (0 on rows that see nothing)."""
     scores = logits * scaling
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
@@ -189,14 +189,14 @@ def attention_probabilities(
 def lookback_ratio(
     attention: torch.Tensor, visible: torch.Tensor, context_keys: torch.Tensor, answer_keys: torch.Tensor
 ) -> torch.Tensor:
-    """The lookback ratio (Chuang et al. 2024, "Lookback Lens") of each head at each row: ``a_ctx / (a_ctx +
-    a_ans)``, ``a_ctx`` the mean attention on a context token, ``a_ans`` the mean attention on an answer token
+    """The lookback ratio (Chuang et al. 2024, "Lookback Lens") of each head at each row: `a_ctx / (a_ctx +
+    a_ans)`, `a_ctx` the mean attention on a context token, `a_ans` the mean attention on an answer token
     the row sees (itself included).
 
     Parameters
     ----------
     attention : Tensor, shape [H, R, K]
-        Post-softmax attention of ``R`` answer rows.
+        Post-softmax attention of `R` answer rows.
     visible : Tensor of bool, shape [R, K]
     context_keys, answer_keys : Tensor of long, shapes [C] and [A]
         Key indices of the context tokens and of the answer tokens.
@@ -214,12 +214,12 @@ def lookback_ratio(
 
 
 def unit_sum(per_token: torch.Tensor, unit_ranges: Sequence[range]) -> torch.Tensor:
-    """``[A, ...]`` per-answer-token values summed over each output unit: ``[U, ...]``."""
+    """`[A, ...]` per-answer-token values summed over each output unit: `[U, ...]`."""
     return torch.stack([per_token[list(rows)].sum(0) for rows in unit_ranges])
 
 
 def span_sum(per_position: torch.Tensor, context_ranges: Sequence[Sequence[int]]) -> torch.Tensor:
-    """``[..., P]`` per-prompt-position values summed over each context span: ``[..., n_spans]``."""
+    """`[..., P]` per-prompt-position values summed over each context span: `[..., n_spans]`."""
     return torch.stack([per_position[..., list(r)].sum(-1) for r in context_ranges], dim=-1)
 
 
@@ -237,9 +237,9 @@ def lookback_rows(
     context_keys: torch.Tensor,
     answer_start: int,
 ) -> torch.Tensor:
-    """``[H, A]`` each head's lookback ratio at each answer row, from its ``[H, A, S]`` raw logits (the
-    layer's ``scaling`` and ``softcap`` applied here) and their ``[A, S]`` visibility: ``a_ctx / (a_ctx + a_ans)``,
-    ``a_ctx`` the mean attention on a context token, ``a_ans`` the mean attention on an answer token the row
+    """`[H, A]` each head's lookback ratio at each answer row, from its `[H, A, S]` raw logits (the
+    layer's `scaling` and `softcap` applied here) and their `[A, S]` visibility: `a_ctx / (a_ctx + a_ans)`,
+    `a_ctx` the mean attention on a context token, `a_ans` the mean attention on an answer token the row
     sees (itself included)."""
     answer_keys = torch.arange(answer_start, answer_start + logits.shape[-2], device=logits.device)
     attention = attention_probabilities(logits[None], visible[None], scaling, softcap)[0]

@@ -1,4 +1,4 @@
-"""The per-token signals of one attributed answer (:class:`~rcattr.grounding.signals.RCSignals`), measured from its pass
+"""The per-token signals of one attributed answer ([`RCSignals`][rcattr.grounding.signals.RCSignals]), measured from its pass
 apart from the vote: groundedness and lookback on the heads that voted, token support on its own heads."""
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ def token_signals(
     probe: SupportProbe | None = None,
     keep_head_rows: bool = False,
 ) -> RCSignals:
-    """The signals of ``example``'s answer tokens from its ``reducer``'s pass.
+    """The signals of `example`'s answer tokens from its `reducer`'s pass.
 
-    ``groundedness`` and ``lookback`` are read on the heads of ``selection`` (those that voted); token support
-    on :func:`~rcattr.grounding.support.support_heads`, the 20 best heads by the same head scores whatever rule chose the
-    voters (their per-row statistics are computed here where the vote did not compute them). ``notes`` are what the
-    attributor warned of for this result, ``lexical_share`` what its vote says BM25 filled, ``probe`` the support
-    probe the citations' verdicts read; with ``keep_head_rows``, every head's lookback ratio and peak at each
+    `groundedness` and `lookback` are read on the heads of `selection` (those that voted); token support
+    on [`support_heads`][rcattr.grounding.support.support_heads], the 20 best heads by the same head scores whatever rule chose the
+    voters (their per-row statistics are computed here where the vote did not compute them). `notes` are what the
+    attributor warned of for this result, `lexical_share` what its vote says BM25 filled, `probe` the support
+    probe the citations' verdicts read; with `keep_head_rows`, every head's lookback ratio and peak at each
     answer token are kept for it (`every_head_rows`), from the same pass.
     """
     out, heads = reducer.out, selection.heads
@@ -70,7 +70,7 @@ def token_signals(
 
 
 def every_head_rows(reducer: Reducer) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[L, H, A]`` every head's lookback ratio and P(max X > Y) at each answer row after a deferred pass, from
+    """`[L, H, A]` every head's lookback ratio and P(max X > Y) at each answer row after a deferred pass, from
     the queries and keys it kept (`rcattr.attribution.spans.lookback_rows`, `rcattr.heads.scores.peak_rows`):
     the support probe's per-head features (`rcattr.grounding.probe`) without a second forward. Float32, CPU."""
     lookback, peak = [], []

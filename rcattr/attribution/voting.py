@@ -1,5 +1,5 @@
 """How the selected heads' span scores become an answer's and each output unit's scores (paper Eq. 7): a vote
-strategy, one small object (:class:`HeadVote`; :class:`~rcattr.attribution.fusion.LexicalFusion` lets BM25 fill where the
+strategy, one small object ([`HeadVote`][rcattr.attribution.voting.HeadVote]; [`LexicalFusion`][rcattr.attribution.fusion.LexicalFusion] lets BM25 fill where the
 heads disagree)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ HEAD_VOTES: tuple[str, ...] = ("mass", "share")
 
 
 def vote(evidence: torch.Tensor, weights: torch.Tensor | None, votes: HeadVotes) -> torch.Tensor:
-    """The selected heads' ``[k, ..., S]`` span scores summed with ``[k]`` weights (None: 1 each) and
+    """The selected heads' `[k, ..., S]` span scores summed with `[k]` weights (None: 1 each) and
     normalised over the spans: by mass (paper Eq. 7), or each head's share over the spans first."""
     if votes not in HEAD_VOTES:
         raise ValueError(f"unknown votes {votes!r}; choose one of {list(HEAD_VOTES)}")
@@ -37,7 +37,7 @@ def vote(evidence: torch.Tensor, weights: torch.Tensor | None, votes: HeadVotes)
 
 
 class HeadEvidence(NamedTuple):
-    """Each selected head's span scores: ``answer [k, S]`` for the whole answer, ``units [k, U, S]`` per output
+    """Each selected head's span scores: `answer [k, S]` for the whole answer, `units [k, U, S]` per output
     unit."""
 
     answer: torch.Tensor
@@ -45,8 +45,8 @@ class HeadEvidence(NamedTuple):
 
 
 class Voted(NamedTuple):
-    """A vote's ``seq_attr [S]`` and ``token_attr [U, S]``, and how much of it BM25 filled where the heads
-    disagreed (:class:`~rcattr.attribution.fusion.LexicalFusion`; None for a vote of the heads alone)."""
+    """A vote's `seq_attr [S]` and `token_attr [U, S]`, and how much of it BM25 filled where the heads
+    disagreed ([`LexicalFusion`][rcattr.attribution.fusion.LexicalFusion]; None for a vote of the heads alone)."""
 
     seq_attr: torch.Tensor
     token_attr: torch.Tensor
@@ -73,11 +73,11 @@ class HeadVote:
     def combine(
         self, evidence: HeadEvidence, weights: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ``[S]`` answer and ``[U, S]`` unit votes of the heads' evidence, with ``[k]`` weights (None: 1)."""
+        """The `[S]` answer and `[U, S]` unit votes of the heads' evidence, with `[k]` weights (None: 1)."""
         return vote(evidence.answer, weights, self.votes), vote(evidence.units, weights, self.votes)
 
     def __call__(self, example: Example, evidence: HeadEvidence, weights: torch.Tensor | None) -> Voted:
-        """The final scores of ``example`` from the selected heads' ``evidence`` and ``[k]`` weights: their
-        :meth:`combine`-d votes (a subclass completes them, as :class:`~rcattr.attribution.fusion.LexicalFusion`
+        """The final scores of `example` from the selected heads' `evidence` and `[k]` weights: their
+        [`combine`][rcattr.attribution.voting.HeadVote.combine]-d votes (a subclass completes them, as [`LexicalFusion`][rcattr.attribution.fusion.LexicalFusion]
         does)."""
         return Voted(*self.combine(evidence, weights))

@@ -1,9 +1,9 @@
-"""Baseline attribution methods, with :class:`~rcattr.RCAttributor`'s interface and result type.
+"""Baseline attribution methods, with [`RCAttributor`][rcattr.attribution.attributor.RCAttributor]'s interface and result type.
 
-Every class takes ``(model, tokenizer, ...)`` and offers ``attribute(inp, target=None,
-granularity=..., output_granularity=...)`` returning an :class:`~rcattr.RCAttributionResult`.
-:data:`BASELINES` holds those built from ``(model, tokenizer)`` alone; :class:`~rcattr.baselines.at2.AT2Attributor`
-also needs a trained estimator. ContextCite and AT2 run through their own packages (``rcattr[peers]``).
+Every class takes `(model, tokenizer, ...)` and offers `attribute(inp, target=None,
+granularity=..., output_granularity=...)` returning an [`RCAttributionResult`][rcattr.attribution.result.RCAttributionResult].
+[`BASELINES`][rcattr.baselines.BASELINES] holds those built from `(model, tokenizer)` alone; [`AT2Attributor`][rcattr.baselines.at2.AT2Attributor]
+also needs a trained estimator. ContextCite and AT2 run through their own packages (`rcattr[peers]`).
 """
 
 from rcattr.baselines.at2 import AT2Attributor

@@ -1,18 +1,18 @@
-"""AT2 (Cohen-Wang et al. 2025, "Learning to Attribute with Attention") through its own package, ``at2``.
+"""AT2 (Cohen-Wang et al. 2025, "Learning to Attribute with Attention") through its own package, `at2`.
 
 AT2 scores a source by the attention the answer pays it, summed over heads with weights *learned* from
 ablations: a linear score estimator trained so that its scores predict how much removing random halves
 of the sources changes the answer. rcattr gives the package its prompt, spans and answer through one
-task class (:func:`context_task`, the package's ``AttributionTask`` interface): the context spans are
+task class ([`context_task`][rcattr.baselines.at2.context_task], the package's `AttributionTask` interface): the context spans are
 the sources, the answer's tokens the target. The features (attention weights recomputed from the hidden
 states), the estimator, its training loop and its scores are the package's.
 
-* :class:`AT2Attributor` scores examples with a trained estimator (a file the package saved, or one in
+* [`AT2Attributor`][rcattr.baselines.at2.AT2Attributor] scores examples with a trained estimator (a file the package saved, or one in
   memory).
-* :func:`train_estimator` trains one with the package's ``AT2Trainer`` on contexts and questions you
-  give: the model answers them itself, then each example is ablated ``num_masks`` times.
+* [`train_estimator`][rcattr.baselines.at2.train_estimator] trains one with the package's `AT2Trainer` on contexts and questions you
+  give: the model answers them itself, then each example is ablated `num_masks` times.
 
-The package is an optional dependency: ``pip install "rcattr[peers]"``.
+The package is an optional dependency: `pip install "rcattr[peers]"`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ GENERATE_KWARGS = {
 
 
 def feature_extractor(model: PreTrainedModel) -> Any:
-    """The package's attention feature extractor for ``model`` (one feature per layer and head)."""
+    """The package's attention feature extractor for `model` (one feature per layer and head)."""
     model_type = model.config.get_text_config().model_type
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ValueError(
@@ -58,7 +58,7 @@ def feature_extractor(model: PreTrainedModel) -> Any:
 
 
 def padded_tokenizer(tokenizer: TokenizerLike) -> TokenizerLike:
-    """A copy of ``tokenizer`` padding on the left with a pad token (the package's collator pads)."""
+    """A copy of `tokenizer` padding on the left with a pad token (the package's collator pads)."""
     padded: Any = copy.deepcopy(tokenizer)
     padded.padding_side = "left"
     if padded.pad_token is None:
@@ -71,8 +71,8 @@ def _task_class() -> type:
     at2 = import_peer("at2")
 
     class ContextTask(at2.tasks.AttributionTask):  # type: ignore[misc,name-defined]
-        """The package's task over rcattr's prompt for ``inp``: context spans at ``granularity`` are the
-        sources, the answer (``example``'s, or the one the package generates) the target."""
+        """The package's task over rcattr's prompt for `inp`: context spans at `granularity` are the
+        sources, the answer (`example`'s, or the one the package generates) the target."""
 
         def __init__(
             self,
@@ -136,7 +136,7 @@ def context_task(
     granularity: SpanSpec = "sentence",
     example: Example | None = None,
 ) -> Any:
-    """The package's ``AttributionTask`` for ``inp`` (see the module's docstring)."""
+    """The package's `AttributionTask` for `inp` (see the module's docstring)."""
     return _task_class()(model, tokenizer, inp, granularity, example)
 
 
@@ -152,7 +152,7 @@ class AT2Attributor(SpanAttributor):
     Parameters
     ----------
     estimator : str, Path or the package's LinearScoreEstimator
-        A trained score estimator (:func:`train_estimator`), or the file the package saved it to.
+        A trained score estimator ([`train_estimator`][rcattr.baselines.at2.train_estimator]), or the file the package saved it to.
     """
 
     name = "at2"
@@ -196,17 +196,17 @@ def train_estimator(
     batch_size: int = 8,
     seed: int = 0,
 ) -> dict[int, Any]:
-    """Train AT2 score estimators with the package's trainer: one per training size in ``sizes``.
+    """Train AT2 score estimators with the package's trainer: one per training size in `sizes`.
 
-    The model answers each input (greedy, at most 64 tokens); each example is then ablated ``num_masks``
+    The model answers each input (greedy, at most 64 tokens); each example is then ablated `num_masks`
     times (sources masked out of attention, the package's ablation) and its attention features saved
-    under ``save_path``, which a later call resumes; ``batch_size`` ablations share a forward. The estimator for size ``n`` learns from the first
-    ``n`` examples with an answer and is saved to ``save_path/estimators/n{n}/score_estimator.pt``.
+    under `save_path`, which a later call resumes; `batch_size` ablations share a forward. The estimator for size `n` learns from the first
+    `n` examples with an answer and is saved to `save_path/estimators/n{n}/score_estimator.pt`.
 
     Returns
     -------
     dict
-        Training size -> the trained ``LinearScoreEstimator``.
+        Training size -> the trained `LinearScoreEstimator`.
     """
     at2 = import_peer("at2")
     from datasets import Dataset

@@ -15,7 +15,7 @@ from rcattr.protocols import TokenizerLike
 class AttentionAttributor(RCAttributor):
     """Attention mass from the answer rows to each span, averaged over every head of every layer.
 
-    This is :meth:`~rcattr.RCAttributor.paper`'s attention scorer (each unit's own rows, heads
+    This is [`paper`][rcattr.attribution.attributor.RCAttributor.paper]'s attention scorer (each unit's own rows, heads
     summed by mass) without head selection, so the difference between the two measures what RC
     head selection adds.
     """

@@ -11,7 +11,7 @@ class BM25Attributor(SpanAttributor):
     """BM25 (bm25s, Lucene's variant: k1 = 1.5, b = 0.75) with the context spans as the corpus and
     each output unit as the query.
 
-    Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))`` stays positive; the classic Okapi idf is 0
+    Lucene's idf `ln(1 + (N - n + 0.5) / (n + 0.5))` stays positive; the classic Okapi idf is 0
     for a term in half the spans, which blinds it on two-source records. Reads text only; the model
     generates the answer when none is given. Scores are raw BM25 (a span sharing no term scores 0).
     """

@@ -1,4 +1,4 @@
-"""ContextCite (Cohen-Wang et al. 2024) through its own package, ``context-cite``, on rcattr's spans.
+"""ContextCite (Cohen-Wang et al. 2024) through its own package, `context-cite`, on rcattr's spans.
 
 ContextCite ablates random halves of the context's sources (64 masks), re-scores the answer under
 each, and fits a LASSO surrogate per output unit; a source's weight is its score. rcattr feeds it the
@@ -7,7 +7,7 @@ included) and whose sources are the context spans, the text between them kept as
 given answer's tokens as the response. The ablations, the logit-probabilities, their aggregation and
 the solver are the package's, at its defaults (64 ablations, keep probability 0.5, LASSO alpha 0.01).
 
-The package is an optional dependency: ``pip install "rcattr[peers]"``.
+The package is an optional dependency: `pip install "rcattr[peers]"`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from rcattr.protocols import TokenizerLike
 
 
 class ContextCiteAttributor(SpanAttributor):
-    """ContextCite's LASSO surrogate over ``num_ablations`` random span ablations.
+    """ContextCite's LASSO surrogate over `num_ablations` random span ablations.
 
     Parameters
     ----------
@@ -39,7 +39,7 @@ class ContextCiteAttributor(SpanAttributor):
     batch_size : int, default 1
         Ablations per forward (the package's; above 1 the tokenizer must pad on the left).
     **citer_options
-        Other arguments of ``context_cite.ContextCiter`` (``ablation_keep_prob``, ``solver``).
+        Other arguments of `context_cite.ContextCiter` (`ablation_keep_prob`, `solver`).
     """
 
     name = "context_cite"
@@ -75,7 +75,7 @@ class ContextCiteAttributor(SpanAttributor):
 def _citer(
     package: Any, model: PreTrainedModel, tokenizer: TokenizerLike, example: Example, options: dict
 ) -> Any:
-    """A ``ContextCiter`` over ``example``: its prompt, its spans as sources, its answer as the response."""
+    """A `ContextCiter` over `example`: its prompt, its spans as sources, its answer as the response."""
     partitioner = _span_partitioner(package, example)
     add_special_tokens = example.prompt.add_special_tokens
     response_ids = example.ids[0, example.answer_start :].tolist()
@@ -94,7 +94,7 @@ def _citer(
 
 
 def _span_partitioner(package: Any, example: Example) -> Any:
-    """A ``BaseContextPartitioner`` whose context is the prompt and whose sources are the context spans."""
+    """A `BaseContextPartitioner` whose context is the prompt and whose sources are the context spans."""
     base = package.context_partitioner.BaseContextPartitioner
     text = example.prompt.text
     placed = placed_spans(example)

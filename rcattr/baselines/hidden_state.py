@@ -6,8 +6,8 @@ from. Each answer token is anchored to its most similar context token at one lay
 for an output unit is the similarity-weighted count of the unit's tokens anchored inside it.
 
 Layer: the paper reads one intermediate layer and reports that middle layers work best; we default
-to the middle layer ``L // 2`` (layer 15 of SmolLM2's 30) and expose ``layer=`` so the benchmark
-can sweep it. ``hidden_states[l]`` is the output of layer ``l`` (``hidden_states[0]`` is the
+to the middle layer `L // 2` (layer 15 of SmolLM2's 30) and expose `layer=` so the benchmark
+can sweep it. `hidden_states[l]` is the output of layer `l` (`hidden_states[0]` is the
 embedding output).
 """
 
@@ -55,9 +55,9 @@ class _Reached(Exception):
 
 
 def layer_output(model: PreTrainedModel, ids: torch.Tensor, layer: int) -> torch.Tensor:
-    """``hidden_states[layer]`` of ``model(ids, output_hidden_states=True)``, ``[B, S, D]``; the layers above
-    ``layer`` are not run (the middle layer: half a forward). The last layer's (final norm applied) and a model
-    whose decoder has no ``layers`` run the whole forward."""
+    """`hidden_states[layer]` of `model(ids, output_hidden_states=True)`, `[B, S, D]`; the layers above
+    `layer` are not run (the middle layer: half a forward). The last layer's (final norm applied) and a model
+    whose decoder has no `layers` run the whole forward."""
     layers = getattr(model.get_decoder(), "layers", None)
     if layers is None or layer >= len(layers):
         return model(ids, output_hidden_states=True, logits_to_keep=1).hidden_states[layer]
@@ -78,8 +78,8 @@ def layer_output(model: PreTrainedModel, ids: torch.Tensor, layer: int) -> torch
 
 
 def anchor_votes(hidden: torch.Tensor, example: Example) -> torch.Tensor:
-    """``[A, n_spans]``: each answer token's cosine similarity to its most similar context token,
-    placed on the spans holding that token; ``hidden [S, D]`` is one layer's output."""
+    """`[A, n_spans]`: each answer token's cosine similarity to its most similar context token,
+    placed on the spans holding that token; `hidden [S, D]` is one layer's output."""
     hidden = F.normalize(hidden.float(), dim=-1)
     keys = sorted({position for r in example.context_ranges for position in r})
     similarity = hidden[example.answer_start :] @ hidden[keys].T  # [A, C]

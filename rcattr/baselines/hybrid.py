@@ -1,7 +1,7 @@
 """Hybrid: RC attribution fused with BM25's lexical ranking (reciprocal rank fusion).
 
 Not a one-pass explanation of the model any more: the lexical ranking knows nothing of what the
-model attended to. Offered, and labelled ``hybrid``, because a RAG user who wants the most likely
+model attended to. Offered, and labelled `hybrid`, because a RAG user who wants the most likely
 source of each answer span, rather than the model's own account, may prefer it.
 """
 
@@ -19,7 +19,7 @@ from rcattr.protocols import TokenizerLike
 
 
 def reciprocal_rank_fusion(*scores: torch.Tensor, offset: float = 60.0) -> torch.Tensor:
-    """``sum_m 1 / (offset + rank_m)`` over methods, ranks over the last dim (0 = best; ties by index).
+    """`sum_m 1 / (offset + rank_m)` over methods, ranks over the last dim (0 = best; ties by index).
 
     Parameters
     ----------
@@ -37,9 +37,9 @@ def reciprocal_rank_fusion(*scores: torch.Tensor, offset: float = 60.0) -> torch
 
 
 class HybridAttributor(SpanAttributor):
-    """:class:`~rcattr.RCAttributor`'s heads' vote (`lexical=False`: the fusion brings BM25 in itself) and
-    :class:`~rcattr.baselines.BM25Attributor` fused by reciprocal rank per output unit; normalised over spans. One RC pass plus BM25. A fusion is not the
-    model's own account: its results carry no RC signals (``result.rc`` is None).
+    """[`RCAttributor`][rcattr.attribution.attributor.RCAttributor]'s heads' vote (`lexical=False`: the fusion brings BM25 in itself) and
+    [`BM25Attributor`][rcattr.baselines.bm25.BM25Attributor] fused by reciprocal rank per output unit; normalised over spans. One RC pass plus BM25. A fusion is not the
+    model's own account: its results carry no RC signals (`result.rc` is None).
 
     Parameters
     ----------
@@ -70,7 +70,7 @@ class HybridAttributor(SpanAttributor):
 
 
 def _unit_rows(result: RCAttributionResult) -> torch.Tensor:
-    """``[n_units, n_spans]``: the result's rows of every unit of its example, its sentences' included."""
+    """`[n_units, n_spans]`: the result's rows of every unit of its example, its sentences' included."""
     assert result.token_attr is not None  # always set by RCAttributionResult.__init__
     if result.sentence_rows is None:
         return result.token_attr

@@ -13,10 +13,10 @@ from rcattr.protocols import TokenizerLike
 
 
 class IntegratedGradientsAttributor(SpanAttributor):
-    """captum's ``LLMGradientAttribution(LayerIntegratedGradients(model, embeddings))``.
+    """captum's `LLMGradientAttribution(LayerIntegratedGradients(model, embeddings))`.
 
-    captum attributes each answer token's log-probability separately, with ``n_steps`` forward and
-    backward passes each: the cost is ``n_answer_tokens x n_steps`` passes, the most of any method.
+    captum attributes each answer token's log-probability separately, with `n_steps` forward and
+    backward passes each: the cost is `n_answer_tokens x n_steps` passes, the most of any method.
     A token's attribution is its embedding attribution summed over the hidden dimension (the IG
     authors' convention, as in captum); a span's score is the signed sum over its tokens.
 

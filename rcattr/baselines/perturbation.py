@@ -1,20 +1,20 @@
-"""Perturbation baselines through captum's ``LLMAttribution``: spans removed, the answer re-scored.
+"""Perturbation baselines through captum's `LLMAttribution`: spans removed, the answer re-scored.
 
 Each method removes context spans (replaces them by the empty string), and measures the
-teacher-forced log-probability of the answer again (``forward_in_tokens=False``: one forward per
+teacher-forced log-probability of the answer again (`forward_in_tokens=False`: one forward per
 perturbation):
 
-* :class:`AblationAttributor`: leave one span out (``FeatureAblation``), one forward per span plus
+* [`AblationAttributor`][rcattr.baselines.perturbation.AblationAttributor]: leave one span out (`FeatureAblation`), one forward per span plus
   one for the full prompt. ContextCite and the other surrogate methods approximate exactly these
   effects with fewer passes.
-* :class:`ShapleySamplingAttributor`: Shapley values estimated from random span orders
-  (``ShapleyValueSampling``).
-* :class:`KernelShapAttributor`: Kernel SHAP, a weighted linear fit to random span subsets
-  (``KernelShap``).
+* [`ShapleySamplingAttributor`][rcattr.baselines.perturbation.ShapleySamplingAttributor]: Shapley values estimated from random span orders
+  (`ShapleyValueSampling`).
+* [`KernelShapAttributor`][rcattr.baselines.perturbation.KernelShapAttributor]: Kernel SHAP, a weighted linear fit to random span subsets
+  (`KernelShap`).
 
-The two sampling methods get a budget in forward passes (``forwards``, default 64: ContextCite's
+The two sampling methods get a budget in forward passes (`forwards`, default 64: ContextCite's
 number of ablations), so every perturbation method is compared at the same cost. Their draws come from
-torch's generator, seeded per call (``seed``) without touching the global one.
+torch's generator, seeded per call (`seed`) without touching the global one.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ DEFAULT_FORWARDS = 64
 
 
 def placed_spans(example: Example) -> list[tuple[int, int, int]]:
-    """``(start, end, span index)`` of each context span in the prompt text, in text order.
+    """`(start, end, span index)` of each context span in the prompt text, in text order.
 
     Raises ValueError when spans overlap: a character cannot be removed with two spans.
     """
@@ -91,7 +91,7 @@ class _CaptumPerturbation(SpanAttributor):
         self.captum = LLMAttribution(self.algorithm(model), tokenizer)
 
     def _options(self, n_spans: int) -> dict[str, Any]:
-        """The keyword arguments of the captum method's ``attribute`` for ``n_spans`` spans."""
+        """The keyword arguments of the captum method's `attribute` for `n_spans` spans."""
         return {}
 
     def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
@@ -113,12 +113,12 @@ class _CaptumPerturbation(SpanAttributor):
 
 
 class AblationAttributor(_CaptumPerturbation):
-    """Log-probability drop of the answer when each span is removed (captum ``FeatureAblation``).
+    """Log-probability drop of the answer when each span is removed (captum `FeatureAblation`).
 
     Parameters
     ----------
     batch : int, default 1
-        Ablations evaluated per forward pass (captum's ``perturbations_per_eval``).
+        Ablations evaluated per forward pass (captum's `perturbations_per_eval`).
     """
 
     name = "ablation"
@@ -133,7 +133,7 @@ class AblationAttributor(_CaptumPerturbation):
 
 
 class _Sampled(_CaptumPerturbation):
-    """A sampling method at a budget of ``forwards`` forward passes, its draws seeded by ``seed``."""
+    """A sampling method at a budget of `forwards` forward passes, its draws seeded by `seed`."""
 
     def __init__(
         self,
@@ -150,9 +150,9 @@ class _Sampled(_CaptumPerturbation):
 
 
 class ShapleySamplingAttributor(_Sampled):
-    """Shapley values of the spans from random orders (captum ``ShapleyValueSampling``).
+    """Shapley values of the spans from random orders (captum `ShapleyValueSampling`).
 
-    Each order costs one forward per span, so ``forwards // n_spans`` orders are drawn (at least one).
+    Each order costs one forward per span, so `forwards // n_spans` orders are drawn (at least one).
     """
 
     name = "shapley"
@@ -163,7 +163,7 @@ class ShapleySamplingAttributor(_Sampled):
 
 
 class KernelShapAttributor(_Sampled):
-    """Kernel SHAP (captum ``KernelShap``): ``forwards`` random span subsets, one forward each, and a
+    """Kernel SHAP (captum `KernelShap`): `forwards` random span subsets, one forward each, and a
     weighted linear fit. captum gives it no per-token effects: every output unit gets the answer's scores."""
 
     name = "kernel_shap"

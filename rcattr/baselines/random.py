@@ -13,7 +13,7 @@ from rcattr.protocols import TokenizerLike
 
 
 class RandomAttributor(SpanAttributor):
-    """Independent uniform scores for every (output unit, span), drawn from ``seed`` and the example
+    """Independent uniform scores for every (output unit, span), drawn from `seed` and the example
     itself: the same example gets the same scores whatever was attributed before (a sharded benchmark
     equals a single run)."""
 

@@ -1,5 +1,5 @@
-"""Command line: ``rcattr explain``, ``heads``, ``compress``, ``ask``, ``serve`` and ``demo`` (or ``python -m rcattr
-...``)."""
+"""Command line: `rcattr explain`, `heads`, `compress`, `ask`, `serve` and `demo` (or `python -m rcattr
+...`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rcattr ask``: questions answered from a context that ``rcattr compress --save`` compressed and saved."""
+"""`rcattr ask`: questions answered from a context that `rcattr compress --save` compressed and saved."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The commands: ``explain`` (and ``demo``), ``heads`` and ``compress``, each given its parsed arguments and input
-(``ask`` and ``serve`` take none: their own modules)."""
+"""The commands: `explain` (and `demo`), `heads` and `compress`, each given its parsed arguments and input
+(`ask` and `serve` take none: their own modules)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def attributor_of(args: argparse.Namespace) -> RCAttributor:
-    """The attributor the model options ask for (``--model``, ``--top-k``, ``--paper``, ``--lexical``,
-    ``--probe``, and ``--device`` where the command has it)."""
+    """The attributor the model options ask for (`--model`, `--top-k`, `--paper`, `--lexical`,
+    `--probe`, and `--device` where the command has it)."""
     from rcattr.attribution.attributor import RCAttributor
     from rcattr.grounding.probe import SupportProbe
     from rcattr.heads.selectors import heads_for
@@ -42,7 +42,7 @@ def attributor_of(args: argparse.Namespace) -> RCAttributor:
 
 
 def report(result: RCAttributionResult, top: int) -> str:
-    """The answer and, for each of its parts, the ``top`` context spans it came from; then the answer's
+    """The answer and, for each of its parts, the `top` context spans it came from; then the answer's
     context reliance and its tokens the context does not support."""
     from rcattr.grounding.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
     from rcattr.viz.cited_answer import cited_answer

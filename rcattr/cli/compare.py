@@ -49,7 +49,7 @@ class AnswerAgreement:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Greedy answers of one prompt with the full cache and with ``cache``.
+    """Greedy answers of one prompt with the full cache and with `cache`.
 
     Attributes
     ----------
@@ -74,10 +74,10 @@ def compare_generations(
     max_new_tokens: int,
     prefill_chunk: int | None = None,
 ) -> Comparison:
-    """Answer ``inp`` greedily twice, with transformers' ``DynamicCache`` and with ``cache``, and compare; with
-    ``prefill_chunk``, ``cache`` is filled that many prompt tokens per forward, an RCKVCache cutting each chunk
-    before the next (``generate``'s ``prefill_chunk_size`` inside :meth:`RCKVCache.compressing
-    <rcattr.kvcache.RCKVCache.compressing>`)."""
+    """Answer `inp` greedily twice, with transformers' `DynamicCache` and with `cache`, and compare; with
+    `prefill_chunk`, `cache` is filled that many prompt tokens per forward, an RCKVCache cutting each chunk
+    before the next (`generate`'s `prefill_chunk_size` inside [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing]).
+    """
     from rcattr.kvcache.cache import RCKVCache
     from rcattr.kvcache.prefill import check_chunkable
 

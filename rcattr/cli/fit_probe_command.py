@@ -1,5 +1,5 @@
-"""``rcattr fit-probe``: a support probe fitted on your own labelled claims with your model, for
-``RCAttributor(probe=SupportProbe.load(path))`` and ``rcattr explain --probe``."""
+"""`rcattr fit-probe`: a support probe fitted on your own labelled claims with your model, for
+`RCAttributor(probe=SupportProbe.load(path))` and `rcattr explain --probe`."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ class LabelledClaim:
 
 
 def read_claims(path: str | Path) -> list[LabelledClaim]:
-    """The claims of a JSON-lines file: ``claim``, ``references`` (a list of passages), ``question`` (optional)
-    and ``label`` (1 / 0, true / false, "attributable" / "not attributable"; AttributionBench's
-    ``attribution_label`` too). A bad line raises CommandError naming it."""
+    """The claims of a JSON-lines file: `claim`, `references` (a list of passages), `question` (optional)
+    and `label` (1 / 0, true / false, "attributable" / "not attributable"; AttributionBench's
+    `attribution_label` too). A bad line raises CommandError naming it."""
     if not Path(path).is_file():
         raise CommandError(f"{path}: no such claims file")
     claims = []

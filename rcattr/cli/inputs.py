@@ -64,7 +64,7 @@ def html_suffixes() -> Collection[str]:
 
 def check_output(option: str, value: str | None, suffixes: Callable[[], Collection[str]], kind: str) -> None:
     """Refuse, before any model work, an output path that could not be written, or whose extension is
-    not one of ``suffixes()`` (``kind`` names what the file holds)."""
+    not one of `suffixes()` (`kind` names what the file holds)."""
     if value is None:
         return
     path = Path(value)
@@ -93,8 +93,8 @@ def check_output(option: str, value: str | None, suffixes: Callable[[], Collecti
 
 
 def read_input(args: argparse.Namespace) -> ContextInput:
-    """The command's context and question (the demo's without ``--context``), read and checked before torch is
-    imported, and the given ``--answer`` checked."""
+    """The command's context and question (the demo's without `--context`), read and checked before torch is
+    imported, and the given `--answer` checked."""
     answer = getattr(args, "answer", None)
     if answer is not None and not answer.strip():
         raise CommandError("--answer: the answer is empty; give the answer to explain, or leave --answer out")
@@ -109,7 +109,7 @@ def read_input(args: argparse.Namespace) -> ContextInput:
 
 def check_fits(args: argparse.Namespace, inp: ContextInput) -> None:
     """Refuse, with only the tokenizer and config loaded (not the weights), a prompt that fills the model's
-    window, or a prompt and given ``--answer`` that exceed it, as the library would after the model's load."""
+    window, or a prompt and given `--answer` that exceed it, as the library would after the model's load."""
     from rcattr.runtime.models import load_tokenizer
     from rcattr.text.prompting import render_prompt
 

@@ -1,4 +1,4 @@
-"""``rcattr serve``: the citation service (:mod:`rcattr.serve`) on one model, with uvicorn (the ``serve`` extra)."""
+"""`rcattr serve`: the citation service ([`rcattr.serve`][rcattr.serve]) on one model, with uvicorn (the `serve` extra)."""
 
 from __future__ import annotations
 

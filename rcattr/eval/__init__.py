@@ -1,1 +1,1 @@
-"""Datasets, metrics and benchmark runners (installed as ``rcattr.eval``)."""
+"""Datasets, metrics and benchmark runners (installed as `rcattr.eval`)."""

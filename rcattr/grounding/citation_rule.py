@@ -1,5 +1,5 @@
 """The citation rule: which documents an answer sentence cites, and how the cited answer shows them. One frozen
-object, read by the result's ``citations`` and ``cited_answer``, the command line and the service's schema."""
+object, read by the result's `citations` and `cited_answer`, the command line and the service's schema."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ CITATION_STYLES: tuple[CitationStyle, ...] = ("[n]", "markdown", "html")
 
 @dataclass(frozen=True)
 class CitationRule:
-    """Which documents each answer sentence cites (:func:`~rcattr.grounding.citations.sentence_citations`) and
-    how the cited answer marks them (:func:`~rcattr.viz.cited_answer.cited_answer`).
+    """Which documents each answer sentence cites ([`sentence_citations`][rcattr.grounding.citations.sentence_citations]) and
+    how the cited answer marks them ([`cited_answer`][rcattr.viz.cited_answer.cited_answer]).
 
     The defaults were chosen on the dev part of QuoteSum and Veri-Gran (docs/benchmarks.md, "Citations"): the
     rule with the best mean F1 of the cited documents over both files, 91.5% and 90.0% there, 87.7% and 86.1% on
@@ -35,12 +35,12 @@ class CitationRule:
     min_reliance : float in [0, 1], default 0
         A sentence whose context reliance is below this gets no citation.
     sentences : int >= 0, default 0
-        Also give each cited document's ``sentences`` best context spans for the sentence.
+        Also give each cited document's `sentences` best context spans for the sentence.
     min_support : float in [0, 1]
         A sentence whose support (how much the documents vouch for it) is below this gets no citation; the
-        default is the cut-off of the ``"unsupported"`` status, 0 cites every sentence whatever its support.
+        default is the cut-off of the `"unsupported"` status, 0 cites every sentence whatever its support.
     style : {"[n]", "markdown", "html"}, default "[n]"
-        The cited answer's marks: plain ``[1]``, markdown footnotes, or linked HTML superscripts.
+        The cited answer's marks: plain `[1]`, markdown footnotes, or linked HTML superscripts.
     references : bool, default True
         The cited answer ends with the list of the cited documents.
     verdict : {"lenient", "balanced", "strict"}, default "balanced"
@@ -85,4 +85,4 @@ class CitationRule:
 
 
 DEFAULT_RULE = CitationRule()
-"""The rule ``result.citations()`` and ``result.cited_answer()`` follow when given none."""
+"""The rule `result.citations()` and `result.cited_answer()` follow when given none."""

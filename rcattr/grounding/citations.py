@@ -1,16 +1,16 @@
 """Citations: which documents (and sentences) support each sentence of an answer, as applications show them.
 
-:meth:`RCAttributionResult.citations <rcattr.attribution.result.RCAttributionResult.citations>` turns a result's scores
-into one :class:`Citation` per answer sentence, whatever unit was attributed: :func:`sentence_groups` pairs
+[`RCAttributionResult.citations`][rcattr.attribution.result.RCAttributionResult.citations] turns a result's scores
+into one [`Citation`][rcattr.grounding.citations.Citation] per answer sentence, whatever unit was attributed: [`sentence_groups`][rcattr.grounding.citations.sentence_groups] pairs
 the output units with the sentences they lie in (a sentence's tokens are averaged into it). A whole-answer
-unit (``output_granularity="answer"``) is scored per sentence too (the result's :class:`SentenceRows`), which
+unit (`output_granularity="answer"`) is scored per sentence too (the result's [`SentenceRows`][rcattr.attribution.attributed.SentenceRows]), which
 are cited instead; a unit over several sentences without such rows (given character spans, a method that
 scores fewer rows) cannot be split, so they are cited once, after the last.
-:func:`cited_sources` applies the rule
-(:class:`~rcattr.grounding.citation_rule.CitationRule`): a sentence cites the documents whose share of its
-attribution is at least ``min_share`` of its best document's, at most ``max_sources`` of them, and none when its
-context reliance (the lookback ratio on the selected heads) is below ``min_reliance``. The defaults were chosen
-on part of QuoteSum and Veri-Gran and checked on the part held back (``python -m rcattr.eval.citations``,
+[`cited_sources`][rcattr.grounding.citations.cited_sources] applies the rule
+([`CitationRule`][rcattr.grounding.citation_rule.CitationRule]): a sentence cites the documents whose share of its
+attribution is at least `min_share` of its best document's, at most `max_sources` of them, and none when its
+context reliance (the lookback ratio on the selected heads) is below `min_reliance`. The defaults were chosen
+on part of QuoteSum and Veri-Gran and checked on the part held back (`python -m rcattr.eval.citations`,
 docs/benchmarks.md).
 """
 
@@ -35,9 +35,9 @@ from rcattr.text.segmentation import TextSpan, sentence_spans
 
 @dataclass(frozen=True)
 class CitedSpan:
-    """A context span (a sentence, with ``granularity="sentence"``) of a cited document.
+    """A context span (a sentence, with `granularity="sentence"`) of a cited document.
 
-    ``start`` and ``end`` are character offsets into the document's text; ``score`` is the span's share of
+    `start` and `end` are character offsets into the document's text; `score` is the span's share of
     the unit's attribution."""
 
     start: int
@@ -53,16 +53,16 @@ class CitedSource:
     Attributes
     ----------
     document : int
-        0-based index of the document in the context (``result.documents``).
+        0-based index of the document in the context (`result.documents`).
     number : int
-        The mark's number: ``document + 1``, as the prompt numbers it (``Document [n]``).
+        The mark's number: `document + 1`, as the prompt numbers it (`Document [n]`).
     score : float
         The document's share of the unit's attribution: its best span's score, normalised over the documents
-        (:func:`document_shares`).
+        ([`document_shares`][rcattr.grounding.citations.document_shares]).
     id, metadata
         The document's own, as the input gave them.
     spans : list of CitedSpan
-        The document's best spans for the unit, when asked for (``sentences=``).
+        The document's best spans for the unit, when asked for (`sentences=`).
     """
 
     document: int
@@ -83,34 +83,34 @@ class Citation:
         Character offsets of the sentence in the answer (from its first sentence's start to its last one's
         end when it covers several).
     text : str
-        ``answer[start:end]``.
+        `answer[start:end]`.
     sources : list of CitedSource
         The cited documents, best first; empty when the unit gets no citation.
     context_reliance : float or None
-        The unit's context reliance (None for baselines), which the rule compares with ``min_reliance``.
+        The unit's context reliance (None for baselines), which the rule compares with `min_reliance`.
     uncited : str or None
-        Why the unit has no citation: ``"low reliance"``, ``"no context scores"`` or ``"unsupported"`` (support
-        below the rule's ``min_support``); None when it has one.
+        Why the unit has no citation: `"low reliance"`, `"no context scores"` or `"unsupported"` (support
+        below the rule's `min_support`); None when it has one.
     n_sentences : int
         How many answer sentences the citation covers: 1, unless an output unit of the result spans several
-        and the result has no rows of its own for them (:class:`SentenceRows`): its scores cannot be split.
+        and the result has no rows of its own for them ([`SentenceRows`][rcattr.attribution.attributed.SentenceRows]): its scores cannot be split.
     support : float or None
-        How much the context vouches for the whole sentence, in [0, 1] (:func:`rcattr.grounding.vouching.sentence_support`; None for
+        How much the context vouches for the whole sentence, in [0, 1] ([`rcattr.grounding.vouching.sentence_support`][rcattr.grounding.vouching.sentence_support]; None for
         baselines, which have no token support).
     status : str or None
-        What the sentence's `verdict` says: ``"supported"`` when it is not marked. Without a support probe,
-        ``"supported"``, ``"weak"`` (support below :data:`rcattr.grounding.vouching.WEAK_BELOW`) or ``"unsupported"`` (below
-        :data:`~rcattr.grounding.vouching.UNSUPPORTED_BELOW`: then, by default, ``sources`` is empty); ``"partial"`` when the sentence
-        mixes held and unheld claims (:attr:`partly_held`) and its held part is supported; None for baselines.
-        A partly held sentence's status is its held part's (:attr:`held_support`), ``"partial"`` in place of
-        ``"supported"``. With a probe (`RCAttributor(probe=...)`), a marked sentence keeps that status where it
-        marks the sentence too, else is ``"weak"``.
+        What the sentence's `verdict` says: `"supported"` when it is not marked. Without a support probe,
+        `"supported"`, `"weak"` (support below [`rcattr.grounding.vouching.WEAK_BELOW`][rcattr.grounding.vouching.WEAK_BELOW]) or `"unsupported"` (below
+        [`UNSUPPORTED_BELOW`][rcattr.grounding.vouching.UNSUPPORTED_BELOW]: then, by default, `sources` is empty); `"partial"` when the sentence
+        mixes held and unheld claims ([`partly_held`][rcattr.grounding.vouching.partly_held]) and its held part is supported; None for baselines.
+        A partly held sentence's status is its held part's ([`held_support`][rcattr.grounding.citations.Citation.held_support]), `"partial"` in place of
+        `"supported"`. With a probe (`RCAttributor(probe=...)`), a marked sentence keeps that status where it
+        marks the sentence too, else is `"weak"`.
     claims : list of Claim
         The sentence's numbers, dates and names, each held by a sentence of the documents or the question as a
-        whole or not (:mod:`rcattr.grounding.claims`).
+        whole or not ([`rcattr.grounding.claims`][rcattr.grounding.claims]).
     held_support : float or None
-        The support of the sentence's held part: :attr:`support` without the tokens of its unheld claims, when
-        it has a held claim too (:attr:`partly_held`); :attr:`support` otherwise. It decides the citation: a
+        The support of the sentence's held part: [`support`][rcattr.grounding.citations.Citation.support] without the tokens of its unheld claims, when
+        it has a held claim too ([`partly_held`][rcattr.grounding.vouching.partly_held]); [`support`][rcattr.grounding.citations.Citation.support] otherwise. It decides the citation: a
         half-right sentence keeps the sources of its held part, and its unheld claims are marked where they
         stand.
     verdict : ClaimVerdict or None
@@ -193,7 +193,7 @@ def document_shares(scores: torch.Tensor, sources: torch.Tensor, n_documents: in
 
     Not its spans' scores summed: a sum grows with the document's length, so a long document of middling
     sentences outranks a short one that holds the answer (docs/benchmarks.md, "Sources of different lengths").
-    With one span per document (``granularity="chunk"``) both are the span's share.
+    With one span per document (`granularity="chunk"`) both are the span's share.
 
     Parameters
     ----------
@@ -216,10 +216,10 @@ def document_shares(scores: torch.Tensor, sources: torch.Tensor, n_documents: in
 def cited_sources(
     shares: Sequence[float], reliance: float | None, rule: CitationRule = DEFAULT_RULE
 ) -> tuple[list[int], str | None]:
-    """The documents one unit cites under ``rule``, best first, and why there are none (None when there are
+    """The documents one unit cites under `rule`, best first, and why there are none (None when there are
     some).
 
-    ``shares`` holds each document's share of the unit's attribution; ``reliance`` the unit's context
+    `shares` holds each document's share of the unit's attribution; `reliance` the unit's context
     reliance (None: not known, never a reason to withhold).
     """
     if reliance is not None and reliance < rule.min_reliance:
@@ -232,16 +232,16 @@ def cited_sources(
 
 
 def document_scores(result: AttributionRecord, output: int | None = None) -> torch.Tensor:
-    """``[n_documents]``: each document's share of the answer's (or output unit ``output``'s) attribution, as
-    citations rank them: its best span's score, normalised over the documents (:func:`document_shares`)."""
+    """`[n_documents]`: each document's share of the answer's (or output unit `output`'s) attribution, as
+    citations rank them: its best span's score, normalised over the documents ([`document_shares`][rcattr.grounding.citations.document_shares])."""
     sources = torch.tensor([span.source for span in result.context_spans], dtype=torch.long)
     return document_shares(result.scores(output).cpu(), sources, len(result.chunks))
 
 
 def sentence_citations(result: AttributionRecord, rule: CitationRule = DEFAULT_RULE) -> list[Citation]:
-    """One citation per answer sentence (per group of :func:`sentence_groups`) under ``rule``, with a warning
-    at its caller's caller for one over several (:meth:`RCAttributionResult.citations
-    <rcattr.attribution.result.RCAttributionResult.citations>`)."""
+    """One citation per answer sentence (per group of [`sentence_groups`][rcattr.grounding.citations.sentence_groups]) under `rule`, with a warning
+    at its caller's caller for one over several ([`RCAttributionResult.citations`][rcattr.attribution.result.RCAttributionResult.citations]).
+    """
     assert result.token_attr is not None  # always set by AttributionRecord.__init__
     rows = result.sentence_rows or SentenceRows(
         result.output_spans, result.token_attr, result.unit_context_reliance
@@ -297,7 +297,7 @@ def sentence_citations(result: AttributionRecord, rule: CitationRule = DEFAULT_R
 
 
 def _best_spans(result: AttributionRecord, scores: torch.Tensor, document: int, k: int) -> list[CitedSpan]:
-    """The ``k`` context spans of ``document`` with the highest ``[n_spans]`` scores (ties in span order)."""
+    """The `k` context spans of `document` with the highest `[n_spans]` scores (ties in span order)."""
     order = torch.argsort(scores, descending=True, stable=True).tolist()
     ranked = [i for i in order if result.context_spans[i].source == document][:k]
     return [
@@ -308,5 +308,5 @@ def _best_spans(result: AttributionRecord, scores: torch.Tensor, document: int, 
 
 
 def source(document: Document, index: int, score: float, spans: list[CitedSpan]) -> CitedSource:
-    """The :class:`CitedSource` of document ``index``."""
+    """The [`CitedSource`][rcattr.grounding.citations.CitedSource] of document `index`."""
     return CitedSource(index, index + 1, score, document.id, document.metadata, spans)

@@ -20,7 +20,7 @@ __all__ = ["claim_features", "claim_verdict"]
 
 
 def claim_features(attributor: RCAttributor, inputs: ContextInput, claim: str) -> ClaimFeatures:
-    """``claim``'s features, teacher-forced as the answer to ``inputs``, from its attribution's one pass (every
+    """`claim`'s features, teacher-forced as the answer to `inputs`, from its attribution's one pass (every
     head's rows kept, with a probe or without) and its citations: its weakest sentence's support, all its
     tokens' head statistics."""
     keeping = copy.copy(attributor)
@@ -48,8 +48,8 @@ def claim_verdict(
     claim: str,
     operating_point: str = DEFAULT_OPERATING_POINT,
 ) -> ClaimVerdict:
-    """Is ``claim`` attributable to ``inputs``' context? The verdicts of its citations
-    (``attributor.attribute(inputs, target=claim).citations()``, by the attributor's probe, else by token
+    """Is `claim` attributable to `inputs`' context? The verdicts of its citations
+    (`attributor.attribute(inputs, target=claim).citations()`, by the attributor's probe, else by token
     support): marked when one of its sentences is, its probability the least of theirs, the reason of the
     first marked sentence (of the weakest when none is)."""
     citations = attributor.attribute(inputs, target=claim).citations(CitationRule(verdict=operating_point))

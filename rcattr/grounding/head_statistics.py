@@ -1,8 +1,8 @@
 """Every head's per-token statistics from one forward pass: the support probe's features
-(:mod:`rcattr.grounding.probe`) and the groundedness benchmarks' baselines.
+([`rcattr.grounding.probe`][rcattr.grounding.probe]) and the groundedness benchmarks' baselines.
 
-Reducers on :class:`~rcattr.runtime.capture.LogitCapture` (sdpa is kept; attention comes from the exact logits)
-and :func:`token_signals`, which gives every answer token its log-probability, entropy, lookback ratio
+Reducers on [`LogitCapture`][rcattr.runtime.capture.LogitCapture] (sdpa is kept; attention comes from the exact logits)
+and [`token_signals`][rcattr.grounding.head_statistics.token_signals], which gives every answer token its log-probability, entropy, lookback ratio
 (Chuang et al. 2024, unsupervised) and peak superiority, over all heads and over given heads.
 """
 
@@ -21,7 +21,7 @@ from rcattr.runtime.capture import CaptureStep, LogitCapture
 
 
 class LookbackReducer:
-    """Per layer, each head's lookback ratio ``[H, A]`` for the answer rows of one pass
+    """Per layer, each head's lookback ratio `[H, A]` for the answer rows of one pass
     (`rcattr.attribution.spans.lookback_rows`)."""
 
     def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
@@ -36,8 +36,8 @@ class LookbackReducer:
 
 
 class PeakSuperiorityReducer:
-    """Per layer, each head's ``[H, A]`` P(max X > Y) per answer row
-    (`rcattr.heads.scores.peak_rows`); ``sizes`` keeps each layer's ``|Y|``."""
+    """Per layer, each head's `[H, A]` P(max X > Y) per answer row
+    (`rcattr.heads.scores.peak_rows`); `sizes` keeps each layer's `|Y|`."""
 
     def __init__(self, context_keys: torch.Tensor, answer_start: int) -> None:
         self.context_keys = context_keys
@@ -63,9 +63,9 @@ class TokenStatistics:
     Attributes
     ----------
     peak : Tensor of float64, shape [L, H, A]
-        P(max X > Y) at each answer row (:class:`PeakSuperiorityReducer`).
+        P(max X > Y) at each answer row ([`PeakSuperiorityReducer`][rcattr.grounding.head_statistics.PeakSuperiorityReducer]).
     n_self : Tensor of long, shape [L]
-        Each layer's ``|Y|``.
+        Each layer's `|Y|`.
     lookback : Tensor, shape [L, H, A]
         The lookback ratio at each answer row.
     logprob, entropy : Tensor, shape [A]
@@ -79,13 +79,13 @@ class TokenStatistics:
     entropy: torch.Tensor
 
     def support_log_odds(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` :func:`rcattr.grounding.support.support_log_odds` on the ``[k, 2]`` heads."""
+        """`[A]` [`rcattr.grounding.support.support_log_odds`][rcattr.grounding.support.support_log_odds] on the `[k, 2]` heads."""
         layers, index = heads.unbind(1)
         return support_log_odds(self.logprob, self.peak[layers, index], self.n_self[layers])
 
 
 def token_statistics(model: PreTrainedModel, example: Example) -> TokenStatistics:
-    """Every head's :class:`TokenStatistics` from one forward over ``example.ids``."""
+    """Every head's [`TokenStatistics`][rcattr.grounding.head_statistics.TokenStatistics] from one forward over `example.ids`."""
     start, ids = example.answer_start, example.ids
     context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
     lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)
@@ -110,12 +110,12 @@ def token_statistics(model: PreTrainedModel, example: Example) -> TokenStatistic
 def token_signals(
     model: PreTrainedModel, example: Example, rc_heads: torch.Tensor, peak_heads: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    """Per answer token ``[A]``, from one forward over ``example.ids``: its log-probability and the entropy of
+    """Per answer token `[A]`, from one forward over `example.ids`: its log-probability and the entropy of
     the distribution it was drawn from, and at its own row the lookback ratio and the peak superiority,
-    averaged over all heads, over the ``[k, 2]`` RC-selected ones and over the ``[k', 2]`` ``peak_heads``
-    (:func:`rcattr.grounding.support.support_heads`); ``support_log_odds`` (the result's token support, on
-    ``peak_heads``) and ``support_log_odds_selected`` (on the RC-selected heads) add the log-probability and
-    the log-odds of the heads' mean smoothed peak (:func:`rcattr.grounding.support.support_log_odds`)."""
+    averaged over all heads, over the `[k, 2]` RC-selected ones and over the `[k', 2]` `peak_heads`
+    ([`rcattr.grounding.support.support_heads`][rcattr.grounding.support.support_heads]); `support_log_odds` (the result's token support, on
+    `peak_heads`) and `support_log_odds_selected` (on the RC-selected heads) add the log-probability and
+    the log-odds of the heads' mean smoothed peak ([`rcattr.grounding.support.support_log_odds`][rcattr.grounding.support.support_log_odds])."""
     statistics = token_statistics(model, example)
     peaks, ratios = statistics.peak, statistics.lookback
     layers, heads = rc_heads.unbind(1)

@@ -57,8 +57,8 @@ _EPSILON = 1e-6
 
 
 def claim_tokens(tokens: Sequence[TextSpan], claim: str, start: int = 0, end: int | None = None) -> list[int]:
-    """The indices of the ``tokens`` of ``claim[start:end]`` (offsets into ``claim``, the whole of it by
-    default) that say something: not inside a citation marker (``[5]``), not blank (all of them when none is
+    """The indices of the `tokens` of `claim[start:end]` (offsets into `claim`, the whole of it by
+    default) that say something: not inside a citation marker (`[5]`), not blank (all of them when none is
     left)."""
     end = len(claim) if end is None else end
     markers = {
@@ -73,8 +73,8 @@ def claim_tokens(tokens: Sequence[TextSpan], claim: str, start: int = 0, end: in
 def head_means(
     lookback: torch.Tensor, peak: torch.Tensor, tokens: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per head, the ``[L, H]`` mean lookback ratio and mean peak superiority over the answer ``tokens`` of
-    the ``[L, H, A]`` tables."""
+    """Per head, the `[L, H]` mean lookback ratio and mean peak superiority over the answer `tokens` of
+    the `[L, H, A]` tables."""
     index = torch.tensor(list(tokens))
     return (
         lookback[..., index.to(lookback.device)].double().mean(-1).cpu().numpy(),
@@ -124,9 +124,9 @@ class ClaimFeatures:
         claims: Sequence[Claim] = (),
         held_support: float = 1.0,
     ) -> ClaimFeatures:
-        """The features of the claim made of the answer ``tokens`` (indices) from its pass's ``[L, H, A]``
-        lookback ratios and peaks and ``[A]`` log-probabilities, its ``support``, ``coverage``, ``claims`` and
-        ``held_support``."""
+        """The features of the claim made of the answer `tokens` (indices) from its pass's `[L, H, A]`
+        lookback ratios and peaks and `[A]` log-probabilities, its `support`, `coverage`, `claims` and
+        `held_support`."""
         tokens = list(tokens)
         lookbacks, peaks = head_means(lookback, peak, tokens)
         mean_logprob = logprob[tokens[1:] or tokens].double().mean()
@@ -142,11 +142,11 @@ class ClaimFeatures:
         )
 
     def heads_vector(self) -> np.ndarray:
-        """``[2 L H]``: the lookback ratios and the peaks."""
+        """`[2 L H]`: the lookback ratios and the peaks."""
         return np.concatenate([self.lookback.ravel(), self.peak.ravel()])
 
     def combined_vector(self, heads_log_odds: float) -> np.ndarray:
-        """``[6]``: the heads' log-odds and the others of `COMBINED`, in its order."""
+        """`[6]`: the heads' log-odds and the others of `COMBINED`, in its order."""
         return np.array(
             [
                 heads_log_odds,
@@ -160,8 +160,8 @@ class ClaimFeatures:
 
 
 def model_identity(model: PreTrainedModel) -> tuple[str, int, int]:
-    """The ``(name, layers, heads per layer)`` a probe is checked against; the name is the last part of the
-    model's ``name_or_path``."""
+    """The `(name, layers, heads per layer)` a probe is checked against; the name is the last part of the
+    model's `name_or_path`."""
     config = model.config.get_text_config()
     return (
         Path(str(model.config.name_or_path)).name,
@@ -171,8 +171,8 @@ def model_identity(model: PreTrainedModel) -> tuple[str, int, int]:
 
 
 def heads_model(x: np.ndarray, labels: np.ndarray, c: float) -> Any:
-    """The heads' level: a standardised logistic regression with L2 penalty ``1 / c``, fitted on
-    the ``[n, 2 L H]`` features ``x``."""
+    """The heads' level: a standardised logistic regression with L2 penalty `1 / c`, fitted on
+    the `[n, 2 L H]` features `x`."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -181,15 +181,15 @@ def heads_model(x: np.ndarray, labels: np.ndarray, c: float) -> Any:
 
 
 def operating_cut(probabilities: np.ndarray, labels: np.ndarray, share: float) -> float:
-    """The largest cut that marks (probability below it) at most ``share`` of the attributable claims
-    (``labels`` 1) of ``probabilities``."""
+    """The largest cut that marks (probability below it) at most `share` of the attributable claims
+    (`labels` 1) of `probabilities`."""
     attributable = np.sort(probabilities[np.asarray(labels) == 1])
     allowed = int(np.floor(share * len(attributable) + 1e-9))
     return float(attributable[min(allowed, len(attributable) - 1)])
 
 
 def vetoed(probabilities: np.ndarray, claims: Sequence[ClaimFeatures]) -> np.ndarray:
-    """``[n]`` the verdict's score (`rcattr.grounding.verdict`): the probability, never above the larger of the
+    """`[n]` the verdict's score (`rcattr.grounding.verdict`): the probability, never above the larger of the
     claim's held support and its lexical coverage (the heads do not pass a claim that neither its tokens' support
     nor its words find in the documents), 0 for a claim with a number or date the documents lack."""
     unheld = np.array([claim.unheld_number for claim in claims], dtype=bool)
@@ -198,7 +198,7 @@ def vetoed(probabilities: np.ndarray, claims: Sequence[ClaimFeatures]) -> np.nda
 
 
 def grouped_folds(labels: np.ndarray, groups: Sequence[str], seed: int, n_folds: int = FOLDS) -> list[Any]:
-    """Up to ``n_folds`` stratified folds, each group's (question's) claims in one."""
+    """Up to `n_folds` stratified folds, each group's (question's) claims in one."""
     from sklearn.model_selection import StratifiedGroupKFold
 
     n_splits = min(n_folds, len(set(groups)), int(np.bincount(labels).min()))
@@ -210,10 +210,10 @@ def grouped_folds(labels: np.ndarray, groups: Sequence[str], seed: int, n_folds:
 
 @dataclass(frozen=True)
 class SupportProbe:
-    """A fitted probe of two levels. The heads' level: ``mean``, ``scale`` and ``coefficients`` are
-    ``[2 L H]``, its log-odds ``z = coefficients · (x - mean) / scale + intercept``. The combined level over
-    `COMBINED` (``z`` first): the probability of a claim being attributable is
-    ``sigmoid(combined_coefficients · (v - combined_mean) / combined_scale + combined_intercept)``. ``cuts``:
+    """A fitted probe of two levels. The heads' level: `mean`, `scale` and `coefficients` are
+    `[2 L H]`, its log-odds `z = coefficients · (x - mean) / scale + intercept`. The combined level over
+    `COMBINED` (`z` first): the probability of a claim being attributable is
+    `sigmoid(combined_coefficients · (v - combined_mean) / combined_scale + combined_intercept)`. `cuts`:
     per operating point (`OPERATING_POINTS`), the probability below which a claim is marked."""
 
     model: str
@@ -241,9 +241,9 @@ class SupportProbe:
         groups: Sequence[str] | None = None,
         seed: int = 0,
     ) -> SupportProbe:
-        """The probe fitted on ``claims`` (their features, all of one model named ``model``) and ``labels``
-        (1: attributable, 0: not), the heads' L2 penalty ``1 / c``. The combined level is fitted on the heads'
-        out-of-fold log-odds (folds that keep each of ``groups``, the claims' questions, whole; each claim its
+        """The probe fitted on `claims` (their features, all of one model named `model`) and `labels`
+        (1: attributable, 0: not), the heads' L2 penalty `1 / c`. The combined level is fitted on the heads'
+        out-of-fold log-odds (folds that keep each of `groups`, the claims' questions, whole; each claim its
         own by default), and the operating points are cut on the out-of-fold verdict scores (`vetoed`)."""
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
@@ -291,7 +291,7 @@ class SupportProbe:
         )
 
     def check(self, model: tuple[str, int, int]) -> None:
-        """ValueError unless ``model`` (`model_identity`) is the one the probe was fitted on (names compared
+        """ValueError unless `model` (`model_identity`) is the one the probe was fitted on (names compared
         ignoring case)."""
         if (model[0].lower(), *model[1:]) != (self.model.lower(), self.layers, self.heads):
             raise ValueError(
@@ -300,7 +300,7 @@ class SupportProbe:
             )
 
     def cut(self, operating_point: str = DEFAULT_OPERATING_POINT) -> float:
-        """The probability below which a claim is marked at ``operating_point`` (`OPERATING_POINTS`)."""
+        """The probability below which a claim is marked at `operating_point` (`OPERATING_POINTS`)."""
         if operating_point not in self.cuts:
             raise ValueError(
                 f"unknown operating point {operating_point!r}; choose one of {sorted(self.cuts)}"
@@ -308,7 +308,7 @@ class SupportProbe:
         return self.cuts[operating_point]
 
     def heads_log_odds(self, claims: Sequence[ClaimFeatures]) -> np.ndarray:
-        """``[n]`` the heads' level's log-odds of each claim."""
+        """`[n]` the heads' level's log-odds of each claim."""
         if not claims:
             raise ValueError("no claims to judge")
         shapes = {claim.lookback.shape for claim in claims} - {(self.layers, self.heads)}
@@ -320,7 +320,7 @@ class SupportProbe:
         return np.asarray(x @ np.asarray(self.coefficients) + self.intercept)
 
     def probability(self, claims: Sequence[ClaimFeatures]) -> np.ndarray:
-        """``[n]`` each claim's probability of being attributable."""
+        """`[n]` each claim's probability of being attributable."""
         z = self.heads_log_odds(claims)
         v = np.stack([claim.combined_vector(score) for claim, score in zip(claims, z, strict=True)])
         v = (v - self.combined_mean) / np.asarray(self.combined_scale)
@@ -332,7 +332,7 @@ class SupportProbe:
 
     @classmethod
     def load(cls, path: str | Path) -> SupportProbe:
-        """The probe `save` wrote to ``path``; ValueError for a probe of an older format (refit it)."""
+        """The probe `save` wrote to `path`; ValueError for a probe of an older format (refit it)."""
         fields: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
         if fields.get("format") != FORMAT:
             raise ValueError(
@@ -344,7 +344,7 @@ class SupportProbe:
 
     @classmethod
     def shipped(cls, model: PreTrainedModel) -> SupportProbe | None:
-        """The probe shipped for ``model`` (fitted on AttributionBench dev), or None where none was fitted on a
+        """The probe shipped for `model` (fitted on AttributionBench dev), or None where none was fitted on a
         model of its name and head count."""
         name, layers, heads = model_identity(model)
         file = {shipped.lower(): file for shipped, file in SHIPPED.items()}.get(name.lower())

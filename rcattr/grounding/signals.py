@@ -1,5 +1,5 @@
-"""What only RC knows about an answer (:class:`RCSignals`): per answer token, its grounding in the context,
-and the heads it was read from. A result carries them as ``result.rc`` (None for a baseline)."""
+"""What only RC knows about an answer ([`RCSignals`][rcattr.grounding.signals.RCSignals]): per answer token, its grounding in the context,
+and the heads it was read from. A result carries them as `result.rc` (None for a baseline)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class _Attributed(Protocol):
-    """What :meth:`RCSignals.of` reads of a result (an :class:`~rcattr.attribution.record.AttributionRecord`)."""
+    """What [`RCSignals.of`][rcattr.grounding.signals.RCSignals.of] reads of a result (an [`AttributionRecord`][rcattr.attribution.record.AttributionRecord])."""
 
     @property
     def rc(self) -> RCSignals | None: ...
@@ -31,26 +31,26 @@ class RCSignals:
     Attributes
     ----------
     groundedness : Tensor, shape [n_answer_tokens]
-        Per answer token j, on the selected heads, ``sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])`` with X = the
+        Per answer token j, on the selected heads, `sum_h E[Z_h] / sum_h (E[Z_h] + E[Z'_h])` with X = the
         token's logits to the context and Y = Y(g, g), the answer's self-contextualization (one reference for
         every token, so early tokens are not judged on a tiny sample). In [0, 1]: low values mark answer
         tokens whose contextualization comes from the answer, not the context.
     lookback : Tensor, shape [n_answer_tokens]
         Per answer token, the lookback ratio (Chuang et al. 2024) averaged over the selected heads: the mean
         attention on a context token over that plus the mean attention on an answer token the row sees. In
-        [0, 1]; :attr:`context_reliance` is its mean.
+        [0, 1]; [`context_reliance`][rcattr.grounding.signals.RCSignals.context_reliance] is its mean.
     unit_context_reliance : Tensor, shape [n_outputs]
-        Each output unit's mean ``lookback`` over its tokens.
+        Each output unit's mean `lookback` over its tokens.
     token_logprob : Tensor, shape [n_answer_tokens]
         Each answer token's log-probability under the model, given the prompt and the answer before it.
     token_peak : Tensor, shape [n_answer_tokens]
-        Per answer token, on the support heads (:attr:`support_heads`, not the selected ones), the mean
+        Per answer token, on the support heads ([`support_heads`][rcattr.grounding.signals.RCSignals.support_heads], not the selected ones), the mean
         P(max X > Y): the share of the answer's self logits Y(g, g) below the token's highest logit to the
         context. A token copied from the context has heads that find its match there; a token the context lacks
         does not.
     token_support : Tensor, shape [n_answer_tokens]
-        Per answer token, ``sigmoid(token_logprob + logit(token_peak))`` (each head's peak smoothed,
-        :func:`rcattr.grounding.support.support_log_odds`): the evidence that the context holds the token, in [0, 1].
+        Per answer token, `sigmoid(token_logprob + logit(token_peak))` (each head's peak smoothed,
+        [`rcattr.grounding.support.support_log_odds`][rcattr.grounding.support.support_log_odds]): the evidence that the context holds the token, in [0, 1].
     head_selection : HeadSelection
         Every head's score and the selected heads.
     notes : tuple of str
@@ -58,9 +58,9 @@ class RCSignals:
         the answer, or no selected head that sees any of it (every span scores 0). A caller that attributes many
         inputs at once (a service) reads each one's here rather than from the warnings of the whole batch.
     support_heads : Tensor of long, shape [k, 2], optional
-        The ``(layer, head)`` pairs :attr:`token_peak` and :attr:`token_support` are read on: the 20 best heads
-        by this example's head scores (:data:`rcattr.grounding.support.SUPPORT_HEADS`; all heads of a smaller model),
-        whatever rule chose the voting heads (``heads=``), since the peak is a max over the context, noisy on
+        The `(layer, head)` pairs `token_peak` and `token_support` are read on: the 20 best heads
+        by this example's head scores ([`rcattr.grounding.support.SUPPORT_HEADS`][rcattr.grounding.support.SUPPORT_HEADS]; all heads of a smaller model),
+        whatever rule chose the voting heads (`heads=`), since the peak is a max over the context, noisy on
         few heads (measured in docs/benchmarks.md). Groundedness and lookback are read on the selected heads.
     lexical_share : float, optional
         With lexical fusion (`RCAttributor()`'s default), how much of the unit votes BM25 filled where the selected
@@ -90,12 +90,12 @@ class RCSignals:
 
     @property
     def context_reliance(self) -> float:
-        """How much the whole answer relies on the context: the mean :attr:`lookback` of its tokens, in [0, 1]."""
+        """How much the whole answer relies on the context: the mean `lookback` of its tokens, in [0, 1]."""
         return float(self.lookback.double().mean())
 
     @classmethod
     def of(cls, result: _Attributed) -> RCSignals:
-        """The RC signals of ``result``; ValueError naming its method when it has none (a baseline's)."""
+        """The RC signals of `result`; ValueError naming its method when it has none (a baseline's)."""
         if result.rc is None:
             raise ValueError(
                 f"this needs an RC result (RCAttributor's); the result of {result.span_scorer!r} has no RC signals"

@@ -40,11 +40,11 @@ class ClaimVerdict:
         sentence's held support and its lexical coverage, 0 with a number or date the documents lack; else the
         token support. In [0, 1].
     marked : bool
-        Whether the outputs mark it: `Citation.status` is anything but ``"supported"`` exactly when it is.
+        Whether the outputs mark it: `Citation.status` is anything but `"supported"` exactly when it is.
     by : {"probe", "support"}
         What decided it.
     reason : str
-        Why, in words: ``"not in the documents: '1974'"``, ``"probe 0.31 below the balanced cut 0.52"``...
+        Why, in words: `"not in the documents: '1974'"`, `"probe 0.31 below the balanced cut 0.52"`...
     """
 
     attributable: float
@@ -67,14 +67,14 @@ def sentence_verdict(
     status: str,
     operating_point: str = DEFAULT_OPERATING_POINT,
 ) -> tuple[ClaimVerdict, str]:
-    """The verdict on ``result.answer[start:end]`` and the status it gives the sentence.
+    """The verdict on `result.answer[start:end]` and the status it gives the sentence.
 
-    ``claims``, ``support``, ``held_support`` and ``status`` are the sentence's unsupervised reading
+    `claims`, `support`, `held_support` and `status` are the sentence's unsupervised reading
     (`rcattr.grounding.vouching.sentence_vouching`). With the result's probe (`RCSignals.probe`), the verdict's
     score (the probability of its `ClaimFeatures`, never above the larger of its held support and its lexical
-    coverage, 0 with an unheld number or date: `rcattr.grounding.probe.vetoed`) is cut at ``operating_point``; a marked sentence keeps its
-    unsupervised status where that marks it too (``"partial"``, ``"weak"``, ``"unsupported"``), else becomes
-    ``"weak"``; one the probe passes is ``"supported"``. Without a probe the verdict restates the status.
+    coverage, 0 with an unheld number or date: `rcattr.grounding.probe.vetoed`) is cut at `operating_point`; a marked sentence keeps its
+    unsupervised status where that marks it too (`"partial"`, `"weak"`, `"unsupported"`), else becomes
+    `"weak"`; one the probe passes is `"supported"`. Without a probe the verdict restates the status.
     """
     signals = result.rc
     numbers = _unheld(claims, numbers=True)

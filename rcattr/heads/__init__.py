@@ -7,6 +7,6 @@ from rcattr.moved import moved_name
 
 
 def __getattr__(name: str) -> Any:
-    """The names of the module ``rcattr.heads`` before it became this package (rcattr.heads.scores), with a
+    """The names of the module `rcattr.heads` before it became this package (rcattr.heads.scores), with a
     DeprecationWarning, until rcattr 0.3.0."""
     return moved_name(__name__, name)

@@ -50,13 +50,13 @@ class LayerRC:
         Per answer row j, P(max X > Y): the share of Y(g, g) below the row's highest context logit (0 for a
         row that sees no context). A token whose text is in the context has a head that finds it there.
     row_below : Tensor, shape [H, A]
-        Per answer row, the sum over its visible context logits x of ``#{y < x} / |Y|``.
+        Per answer row, the sum over its visible context logits x of `#{y < x} / |Y|`.
     row_pairs : Tensor, shape [A]
         Per answer row, its number of visible context logits.
     y_std : Tensor, shape [H]
-        The spread of Y(g, g), the scale of ``rc_std``.
+        The spread of Y(g, g), the scale of `rc_std`.
     n_self : int
-        ``|Y|``: the number of (row, answer key) pairs in Y(g, g), the denominator of ``context_peak``.
+        `|Y|`: the number of (row, answer key) pairs in Y(g, g), the denominator of `context_peak`.
     """
 
     head_scores: torch.Tensor
@@ -78,9 +78,9 @@ class LayerSuperiority:
     ----------
     head_scores : Tensor of float64, shape [H]
     row_below : Tensor of float64, shape [H, A]
-        As :attr:`LayerRC.row_below`.
+        As [`LayerRC.row_below`][rcattr.heads.scores.LayerRC.row_below].
     row_pairs : Tensor of float64, shape [A]
-        As :attr:`LayerRC.row_pairs`.
+        As [`LayerRC.row_pairs`][rcattr.heads.scores.LayerRC.row_pairs].
     """
 
     head_scores: torch.Tensor
@@ -98,11 +98,11 @@ def layer_superiority(
     self_logits: torch.Tensor,
     self_visible: torch.Tensor,
 ) -> LayerSuperiority:
-    """P(X > Y) of every head of one layer, as :func:`layer_rc` gives it, from counts alone.
+    """P(X > Y) of every head of one layer, as [`layer_rc`][rcattr.heads.scores.layer_rc] gives it, from counts alone.
 
     The ranks of the cross logits in the sorted Y(g, g) are exact integers, summed per row as they are
-    found (:func:`rcattr.stats.ranks.count_below_row_sums`): no partial sums, no copy of ``[H, A, C]``, and
-    ``cross`` may be a strided view of wider logits. Arguments as :func:`layer_rc`'s.
+    found ([`rcattr.stats.ranks.count_below_row_sums`][rcattr.stats.ranks.count_below_row_sums]): no partial sums, no copy of `[H, A, C]`, and
+    `cross` may be a strided view of wider logits. Arguments as [`layer_rc`][rcattr.heads.scores.layer_rc]'s.
     """
     y, size = _self_sample(self_logits, self_visible)
     row_below = count_below_row_sums(cross, y, cross_visible).to(torch.float64) / size  # [H, A]
@@ -112,8 +112,8 @@ def layer_superiority(
 
 
 def _self_sample(self_logits: torch.Tensor, self_visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The answer's self sample Y(g, g) of every head, sorted with ``+inf`` in place of the hidden pairs
-    (``[H, A * A]``; the rank kernels pass over ``+inf`` pads), and its size ``|Y|`` as a tensor: picking the
+    """The answer's self sample Y(g, g) of every head, sorted with `+inf` in place of the hidden pairs
+    (`[H, A * A]`; the rank kernels pass over `+inf` pads), and its size `|Y|` as a tensor: picking the
     visible logits alone would make the host wait for a GPU to count them, once a layer inside the forward."""
     return sorted_valid(self_logits.flatten(1), self_visible.flatten()), self_visible.sum()
 
@@ -127,14 +127,14 @@ def layer_rc(
 ) -> LayerRC:
     """Score every head of one layer, and each answer row's context and self contextualization.
 
-    One sort of Y(g, g) and one pass over the cross logits (:func:`rcattr.stats.ranks.rank_and_phi_row_sums`)
+    One sort of Y(g, g) and one pass over the cross logits ([`rcattr.stats.ranks.rank_and_phi_row_sums`][rcattr.stats.ranks.rank_and_phi_row_sums])
     give all of it: the head score is a mean over all visible (row, context) pairs, the row statistics
     are means over each row.
 
     Parameters
     ----------
     cross : Tensor, shape [H, A, C]
-        Logits from the ``A`` answer rows to the ``C`` context tokens.
+        Logits from the `A` answer rows to the `C` context tokens.
     cross_visible : Tensor of bool, shape [A, C]
         Which of those pairs the model attends (a sliding window may hide far context).
     self_logits : Tensor, shape [H, A, A]
@@ -142,7 +142,7 @@ def layer_rc(
     self_visible : Tensor of bool, shape [A, A]
         The causal (and windowed) pairs among them: the sample Y(g, g).
     kind : {"superiority", "rc_std", "rc"}
-        ``P(X > Y)``; ``E[Z] / std(Y)``; or the raw ``E[Z]`` of the paper.
+        `P(X > Y)`; `E[Z] / std(Y)`; or the raw `E[Z]` of the paper.
     """
     if kind not in HEAD_SCORES:
         raise ValueError(f"unknown head score {kind!r}; choose one of {list(HEAD_SCORES)}")
@@ -179,15 +179,15 @@ def layer_rc(
 def peak_superiority(
     cross: torch.Tensor, cross_visible: torch.Tensor, y_sorted: torch.Tensor
 ) -> torch.Tensor:
-    """``[H, A]`` P(max X > Y) per row: the share of the sorted ``[H, |Y|]`` sample below the row's highest
-    visible logit of ``cross [H, A, C]`` (``cross_visible [A, C]``); 0 for a row that sees nothing."""
+    """`[H, A]` P(max X > Y) per row: the share of the sorted `[H, |Y|]` sample below the row's highest
+    visible logit of `cross [H, A, C]` (`cross_visible [A, C]`); 0 for a row that sees nothing."""
     peak = torch.where(cross_visible, cross, float("-inf")).amax(-1).contiguous()  # [H, A]
     return count_below(peak, y_sorted).to(torch.float64) / y_sorted.shape[-1]
 
 
 def head_count(scores: torch.Tensor, k: HeadCount) -> int:
-    """How many heads ``k`` selects from a ``[L, H]`` score table, checked: a number of heads, or a fraction
-    of all heads (a float in ``(0, 1]``). The outlier heads of an example are :func:`outlier_heads`."""
+    """How many heads `k` selects from a `[L, H]` score table, checked: a number of heads, or a fraction
+    of all heads (a float in `(0, 1]`). The outlier heads of an example are [`outlier_heads`][rcattr.heads.scores.outlier_heads]."""
     total = scores.numel()
     if isinstance(k, (bool, str)):
         raise ValueError(f"top_k={k!r}: give a number of heads or a fraction of them")
@@ -202,23 +202,23 @@ def head_count(scores: torch.Tensor, k: HeadCount) -> int:
 
 
 def outlier_count(scores: torch.Tensor, sigmas: float = OUTLIER_SIGMAS) -> int:
-    """How many heads of a score table score more than ``sigmas`` standard deviations above the mean of
-    all of them (:func:`outlier_heads` selects them, or the best head when none does)."""
+    """How many heads of a score table score more than `sigmas` standard deviations above the mean of
+    all of them ([`outlier_heads`][rcattr.heads.scores.outlier_heads] selects them, or the best head when none does)."""
     flat = scores.flatten().double()
     return int((flat > flat.mean() + sigmas * flat.std(correction=0)).sum())
 
 
 def min_heads(total: int) -> int:
-    """The stated minimum of a selection from a model of ``total`` heads: :data:`MIN_HEAD_SHARE` of them,
+    """The stated minimum of a selection from a model of `total` heads: [`MIN_HEAD_SHARE`][rcattr.heads.scores.MIN_HEAD_SHARE] of them,
     rounded up (4 of Gemma-3-270m's 72, 14 of SmolLM2's 270, 17 of a 24 x 14 model), at least 1. A
     selection below it rests on few heads' votes, and the result says so
-    (:attr:`rcattr.heads.selection.HeadSelection.few_heads`)."""
+    ([`rcattr.heads.selection.HeadSelection.few_heads`][rcattr.heads.selection.HeadSelection.few_heads])."""
     return max(1, math.ceil(MIN_HEAD_SHARE * total - 1e-9))
 
 
 def seeing_heads(reach: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """``[L, H]`` bool: the heads a selection chooses among, from each layer's ``[L]`` reach (the share of
-    the (answer token, context token) pairs its attention mask lets it see, :attr:`Reduction.context_reach`).
+    """`[L, H]` bool: the heads a selection chooses among, from each layer's `[L]` reach (the share of
+    the (answer token, context token) pairs its attention mask lets it see, `Reduction.context_reach`).
 
     Those are the heads of the layers that see the whole context from the answer; where none does (every
     layer's window is shorter than the distance), those of the layers that see the most of it. A head whose
@@ -233,23 +233,23 @@ def seeing_heads(reach: torch.Tensor, n_heads: int) -> torch.Tensor:
 def top_heads(
     scores: torch.Tensor, k: HeadCount = 20, *, bottom: bool = False, among: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """The ``k`` best (or worst) heads of a ``[layers, heads]`` score table.
+    """The `k` best (or worst) heads of a `[layers, heads]` score table.
 
     Parameters
     ----------
     scores : Tensor, shape [L, H]
     k : int or float, default 20
-        Number of heads, or a fraction of all heads when a float in ``(0, 1]`` (:func:`head_count`). Among
-        fewer heads (``among``), it is capped to how many they are.
+        Number of heads, or a fraction of all heads when a float in `(0, 1]` ([`head_count`][rcattr.heads.scores.head_count]). Among
+        fewer heads (`among`), it is capped to how many they are.
     bottom : bool, default False
         Take the lowest-scoring heads instead (the paper's ablation).
     among : Tensor of bool, shape [L, H], optional
-        The heads to choose from (:func:`seeing_heads`); None: all of them.
+        The heads to choose from ([`seeing_heads`][rcattr.heads.scores.seeing_heads]); None: all of them.
 
     Returns
     -------
     Tensor of long, shape [k, 2]
-        ``(layer, head)`` pairs, best first (worst first with ``bottom=True``).
+        `(layer, head)` pairs, best first (worst first with `bottom=True`).
     """
     count = head_count(scores, k)
     return _ranked(scores, lambda _: count, among, bottom=bottom)
@@ -262,20 +262,20 @@ def outlier_heads(
     at_least: int = 1,
     among: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The outlier heads of a ``[layers, heads]`` score table, best first: those whose score lies more than
-    ``sigmas`` standard deviations above the mean of all the heads for this example (:func:`outlier_count`),
-    and at least the ``at_least`` best ones (one by default).
+    """The outlier heads of a `[layers, heads]` score table, best first: those whose score lies more than
+    `sigmas` standard deviations above the mean of all the heads for this example ([`outlier_count`][rcattr.heads.scores.outlier_count]),
+    and at least the `at_least` best ones (one by default).
 
     The outliers adapt to the model: on SmolLM2 (270 heads) they are about 19 heads, on Gemma-3-270m
     (72 heads) about 3, where a fixed 20 would take a quarter of the model. On a model whose scores have
-    one far outlier they can be a single head; the attributor's result then says so (:func:`min_heads`). A
+    one far outlier they can be a single head; the attributor's result then says so ([`min_heads`][rcattr.heads.scores.min_heads]). A
     floor of 5% of the heads was measured and loses 9 points on Gemma's Veri-Gran (docs/benchmarks.md).
-    Among fewer heads (``among``, :func:`seeing_heads`), the outliers are those of these heads' scores.
+    Among fewer heads (`among`, [`seeing_heads`][rcattr.heads.scores.seeing_heads]), the outliers are those of these heads' scores.
 
     Returns
     -------
     Tensor of long, shape [k, 2]
-        ``(layer, head)`` pairs.
+        `(layer, head)` pairs.
     """
     return _ranked(scores, lambda values: max(outlier_count(values, sigmas), at_least), among)
 
@@ -287,8 +287,8 @@ def _ranked(
     *,
     bottom: bool = False,
 ) -> torch.Tensor:
-    """The ``count(values)`` best (or worst) heads of ``scores`` among ``among`` (None: all), as pairs;
-    ``values`` are the scores of the heads chosen among, and the count is capped to how many they are."""
+    """The `count(values)` best (or worst) heads of `scores` among `among` (None: all), as pairs;
+    `values` are the scores of the heads chosen among, and the count is capped to how many they are."""
     flat = scores.flatten()
     if among is None:
         chosen = flat.topk(min(count(scores), flat.numel()), largest=not bottom).indices
@@ -301,7 +301,7 @@ def _ranked(
 
 
 def fixed_heads(heads: Sequence[tuple[int, int]], n_layers: int, n_heads: int) -> torch.Tensor:
-    """A caller-given list of ``(layer, head)`` pairs as a ``[k, 2]`` tensor, checked against the model."""
+    """A caller-given list of `(layer, head)` pairs as a `[k, 2]` tensor, checked against the model."""
     table = torch.as_tensor([list(pair) for pair in heads], dtype=torch.long).reshape(-1, 2)
     if table.numel() == 0:
         raise ValueError("heads is empty; give at least one (layer, head) pair")
@@ -317,9 +317,9 @@ def fixed_heads(heads: Sequence[tuple[int, int]], n_layers: int, n_heads: int) -
 def peak_rows(
     logits: torch.Tensor, visible: torch.Tensor, context_keys: torch.Tensor, answer_start: int
 ) -> tuple[torch.Tensor, int]:
-    """``[H, A]`` each head's P(max X > Y) at each answer row (``#{y < max_c x_c} / |Y|``, x the row's visible
-    context logits, Y the answer's self logits Y(g, g); 0 for a row that sees no context), and ``|Y|``, from
-    the ``[H, A, S]`` logits and their ``[A, S]`` visibility."""
+    """`[H, A]` each head's P(max X > Y) at each answer row (`#{y < max_c x_c} / |Y|`, x the row's visible
+    context logits, Y the answer's self logits Y(g, g); 0 for a row that sees no context), and `|Y|`, from
+    the `[H, A, S]` logits and their `[A, S]` visibility."""
     answer = slice(answer_start, answer_start + logits.shape[-2])
     y = sort_values(logits[..., answer][:, visible[:, answer]])  # [H, |Y|]
     is_context = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)

@@ -1,4 +1,4 @@
-"""The heads an attribution used (:class:`HeadSelection`), as a result carries them."""
+"""The heads an attribution used ([`HeadSelection`][rcattr.heads.selection.HeadSelection]), as a result carries them."""
 
 from __future__ import annotations
 
@@ -16,23 +16,23 @@ class HeadSelection:
     Attributes
     ----------
     scores : Tensor, shape [L, H]
-        Every head's score (``kind``) for this example.
+        Every head's score (`kind`) for this example.
     heads : Tensor of long, shape [k, 2]
-        The selected ``(layer, head)`` pairs.
+        The selected `(layer, head)` pairs.
     kind : str
-        The head score (``"superiority"``, ``"rc_std"``, ``"rc"``), or ``"fixed"`` for given heads.
+        The head score (`"superiority"`, `"rc_std"`, `"rc"`), or `"fixed"` for given heads.
     weights : Tensor, shape [k], optional
         Each selected head's weight (None: all 1).
     outliers : int, optional
-        With the outlier rule (:class:`~rcattr.heads.selectors.OutlierHeads`), how many heads stood out from this example's scores.
+        With the outlier rule ([`OutlierHeads`][rcattr.heads.selectors.OutlierHeads]), how many heads stood out from this example's scores.
     minimum : int, optional
-        The stated minimum of a selection (:func:`rcattr.heads.scores.min_heads`, 5% of the model's heads): fewer
-        selected heads are flagged (:attr:`few_heads`).
+        The stated minimum of a selection ([`rcattr.heads.scores.min_heads`][rcattr.heads.scores.min_heads], 5% of the model's heads): fewer
+        selected heads are flagged ([`few_heads`][rcattr.heads.selection.HeadSelection.few_heads]).
     reach : Tensor, shape [L], optional
         Each layer's view of the context from the answer: the share of the (answer token, context token)
         pairs its attention mask lets it see (1 for a full-attention layer; less for a sliding-window or
         chunked layer whose window does not reach the context). A selection chooses among the heads that see
-        the whole context (:func:`rcattr.heads.scores.seeing_heads`; :attr:`seeing` counts them).
+        the whole context ([`rcattr.heads.scores.seeing_heads`][rcattr.heads.scores.seeing_heads]; [`seeing`][rcattr.heads.selection.HeadSelection.seeing] counts them).
     """
 
     scores: torch.Tensor
@@ -60,7 +60,7 @@ class HeadSelection:
 
     @property
     def few_seeing(self) -> bool:
-        """Whether none, or fewer heads than the stated minimum (:func:`rcattr.heads.scores.min_heads`), see the whole
+        """Whether none, or fewer heads than the stated minimum ([`rcattr.heads.scores.min_heads`][rcattr.heads.scores.min_heads]), see the whole
         context from the answer: the attribution rests on few heads that can see the sources, or on none."""
         return self.seeing is not None and self.seeing < min_heads(self.scores.numel())
 
@@ -88,8 +88,8 @@ class HeadSelection:
 
     def describe(self, lexical_share: float | None = None) -> str:
         """One sentence: how many heads were selected, by which score and rule, and whether they are few; with
-        ``lexical_share``, how much of the votes BM25 filled (:attr:`RCSignals.lexical_share
-        <rcattr.grounding.signals.RCSignals.lexical_share>`)."""
+        `lexical_share`, how much of the votes BM25 filled ([`RCSignals.lexical_share`][rcattr.grounding.signals.RCSignals.lexical_share]).
+        """
         count = len(self.heads)
         text = f"{count} head{'' if count == 1 else 's'} selected by {self.kind}"
         if self.outliers is not None:

@@ -1,11 +1,11 @@
-"""Head selection strategies: which heads' span scores an :class:`~rcattr.RCAttributor` sums.
+"""Head selection strategies: which heads' span scores an [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] sums.
 
-A selector is a small frozen dataclass (kvpress's press pattern): ``score`` names how heads are ranked,
-and :meth:`HeadSelector.select` turns this example's ``[L, H]`` head scores into a
-:class:`~rcattr.heads.selection.HeadSelection`. The attributor checks it once against the model
-(:meth:`HeadSelector.for_model`). To add a rule: subclass :class:`HeadSelector` and implement
-``select``, choosing among the heads that see the whole context (:func:`~rcattr.heads.scores.seeing_heads` of the
-``reach`` it is given).
+A selector is a small frozen dataclass (kvpress's press pattern): `score` names how heads are ranked,
+and [`HeadSelector.select`][rcattr.heads.selectors.HeadSelector.select] turns this example's `[L, H]` head scores into a
+[`HeadSelection`][rcattr.heads.selection.HeadSelection]. The attributor checks it once against the model
+([`HeadSelector.for_model`][rcattr.heads.selectors.HeadSelector.for_model]). To add a rule: subclass [`HeadSelector`][rcattr.heads.selectors.HeadSelector] and implement
+`select`, choosing among the heads that see the whole context ([`seeing_heads`][rcattr.heads.scores.seeing_heads] of the
+`reach` it is given).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class HeadSelector(ABC):
     Attributes
     ----------
     score : {"superiority", "rc_std", "rc"}
-        How heads are ranked: ``P(X > Y)`` (default), ``E[Z] / std(Y)`` or the paper's raw ``E[Z]``
-        (:mod:`rcattr.heads.scores`).
+        How heads are ranked: `P(X > Y)` (default), `E[Z] / std(Y)` or the paper's raw `E[Z]`
+        ([`rcattr.heads.scores`][rcattr.heads.scores]).
     """
 
     score: HeadScore
@@ -50,18 +50,18 @@ class HeadSelector(ABC):
             raise ValueError(f"unknown head_score {self.score!r}; choose one of {list(HEAD_SCORES)}")
 
     def for_model(self, n_layers: int, n_heads: int) -> HeadSelector:
-        """This selector checked against a model of ``n_layers x n_heads`` heads (may return a copy)."""
+        """This selector checked against a model of `n_layers x n_heads` heads (may return a copy)."""
         return self
 
     @abstractmethod
     def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
-        """The heads of a ``[L, H]`` score table (of kind :attr:`score`), chosen among those that see the whole
-        context from the answer when each layer's ``[L]`` ``reach`` is given (:func:`~rcattr.heads.scores.seeing_heads`;
-        the pass's :meth:`~rcattr.attribution.reduction.Reduction.reach`)."""
+        """The heads of a `[L, H]` score table (of kind [`score`][rcattr.heads.selectors.OutlierHeads.score]), chosen among those that see the whole
+        context from the answer when each layer's `[L]` `reach` is given ([`seeing_heads`][rcattr.heads.scores.seeing_heads];
+        the pass's [`reach`][rcattr.attribution.reduction.Reduction.reach])."""
 
 
 def _among(scores: torch.Tensor, reach: torch.Tensor | None) -> torch.Tensor | None:
-    """The ``[L, H]`` heads to choose among: those that see the context (None: all heads, or no reach known)."""
+    """The `[L, H]` heads to choose among: those that see the context (None: all heads, or no reach known)."""
     if reach is None:
         return None
     seeing = seeing_heads(reach, scores.shape[1])
@@ -69,7 +69,7 @@ def _among(scores: torch.Tensor, reach: torch.Tensor | None) -> torch.Tensor | N
 
 
 def _checked_count(k: HeadCount, n_layers: int, n_heads: int) -> int | None:
-    """Check ``k`` against the model's heads: the model's head count when ``k`` is above it (to cap it to,
+    """Check `k` against the model's heads: the model's head count when `k` is above it (to cap it to,
     with a warning), else None."""
     total = n_layers * n_heads
     if isinstance(k, int) and not isinstance(k, bool) and k > total:
@@ -110,7 +110,7 @@ class OutlierHeads(HeadSelector):
 
 @dataclass(frozen=True)
 class TopHeads(HeadSelector):
-    """The ``k`` best heads: a number, or a fraction of all heads (a float in ``(0, 1]``).
+    """The `k` best heads: a number, or a fraction of all heads (a float in `(0, 1]`).
 
     Parameters
     ----------
@@ -147,7 +147,7 @@ class TopHeads(HeadSelector):
 
 @dataclass(frozen=True)
 class FixedHeads(HeadSelector):
-    """Given ``(layer, head)`` pairs, whatever the scores (``score`` still ranks them for the result).
+    """Given `(layer, head)` pairs, whatever the scores (`score` still ranks them for the result).
 
     Parameters
     ----------
@@ -173,8 +173,8 @@ class FixedHeads(HeadSelector):
 
 
 def heads_for(top_k: TopK, score: HeadScore = "superiority") -> HeadSelector:
-    """The selector of a command line's ``--top-k`` (:func:`~rcattr.options.parse_head_count`, a run's
-    ``top_k`` setting): :class:`OutlierHeads` for ``"outliers"``, else :class:`TopHeads` of a number (or
+    """The selector of a command line's `--top-k` ([`parse_head_count`][rcattr.options.parse_head_count], a run's
+    `top_k` setting): [`OutlierHeads`][rcattr.heads.selectors.OutlierHeads] for `"outliers"`, else [`TopHeads`][rcattr.heads.selectors.TopHeads] of a number (or
     fraction) of heads."""
     if top_k == "outliers":
         return OutlierHeads(score)

@@ -1,4 +1,4 @@
-"""Head-wise KV-cache eviction by relative contextualization: :class:`RCKVCache` (docs/design.md §3)."""
+"""Head-wise KV-cache eviction by relative contextualization: [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] (docs/design.md §3)."""
 
 from rcattr.kvcache.cache import RCKVCache, cache_nbytes
 from rcattr.kvcache.context import CompressedContext, SplitPrompt, compress_context, split_prompt
@@ -61,7 +61,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """:class:`RCPress` on first use (PEP 562): it imports kvpress, which pins transformers < 5.3."""
+    """`RCPress` on first use (PEP 562): it imports kvpress, which pins transformers < 5.3."""
     if name != "RCPress":
         raise AttributeError(f"module 'rcattr.kvcache' has no attribute {name!r}")
     try:

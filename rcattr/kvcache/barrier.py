@@ -1,6 +1,6 @@
-"""Where an evicting layer's scores wait for their decision: the one thing of :class:`~rcattr.kvcache.RCKVCache`
-that spans layers. It only gathers: a rule at ``"head"`` or ``"layer"`` scope decides for each layer as soon as it
-has scored; one at ``"model"`` scope (:attr:`Rule.spans_layers <rcattr.kvcache.policy.Rule.spans_layers>`) once the
+"""Where an evicting layer's scores wait for their decision: the one thing of [`RCKVCache`][rcattr.kvcache.cache.RCKVCache]
+that spans layers. It only gathers: a rule at `"head"` or `"layer"` scope decides for each layer as soon as it
+has scored; one at `"model"` scope ([`Rule.spans_layers`][rcattr.kvcache.policy.Rule.spans_layers]) once the
 last evicting layer of the forward has, over all of them together.
 """
 
@@ -27,7 +27,7 @@ class Barrier(Generic[Waiting]):
         self._waiting: list[Waiting] = []
 
     def gather(self, scored: Waiting, spans_layers: bool) -> list[Waiting]:
-        """Add one layer's ``scored``; return everything to decide now, in the order it came: that one alone
+        """Add one layer's `scored`; return everything to decide now, in the order it came: that one alone
         for a rule that does not span layers, every layer's once the last has scored for one that does, and
         nothing while it waits."""
         self._waiting.append(scored)

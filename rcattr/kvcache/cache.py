@@ -1,4 +1,4 @@
-"""RCKVCache: a transformers ``Cache`` that evicts, head by head, the prompt tokens the model will not need."""
+"""RCKVCache: a transformers `Cache` that evicts, head by head, the prompt tokens the model will not need."""
 
 from __future__ import annotations
 
@@ -37,16 +37,16 @@ class RCKVCache(Cache):
     """Head-wise KV eviction by relative contextualization (RCStat, docs/design.md §3).
 
     At prefill, for every full-attention layer and key head, each prompt token is scored by its expected
-    RC against the last ``window`` prompt tokens times the norm of its value vector; by default the lowest half
-    of those scores, over every key head of every layer, is dropped (``ratio=0.5``), so budgets differ per head
-    and per layer. ``c`` gives the paper's adaptive threshold instead (``score < c · mean score``; ``c=1`` was
+    RC against the last `window` prompt tokens times the norm of its value vector; by default the lowest half
+    of those scores, over every key head of every layer, is dropped (`ratio=0.5`), so budgets differ per head
+    and per layer. `c` gives the paper's adaptive threshold instead (`score < c · mean score`; `c=1` was
     the default before rcattr 0.2 and evicts about 80% of a 2k context compressed before its questions). The first 4
     tokens (attention sinks) and the window are always kept. What comes after the prompt (a question asked of the
-    compressed context, a chat's next turn) is kept whole; inside ``with cache.compressing():`` (a turn that
-    brings a new document) each forward of more than one token is scored against its own last ``window`` tokens
-    and compressed the same way, entries kept before staying. :meth:`paper` gives the paper's recipe; ``policy``
-    any other (:class:`~rcattr.kvcache.EvictionPolicy`: a selection rule at a scope, a scorer such as
-    :class:`~rcattr.kvcache.DistilledScorer`, a distilled replay score for contexts compressed before their
+    compressed context, a chat's next turn) is kept whole; inside `with cache.compressing():` (a turn that
+    brings a new document) each forward of more than one token is scored against its own last `window` tokens
+    and compressed the same way, entries kept before staying. [`paper`][rcattr.kvcache.cache.RCKVCache.paper] gives the paper's recipe; `policy`
+    any other ([`EvictionPolicy`][rcattr.kvcache.policy.EvictionPolicy]: a selection rule at a scope, a scorer such as
+    [`DistilledScorer`][rcattr.kvcache.distilled.DistilledScorer], a distilled replay score for contexts compressed before their
     questions, decode-time eviction).
 
     Parameters
@@ -54,38 +54,38 @@ class RCKVCache(Cache):
     model : transformers.PreTrainedModel
         A decoder-only causal LM using sdpa, eager or flex attention (Llama, Mistral, Qwen2, Qwen3,
         Gemma3, Phi3, ...). Its attention is routed through rcattr's attention layer
-        (:mod:`rcattr.runtime.attention`), which is transparent for other caches, until the cache is closed.
+        ([`rcattr.runtime.attention`][rcattr.runtime.attention]), which is transparent for other caches, until the cache is closed.
     c : float, optional
-        Threshold multiplier, >= 0: a token is evicted when ``score < c · mean score``, so each prompt loses
-        what its scores say it can spare. ``c = 0`` keeps everything; larger ``c`` evicts more. Not with
-        ``ratio`` or ``budget``.
+        Threshold multiplier, >= 0: a token is evicted when `score < c · mean score`, so each prompt loses
+        what its scores say it can spare. `c = 0` keeps everything; larger `c` evicts more. Not with
+        `ratio` or `budget`.
     window : int, default 16
         The last prompt tokens that stand in for the generation (the paper uses 8 or 16).
     ratio : float, optional
-        The share of the prompt's entries to evict, in [0, 1) (default 0.5 when neither ``c`` nor ``budget`` is
-        given): the lowest scores over every key head of every full-attention layer go first (``Ratio(ratio)``),
+        The share of the prompt's entries to evict, in [0, 1) (default 0.5 when neither `c` nor `budget` is
+        given): the lowest scores over every key head of every full-attention layer go first (`Ratio(ratio)`),
         window and sinks kept.
-        With ``decode_every``, each decode-time eviction evicts that share of the tokens generated since the
+        With `decode_every`, each decode-time eviction evicts that share of the tokens generated since the
         last.
     budget : int, optional
-        A fixed token budget instead of the threshold: ``budget`` entries per key head on average, window
+        A fixed token budget instead of the threshold: `budget` entries per key head on average, window
         and sinks included, shared by score by every key head of every full-attention layer. With
-        ``decode_every``, each decode-time eviction cuts the cache back to it, so it stays within
-        ``budget + decode_every`` tokens per head (plus a later chunk's) however long the generation.
+        `decode_every`, each decode-time eviction cuts the cache back to it, so it stays within
+        `budget + decode_every` tokens per head (plus a later chunk's) however long the generation.
     decode_every : int, optional
-        Decode-time eviction: after every ``decode_every`` generated tokens, each full-attention layer
-        scores its entries against its last ``window`` queries and evicts, the window and the sinks kept.
-        With ``budget``, everything held is ranked again and cut to the budget; without, the tokens
-        generated since the last eviction are judged against ``c`` times their mean score over the layer's
-        key heads, or the ``ratio`` of them evicted. Default: generated tokens are all kept.
+        Decode-time eviction: after every `decode_every` generated tokens, each full-attention layer
+        scores its entries against its last `window` queries and evicts, the window and the sinks kept.
+        With `budget`, everything held is ranked again and cut to the budget; without, the tokens
+        generated since the last eviction are judged against `c` times their mean score over the layer's
+        key heads, or the `ratio` of them evicted. Default: generated tokens are all kept.
     policy : EvictionPolicy, optional
-        The composable form, instead of ``c``, ``ratio``, ``budget`` and ``decode_every``: another scorer
-        (``EvictionPolicy(Ratio(0.5), DistilledScorer(predictor=ScorePredictor.shipped(model)))`` predicts a
+        The composable form, instead of `c`, `ratio`, `budget` and `decode_every`: another scorer
+        (`EvictionPolicy(Ratio(0.5), DistilledScorer(predictor=ScorePredictor.shipped(model)))` predicts a
         replay of the context), scope or decode-time rule.
 
     Notes
     -----
-    Sliding-window layers (Gemma3, Qwen2 with ``use_sliding_window``) keep transformers' own sliding
+    Sliding-window layers (Gemma3, Qwen2 with `use_sliding_window`) keep transformers' own sliding
     cache, already bounded by their window; the compression figures count the full-attention layers.
 
     Examples
@@ -141,7 +141,7 @@ class RCKVCache(Cache):
         self._open(model)
 
     def _open(self, model: PreTrainedModel) -> None:
-        """Add this cache's hook to ``model``'s attention until :meth:`close` (or garbage collection), and, for a
+        """Add this cache's hook to `model`'s attention until [`close`][rcattr.kvcache.cache.RCKVCache.close] (or garbage collection), and, for a
         scorer that reads hidden states, the hooks that hand each evicting layer its attention input."""
         self._hook = CacheHook(weakref.ref(self))
         feed = _hidden_state_feed(model, self) if self.policy.scorer.reads_hidden_states else None
@@ -170,21 +170,21 @@ class RCKVCache(Cache):
 
     def close(self) -> None:
         """Give the model its own attention back (once no other open RCKVCache of it remains); the cache
-        cannot be filled afterwards. Also done by ``with RCKVCache(model) as cache:`` and when the cache
+        cannot be filled afterwards. Also done by `with RCKVCache(model) as cache:` and when the cache
         is garbage-collected."""
         self._release()
 
     def compressing(self, compress: bool = True) -> AbstractContextManager[RCKVCache]:
-        """Inside the block, every forward of more than one token after the prompt is compressed (``True``: a
-        chat turn that brings a new document) or kept whole (``False``), whatever ``policy.chunks`` says."""
+        """Inside the block, every forward of more than one token after the prompt is compressed (`True`: a
+        chat turn that brings a new document) or kept whole (`False`), whatever `policy.chunks` says."""
         if not isinstance(compress, bool):
             raise ValueError(f"compress must be True or False, got {compress!r}")
         return self._layers_set("compress_chunks", compress)
 
     def replaying(self, context: int) -> AbstractContextManager[RCKVCache]:
-        """Inside the block, the prefill reads ``context`` tokens, a prompt, then the same ``context`` tokens
+        """Inside the block, the prefill reads `context` tokens, a prompt, then the same `context` tokens
         again: each context key is scored against the replay's queries (the window), and the cache keeps the
-        context alone, cut by the rule (:func:`rcattr.kvcache.replay.replay_prefill` does it all)."""
+        context alone, cut by the rule ([`rcattr.kvcache.replay.replay_prefill`][rcattr.kvcache.replay.replay_prefill] does it all)."""
         if isinstance(context, bool) or not isinstance(context, int) or context < 1:
             raise ValueError(f"context must be an int >= 1, got {context!r}")
         if any(layer.state.prefilled for layer in self.evicting_layers.values()):
@@ -193,7 +193,7 @@ class RCKVCache(Cache):
 
     @contextmanager
     def _layers_set(self, attribute: str, value: object) -> Iterator[RCKVCache]:
-        """Set ``attribute`` of every evicting layer to ``value`` inside the block, and back after."""
+        """Set `attribute` of every evicting layer to `value` inside the block, and back after."""
         layers = list(self.evicting_layers.values())
         before = [getattr(layer, attribute) for layer in layers]
         for layer in layers:
@@ -226,7 +226,7 @@ class RCKVCache(Cache):
         *args: object,
         **kwargs: object,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store the new keys and values of ``layer_idx`` and return what the attention reads."""
+        """Store the new keys and values of `layer_idx` and return what the attention reads."""
         model = self._model()
         if model is None or not is_routed(model) or not self._release.alive:
             raise RuntimeError(
@@ -240,7 +240,7 @@ class RCKVCache(Cache):
         return keys, values
 
     def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
-        """The attention call of an evicting layer, routed to that layer (:meth:`RCLayer.attention`), which
+        """The attention call of an evicting layer, routed to that layer ([`RCLayer.attention`][rcattr.kvcache.layer.RCLayer.attention]), which
         attends over what it holds and then evicts."""
         layer = self.layers[call.layer_idx]
         if not isinstance(layer, RCLayer):
@@ -261,7 +261,7 @@ class RCKVCache(Cache):
 
     @property
     def states(self) -> dict[int, LayerState]:
-        """Each evicting layer's decisions (its :attr:`RCLayer.state`), by layer index."""
+        """Each evicting layer's decisions (its [`RCLayer.state`][rcattr.kvcache.layer.RCLayer.state]), by layer index."""
         return {i: layer.state for i, layer in self.evicting_layers.items()}
 
     @property
@@ -272,7 +272,7 @@ class RCKVCache(Cache):
     @property
     def evictions(self) -> list[Eviction | None]:
         """Per layer, the prefill's scores and decisions (None for sliding layers or before prefill);
-        later chunks' and decode-time evictions are in :attr:`states`."""
+        later chunks' and decode-time evictions are in [`states`][rcattr.kvcache.cache.RCKVCache.states]."""
         return [
             layer.state.evictions[0] if isinstance(layer, RCLayer) and layer.state.prefilled else None
             for layer in self.layers
@@ -280,7 +280,7 @@ class RCKVCache(Cache):
 
     @property
     def kept_indices(self) -> list[list[torch.Tensor] | None]:
-        """Per layer and key head, ``[B, slots]`` the sequence positions the head holds (-1: pad slot of a
+        """Per layer and key head, `[B, slots]` the sequence positions the head holds (-1: pad slot of a
         batch row that keeps fewer tokens); None for sliding layers and before the prefill."""
         return [
             layer.kept_indices() if isinstance(layer, RCLayer) and layer.is_initialized else None
@@ -289,7 +289,7 @@ class RCKVCache(Cache):
 
     @property
     def head_compression_ratio(self) -> torch.Tensor:
-        """``[layers, B, Hkv]`` share of each key head's prompt evicted (every chunk); ``nan`` for layers
+        """`[layers, B, Hkv]` share of each key head's prompt evicted (every chunk); `nan` for layers
         not evicted from."""
         shares = {i: state.evicted_share().float() for i, state in self._decided().items()}
         shape = next(iter(shares.values())).shape
@@ -297,8 +297,8 @@ class RCKVCache(Cache):
 
     @property
     def layer_compression_ratio(self) -> torch.Tensor:
-        """``[layers]`` share of each layer's prompt entries evicted (all rows, key heads and chunks);
-        ``nan`` if none."""
+        """`[layers]` share of each layer's prompt entries evicted (all rows, key heads and chunks);
+        `nan` if none."""
         decided = self._decided()
         shares = []
         for i in range(len(self.layers)):
@@ -309,7 +309,7 @@ class RCKVCache(Cache):
     @property
     def compression_ratio(self) -> float:
         """Evicted prompt entries / all prompt entries, over the evicted-from layers, rows, key heads and
-        compressed chunks (the prompt, and a later forward compressed by :meth:`compressing`)."""
+        compressed chunks (the prompt, and a later forward compressed by [`compressing`][rcattr.kvcache.cache.RCKVCache.compressing])."""
         entries = [state.entries() for state in self._decided().values()]
         return 1.0 - sum(kept for kept, _ in entries) / max(sum(total for _, total in entries), 1)
 
@@ -328,7 +328,7 @@ class RCKVCache(Cache):
         return sum(layer.padding_nbytes() for layer in self.evicting_layers.values())
 
     def full_nbytes(self) -> int:
-        """Bytes transformers' ``DynamicCache`` would hold for the same tokens."""
+        """Bytes transformers' `DynamicCache` would hold for the same tokens."""
         return sum(
             layer.full_nbytes() if isinstance(layer, RCLayer) else _layer_nbytes(layer)
             for layer in self.layers
@@ -342,7 +342,7 @@ def _policy(
     decode_every: int | None,
     policy: EvictionPolicy | None,
 ) -> EvictionPolicy:
-    """The policy of ``RCKVCache(model, c, ratio=..., budget=..., decode_every=..., policy=...)``, or a
+    """The policy of `RCKVCache(model, c, ratio=..., budget=..., decode_every=..., policy=...)`, or a
     ValueError naming the arguments that do not go together."""
     if policy is None:
         return EvictionPolicy.of_sizes(c, ratio, budget, decode_every)
@@ -364,7 +364,7 @@ def _close(model: PreTrainedModel, hook: CacheHook, feed: Callable[[], None] | N
 
 
 def _hidden_state_feed(model: PreTrainedModel, cache: RCKVCache) -> Callable[[], None]:
-    """Hooks that set each evicting layer's ``hidden`` to its attention input in the forwards that fill ``cache``
+    """Hooks that set each evicting layer's `hidden` to its attention input in the forwards that fill `cache`
     (held weakly); returns their removal."""
     owner = weakref.ref(cache)
 

@@ -3,14 +3,14 @@
 Scored against a replay of the context (KVzip's probe: the context, a prompt asking to repeat it, the context
 again), a key's largest attention weight from the replay's queries says what rebuilding the context needs,
 whatever the question that follows; but the replay costs a second prefill of the whole context. As KVzap does
-(arXiv 2601.07891), :class:`ScorePredictor` maps each layer's attention input (the hidden states its q/k/v
-projections read, ``[B, n, d]``) to the log of that replay score per key head by one linear map fitted in closed
-form (ridge), so the score costs one ``[n, d] x [d, Hkv]`` product per layer at prefill.
-:class:`DistilledScorer` puts it behind :class:`~rcattr.kvcache.WindowScorer`'s seam, so every rule, scope,
-:func:`~rcattr.kvcache.chunked_prefill` and :class:`~rcattr.kvcache.RCKVCache` work with it unchanged.
+(arXiv 2601.07891), [`ScorePredictor`][rcattr.kvcache.distilled.ScorePredictor] maps each layer's attention input (the hidden states its q/k/v
+projections read, `[B, n, d]`) to the log of that replay score per key head by one linear map fitted in closed
+form (ridge), so the score costs one `[n, d] x [d, Hkv]` product per layer at prefill.
+[`DistilledScorer`][rcattr.kvcache.distilled.DistilledScorer] puts it behind [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer]'s seam, so every rule, scope,
+[`chunked_prefill`][rcattr.kvcache.prefill.chunked_prefill] and [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] work with it unchanged.
 
-``python -m rcattr.eval.kv.distill`` fits a predictor for a model (docs/guide/kvcache.md); the one fitted for
-the default model ships with the package (:meth:`ScorePredictor.shipped`).
+`python -m rcattr.eval.kv.distill` fits a predictor for a model (docs/guide/kvcache.md); the one fitted for
+the default model ships with the package ([`ScorePredictor.shipped`][rcattr.kvcache.distilled.ScorePredictor.shipped]).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ SHIPPED = {
 
 
 def predictor_identity(model: PreTrainedModel) -> dict[str, Any]:
-    """What a predictor is checked against: the model's name (the last part of ``name_or_path``), its
+    """What a predictor is checked against: the model's name (the last part of `name_or_path`), its
     architecture, layers, key heads, hidden size and vocabulary."""
     config = model.config.get_text_config()
     return {
@@ -60,16 +60,16 @@ def predictor_identity(model: PreTrainedModel) -> dict[str, Any]:
 
 @dataclass(frozen=True, eq=False)  # tensors: compared by identity
 class ScorePredictor:
-    """Per layer, a linear map from the attention's input ``[B, n, d]`` to the log replay score ``[B, Hkv, n]``.
+    """Per layer, a linear map from the attention's input `[B, n, d]` to the log replay score `[B, Hkv, n]`.
 
     Attributes
     ----------
     identity : dict
-        The model it was fitted on (:func:`predictor_identity`).
+        The model it was fitted on ([`predictor_identity`][rcattr.kvcache.distilled.predictor_identity]).
     weights : dict of int to torch.Tensor
-        ``[d, Hkv]`` per evicting layer index.
+        `[d, Hkv]` per evicting layer index.
     biases : dict of int to torch.Tensor
-        ``[Hkv]`` per layer.
+        `[Hkv]` per layer.
     info : dict
         How it was fitted (teacher, contexts, penalties, held-out rank correlation), saved beside the weights.
     """
@@ -98,7 +98,7 @@ class ScorePredictor:
         return sorted(self.weights)
 
     def check(self, model: PreTrainedModel) -> None:
-        """ValueError unless ``model`` is the one the predictor was fitted on."""
+        """ValueError unless `model` is the one the predictor was fitted on."""
         identity = predictor_identity(model)
         if not _same_model(identity, self.identity):
             raise ValueError(
@@ -107,7 +107,7 @@ class ScorePredictor:
             )
 
     def predict(self, layer: int, hidden: torch.Tensor) -> torch.Tensor:
-        """``[B, Hkv, n]`` the predicted log replay score of every token of ``hidden [B, n, d]`` at ``layer``."""
+        """`[B, Hkv, n]` the predicted log replay score of every token of `hidden [B, n, d]` at `layer`."""
         if layer not in self.weights:
             raise ValueError(f"this score predictor has no map for layer {layer} (it has {self.layers})")
         weight = self.weights[layer]
@@ -120,7 +120,7 @@ class ScorePredictor:
         return (hidden.float() @ weight + bias).transpose(-1, -2)
 
     def save(self, path: str | Path) -> None:
-        """Write the weights as safetensors, with the identity and ``info`` as its JSON metadata."""
+        """Write the weights as safetensors, with the identity and `info` as its JSON metadata."""
         from safetensors.torch import save_file
 
         tensors = {f"layer.{i}.weight": w.float().contiguous() for i, w in self.weights.items()}
@@ -134,7 +134,7 @@ class ScorePredictor:
 
     @classmethod
     def load(cls, path: str | Path, model: PreTrainedModel | None = None) -> ScorePredictor:
-        """The predictor :meth:`save` wrote to ``path``; checked against ``model`` when given."""
+        """The predictor [`save`][rcattr.kvcache.distilled.ScorePredictor.save] wrote to `path`; checked against `model` when given."""
         from safetensors import SafetensorError, safe_open
 
         try:
@@ -163,7 +163,7 @@ class ScorePredictor:
 
     @classmethod
     def shipped(cls, model: PreTrainedModel) -> ScorePredictor | None:
-        """The predictor shipped for ``model``, or None where none was fitted on a model of its name and shape."""
+        """The predictor shipped for `model`, or None where none was fitted on a model of its name and shape."""
         identity = predictor_identity(model)
         name = SHIPPED.get(identity["model"].lower())
         if name is None:
@@ -188,8 +188,8 @@ def _describe(identity: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, eq=False)
 class DistilledScorer(WindowScorer):
-    """Each key's replay score as :class:`ScorePredictor` predicts it from the layer's attention input, times the
-    norm of its value (as the other scorers), the first ``sinks`` tokens kept whatever their score.
+    """Each key's replay score as [`ScorePredictor`][rcattr.kvcache.distilled.ScorePredictor] predicts it from the layer's attention input, times the
+    norm of its value (as the other scorers), the first `sinks` tokens kept whatever their score.
 
     It reads no logits: the window's queries play no part, so the score of a key is the same whatever prompt
     follows it. Not with decode-time eviction (the generated tokens' hidden states are gone by then) nor a
@@ -198,7 +198,7 @@ class DistilledScorer(WindowScorer):
     Parameters
     ----------
     predictor : ScorePredictor
-        Fitted on the model the cache runs (``RCKVCache`` checks it).
+        Fitted on the model the cache runs (`RCKVCache` checks it).
     value_norm : bool, default True
     sinks : int, default 4
     dtype : torch.dtype, default torch.float32
@@ -213,7 +213,7 @@ class DistilledScorer(WindowScorer):
             raise ValueError(f"predictor must be a ScorePredictor, got {self.predictor!r}")
 
     def check_model(self, model: torch.nn.Module, layers: list[int]) -> None:
-        """ValueError unless the predictor was fitted on ``model`` and maps every evicting layer of it."""
+        """ValueError unless the predictor was fitted on `model` and maps every evicting layer of it."""
         assert self.predictor is not None  # checked when made
         self.predictor.check(model)  # type: ignore[arg-type]
         missing = sorted(set(layers) - set(self.predictor.layers))
@@ -227,15 +227,15 @@ class DistilledScorer(WindowScorer):
         values: torch.Tensor,
         window_scores: Callable[[], torch.Tensor],
     ) -> torch.Tensor:
-        """``[B, Hkv, m]`` the score of the first ``m`` keys from their attention input ``hidden [B, m, d]``
-        and the layer's ``[B, Hkv, >= m, d]`` values (``window_scores`` is not called)."""
+        """`[B, Hkv, m]` the score of the first `m` keys from their attention input `hidden [B, m, d]`
+        and the layer's `[B, Hkv, >= m, d]` values (`window_scores` is not called)."""
         assert self.predictor is not None  # checked when made
         scores = self.predictor.predict(layer, hidden).to(self.dtype).exp()
         return value_weighted(scores, values) if self.value_norm else scores
 
 
 def attention_modules(model: PreTrainedModel) -> dict[int, torch.nn.Module]:
-    """``model``'s attention modules by layer index (the modules with ``layer_idx`` and a query projection)."""
+    """`model`'s attention modules by layer index (the modules with `layer_idx` and a query projection)."""
     found: dict[int, torch.nn.Module] = {}
     for module in model.modules():
         layer = getattr(module, "layer_idx", None)
@@ -247,7 +247,7 @@ def attention_modules(model: PreTrainedModel) -> dict[int, torch.nn.Module]:
 def hold_attention_inputs(
     model: PreTrainedModel, layers: list[int], store: Callable[[int, torch.Tensor, object], None]
 ) -> Callable[[], None]:
-    """Hand every forward's attention input ``[B, n, d]`` at ``layers`` to ``store(layer, hidden, cache)``, with
+    """Hand every forward's attention input `[B, n, d]` at `layers` to `store(layer, hidden, cache)`, with
     the cache the forward fills (None where it names none); returns the function that removes the hooks."""
     modules = attention_modules(model)
     missing = sorted(set(layers) - set(modules))
@@ -276,7 +276,7 @@ def hold_attention_inputs(
 
 @contextmanager
 def attention_inputs(model: PreTrainedModel, layers: list[int]) -> Iterator[dict[int, torch.Tensor]]:
-    """Inside the block, the last attention input of each of ``layers``, by index (``[B, n, d]``)."""
+    """Inside the block, the last attention input of each of `layers`, by index (`[B, n, d]`)."""
     held: dict[int, torch.Tensor] = {}
 
     def store(layer: int, hidden: torch.Tensor, cache: object) -> None:

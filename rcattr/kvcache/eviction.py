@@ -1,13 +1,13 @@
-"""Scoring what one :class:`~rcattr.kvcache.RCLayer` holds, the step the layer runs after its attention: the
-scores (:mod:`rcattr.kvcache.scored`) go to the rule, which decides (:meth:`Rule.decide
-<rcattr.kvcache.Rule.decide>`), and the layer applies the decision.
+"""Scoring what one [`RCLayer`][rcattr.kvcache.layer.RCLayer] holds, the step the layer runs after its attention: the
+scores ([`rcattr.kvcache.scored`][rcattr.kvcache.scored]) go to the rule, which decides ([`Rule.decide`][rcattr.kvcache.Rule.decide]),
+and the layer applies the decision.
 
 Every compressed forward of more than one token (the prompt, and a later turn of a chat fed to the same cache
-where the policy's ``chunks`` or :meth:`RCKVCache.compressing <rcattr.kvcache.RCKVCache.compressing>` says so) is
-a chunk: its tokens are scored against the chunk's own last ``window`` queries and evicted after its attention
+where the policy's `chunks` or [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing] says so) is
+a chunk: its tokens are scored against the chunk's own last `window` queries and evicted after its attention
 has run; entries kept from earlier chunks stay. A prefill that replays its context scores the context against
-the replay instead (:func:`score_replayed`). With decode-time eviction, every ``every`` decoded tokens
-all that a layer holds is scored against its last window of queries (:func:`score_decoded`).
+the replay instead ([`score_replayed`][rcattr.kvcache.eviction.score_replayed]). With decode-time eviction, every `every` decoded tokens
+all that a layer holds is scored against its last window of queries ([`score_decoded`][rcattr.kvcache.eviction.score_decoded]).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ __all__ = ["score_chunk", "score_decoded", "score_replayed"]
 
 
 def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: WindowScorer) -> ChunkScores:
-    """Score every key of the chunk just stored that comes before its last ``window`` tokens, against the
-    chunk's last ``window`` queries (``call`` is the chunk's attention call: its queries ``[B, H, n, d]``
+    """Score every key of the chunk just stored that comes before its last `window` tokens, against the
+    chunk's last `window` queries (`call` is the chunk's attention call: its queries `[B, H, n, d]`
     after RoPE and q-norm, and the model's mask)."""
     query = call.query
     keys, values = layer.chunk(query.shape[-2])
@@ -77,11 +77,11 @@ def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: 
 def score_replayed(
     layer: HeadwiseLayer, call: AttentionCall, context: int, scorer: WindowScorer
 ) -> ChunkScores:
-    """Score the first ``context`` tokens against a replay of them, then forget everything after them.
+    """Score the first `context` tokens against a replay of them, then forget everything after them.
 
-    ``call`` is the attention call of a prefill that reads the context, a prompt, then the context again
-    (the replay, its last ``context`` tokens): every context key is scored against the replay's queries
-    (the window), and the prompt's and the replay's entries are dropped from ``layer``, so that it holds
+    `call` is the attention call of a prefill that reads the context, a prompt, then the context again
+    (the replay, its last `context` tokens): every context key is scored against the replay's queries
+    (the window), and the prompt's and the replay's entries are dropped from `layer`, so that it holds
     the context alone, to be cut by the rule (window 0: no query of the context is protected but the sinks).
     """
     scored = score_chunk(layer, call, context, scorer)
@@ -111,9 +111,9 @@ def score_decoded(
     rule: Rule,
     scorer: WindowScorer,
 ) -> DecodeScores:
-    """Score the entries ``layer`` holds against the queries ``decode`` names (the last window), with the
-    prefill's statistic: every entry if ``rule`` ranks everything again, else those no eviction has judged.
-    The windows and the sinks are protected. ``call`` is the current decoding step's attention call."""
+    """Score the entries `layer` holds against the queries `decode` names (the last window), with the
+    prefill's statistic: every entry if `rule` ranks everything again, else those no eviction has judged.
+    The windows and the sinks are protected. `call` is the current decoding step's attention call."""
     seen = layer.seen
     query, window_positions = decode.window(state, seen)
     batch, window, device = query.shape[0], query.shape[-2], query.device

@@ -1,11 +1,11 @@
-"""The storage of :class:`~rcattr.kvcache.RCLayer`: a ``DynamicLayer`` whose key heads may hold different tokens.
-It stores and attends; :class:`~rcattr.kvcache.RCLayer` adds what to evict (:mod:`rcattr.kvcache.eviction`).
+"""The storage of [`RCLayer`][rcattr.kvcache.layer.RCLayer]: a `DynamicLayer` whose key heads may hold different tokens.
+It stores and attends; [`RCLayer`][rcattr.kvcache.layer.RCLayer] adds what to evict ([`rcattr.kvcache.eviction`][rcattr.kvcache.eviction]).
 
-Until something is evicted, storage is transformers' ``[batch, kv_heads, seq, head_dim]``. After eviction
+Until something is evicted, storage is transformers' `[batch, kv_heads, seq, head_dim]`. After eviction
 the key heads hold different numbers of tokens, so they are stored one after the other in
-``[batch, 1, slots, head_dim]`` (AdaKV's flattened layout): head g owns the segment ``head_slots[g]`` long,
+`[batch, 1, slots, head_dim]` (AdaKV's flattened layout): head g owns the segment `head_slots[g]` long,
 its tokens in their original order. Only batch rows that keep fewer tokens than the longest row of the
-same head are padded. ``positions`` ``[batch, 1 or kv_heads, slots]`` records the sequence position of
+same head are padded. `positions` `[batch, 1 or kv_heads, slots]` records the sequence position of
 every slot (-1 for a pad). Keys keep the RoPE of their original positions, and the layer reports the
 uncompressed sequence length, so new tokens get the positions they would have had.
 """
@@ -71,7 +71,7 @@ class HeadwiseLayer(DynamicLayer):
         return self.seen
 
     def get_mask_sizes(self, query: int | torch.Tensor) -> tuple[int, int]:  # type: ignore[override]
-        """The model builds its mask over every position seen; :meth:`attend` picks the stored ones."""
+        """The model builds its mask over every position seen; [`attend`][rcattr.kvcache.headwise.HeadwiseLayer.attend] picks the stored ones."""
         return self.seen + mask_query_length(query), 0
 
     @property
@@ -92,18 +92,18 @@ class HeadwiseLayer(DynamicLayer):
         return [slice(end - n, end) for n, end in zip(self.head_slots, ends, strict=True)]
 
     def held(self) -> list[Held]:
-        """Per key head, its ``[B, S, d]`` keys and values and ``[B, S]`` positions (-1: pad slot)."""
+        """Per key head, its `[B, S, d]` keys and values and `[B, S]` positions (-1: pad slot)."""
         keys, values, positions = self._stored()
         if self.head_slots is None:
             return [(keys[:, h], values[:, h], positions[:, h]) for h in range(self.kv_heads)]
         return [(keys[:, 0, seg], values[:, 0, seg], positions[:, 0, seg]) for seg in self.segments()]
 
     def kept_indices(self) -> list[torch.Tensor]:
-        """Per key head, ``[B, slots]`` the sequence position held in each of its slots (-1: pad)."""
+        """Per key head, `[B, slots]` the sequence position held in each of its slots (-1: pad)."""
         return [positions.long() for _, _, positions in self.held()]
 
     def chunk(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[B, Hkv, n, d]`` keys and values of the last ``n`` tokens stored (the chunk just fed)."""
+        """`[B, Hkv, n, d]` keys and values of the last `n` tokens stored (the chunk just fed)."""
         keys, values, _ = self._stored()
         if self.head_slots is None:
             return keys[:, :, -n:], values[:, :, -n:]
@@ -113,7 +113,7 @@ class HeadwiseLayer(DynamicLayer):
         )
 
     def keep_slots(self, keeps: list[torch.Tensor]) -> None:
-        """Keep the ``[B, S]`` ``keeps[g]`` slots of every key head g and store the heads one after the
+        """Keep the `[B, S]` `keeps[g]` slots of every key head g and store the heads one after the
         other; a row that keeps fewer slots than its head's longest row is padded."""
         keys, values, positions, head_slots = [], [], [], []
         for (head_keys, head_values, head_positions), keep in zip(self.held(), keeps, strict=True):
@@ -133,12 +133,12 @@ class HeadwiseLayer(DynamicLayer):
         self.has_pads = bool((self.positions < 0).any())
 
     def attend(self, call: AttentionCall) -> torch.Tensor:
-        """``[B, q, H, d]`` the attention of ``call``'s queries over the packed slots, one kernel call per key
+        """`[B, q, H, d]` the attention of `call`'s queries over the packed slots, one kernel call per key
         head on its query heads and its own slots, each slot visible where the model's mask allows at its
         position (pads and evicted tokens never): the model's kernel, but for one query (decoding) torch's
-        sdpa with the head's query heads as the rows of one head (:func:`_attend_folded`). One call over
+        sdpa with the head's query heads as the rows of one head ([`_attend_folded`][rcattr.kvcache.headwise._attend_folded]). One call over
         every head (a mask over the packed slots, or the segments padded) was slower on the CPU
-        (``benchmarks/bench_headwise_attention.py``)."""
+        (`benchmarks/bench_headwise_attention.py`)."""
         visible = _visible_slots(self, call)
         if call.query.shape[-2] == 1 and call.softcap is None:
             return _attend_folded(self, call, visible)
@@ -154,7 +154,7 @@ class HeadwiseLayer(DynamicLayer):
         return int((self.positions < 0).sum()) * self.slot_nbytes() if self.is_initialized else 0
 
     def full_nbytes(self) -> int:
-        """Bytes a plain ``DynamicLayer`` would hold for the same tokens."""
+        """Bytes a plain `DynamicLayer` would hold for the same tokens."""
         if not self.is_initialized:
             return 0
         return self.positions.shape[0] * self.kv_heads * self.seen * self.slot_nbytes()
@@ -192,7 +192,7 @@ class HeadwiseLayer(DynamicLayer):
 
 
 def _visible_slots(layer: HeadwiseLayer, call: AttentionCall) -> torch.Tensor | None:
-    """``[B, 1, q, S]`` bool: which packed slots each query may see, where the model's mask allows at the
+    """`[B, 1, q, S]` bool: which packed slots each query may see, where the model's mask allows at the
     slot's position (pads never); None where every slot is visible (one query, no mask, no pads)."""
     query, q_len = call.query, call.query.shape[-2]
     if call.attention_mask is None and q_len == 1 and not layer.has_pads:
@@ -207,8 +207,8 @@ def _visible_slots(layer: HeadwiseLayer, call: AttentionCall) -> torch.Tensor | 
 
 
 def _attend_per_head(layer: HeadwiseLayer, call: AttentionCall, visible: torch.Tensor | None) -> torch.Tensor:
-    """``[B, q, H, d]``: one call of the model's kernel per key head, on its query heads and its segment;
-    ``visible [B, 1, q, S]`` from :func:`_visible_slots`."""
+    """`[B, q, H, d]`: one call of the model's kernel per key head, on its query heads and its segment;
+    `visible [B, 1, q, S]` from [`_visible_slots`][rcattr.kvcache.headwise._visible_slots]."""
     query = call.query
     group = query.shape[1] // layer.kv_heads
     outputs = [
@@ -224,9 +224,9 @@ def _attend_per_head(layer: HeadwiseLayer, call: AttentionCall, visible: torch.T
 
 
 def _attend_folded(layer: HeadwiseLayer, call: AttentionCall, visible: torch.Tensor | None) -> torch.Tensor:
-    """``[B, 1, H, d]`` for one query, as :func:`_attend_per_head` gives it: one call of torch's sdpa per key
+    """`[B, 1, H, d]` for one query, as [`_attend_per_head`][rcattr.kvcache.headwise._attend_per_head] gives it: one call of torch's sdpa per key
     head, the group's query heads folded into the rows of one head. Transformers' sdpa takes its GQA path for
-    one query without a mask, 1.3-3x slower on the CPU (``benchmarks/bench_headwise_attention.py``)."""
+    one query without a mask, 1.3-3x slower on the CPU (`benchmarks/bench_headwise_attention.py`)."""
     query = call.query
     batch, heads, _, dim = query.shape
     group = heads // layer.kv_heads
@@ -244,7 +244,7 @@ def _attend_folded(layer: HeadwiseLayer, call: AttentionCall, visible: torch.Ten
 
 
 def _append_per_head(packed: torch.Tensor, new: torch.Tensor, head_slots: list[int]) -> torch.Tensor:
-    """``[B, 1, S, d]`` heads stored one after the other, each followed by its ``[B, Hkv, q, d]`` new rows."""
+    """`[B, 1, S, d]` heads stored one after the other, each followed by its `[B, Hkv, q, d]` new rows."""
     pieces = []
     for head, segment in enumerate(packed.split(head_slots, dim=2)):
         pieces += [segment, new[:, head : head + 1]]

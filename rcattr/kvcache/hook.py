@@ -1,16 +1,16 @@
-"""RCKVCache's hook in rcattr's attention layer (:mod:`rcattr.runtime.attention`).
+"""RCKVCache's hook in rcattr's attention layer ([`rcattr.runtime.attention`][rcattr.runtime.attention]).
 
-``Cache.update`` sees keys and values but never queries, and after eviction every key head holds
+`Cache.update` sees keys and values but never queries, and after eviction every key head holds
 different tokens, which the model's mask (one per batch row, shared by all heads) cannot describe.
 So the cache adds a hook to its model's attention: the attention call that follows an evicting layer's
-update is handed to the cache (:meth:`RCKVCache.attention`), which routes it to that layer
-(:meth:`RCLayer.attention <rcattr.kvcache.RCLayer.attention>`), which
+update is handed to the cache (`RCKVCache.attention`), which routes it to that layer
+([`RCLayer.attention`][rcattr.kvcache.RCLayer.attention]), which
 
 - until something is evicted, runs the model's kernel unchanged;
 - once heads hold different tokens, runs once per key head, on that head's query heads and stored
-  slots, where the model's own mask allows at the slots' positions (:meth:`RCLayer.attend`);
+  slots, where the model's own mask allows at the slots' positions (`RCLayer.attend`);
 - after the prefill (and a later forward of more than one token, a chat's next turn, where the policy
-  compresses it), scores and evicts that chunk, and with decode-time eviction does so every ``every``
+  compresses it), scores and evicts that chunk, and with decode-time eviction does so every `every`
   decoded tokens.
 
 Calls that fill another cache pass through unchanged. The update and the attention call of a layer are
@@ -34,7 +34,7 @@ __all__ = ["CacheHook"]
 
 
 class _Attends(Protocol):
-    """What the hook hands a paired call to (:meth:`RCKVCache.attention <rcattr.kvcache.RCKVCache.attention>`)."""
+    """What the hook hands a paired call to ([`RCKVCache.attention`][rcattr.kvcache.RCKVCache.attention])."""
 
     def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput: ...
 
@@ -52,7 +52,7 @@ class CacheHook:
         self._pending = _Pending()
 
     def expect(self, layer_idx: int, keys: torch.Tensor) -> None:
-        """Called by the cache after layer ``layer_idx`` returned ``keys``: the next attention call is that layer's."""
+        """Called by the cache after layer `layer_idx` returned `keys`: the next attention call is that layer's."""
         pending = self._pending
         stale = pending.layer_idx
         if stale is not None and stale < layer_idx:

@@ -1,9 +1,9 @@
-"""One evicting layer of :class:`~rcattr.kvcache.RCKVCache`: it stores per key head (:class:`HeadwiseLayer`),
-owns what it has decided (:class:`~rcattr.kvcache.state.LayerState`), and after each attention call that its
-policy says should evict, scores what it holds (:mod:`rcattr.kvcache.eviction`), and :meth:`RCLayer.evict`
-reads the decision in one place: the cache's :class:`~rcattr.kvcache.barrier.Barrier` gathers the scores (every
-evicting layer's, for a ``"model"``-scope rule), the rule decides (:meth:`Rule.decide
-<rcattr.kvcache.policy.Rule.decide>`) and each layer's scores apply it (:mod:`rcattr.kvcache.scored`).
+"""One evicting layer of [`RCKVCache`][rcattr.kvcache.cache.RCKVCache]: it stores per key head ([`HeadwiseLayer`][rcattr.kvcache.headwise.HeadwiseLayer]),
+owns what it has decided ([`LayerState`][rcattr.kvcache.state.LayerState]), and after each attention call that its
+policy says should evict, scores what it holds ([`rcattr.kvcache.eviction`][rcattr.kvcache.eviction]), and [`RCLayer.evict`][rcattr.kvcache.layer.RCLayer.evict]
+reads the decision in one place: the cache's [`Barrier`][rcattr.kvcache.barrier.Barrier] gathers the scores (every
+evicting layer's, for a `"model"`-scope rule), the rule decides ([`Rule.decide`][rcattr.kvcache.policy.Rule.decide])
+and each layer's scores apply it ([`rcattr.kvcache.scored`][rcattr.kvcache.scored]).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["RCLayer"]
 
 
 class RCLayer(HeadwiseLayer):
-    """A full-attention cache layer that evicts, as ``policy`` says, what its key heads will not need.
+    """A full-attention cache layer that evicts, as `policy` says, what its key heads will not need.
 
     Parameters
     ----------
@@ -38,13 +38,13 @@ class RCLayer(HeadwiseLayer):
     Attributes
     ----------
     state : LayerState
-        Its decisions so far and what decode-time eviction reads next (``policy.new_state()`` at the start).
+        Its decisions so far and what decode-time eviction reads next (`policy.new_state()` at the start).
     compress_chunks : bool or None
-        Whether a forward of more than one token after the prompt is compressed; None: as ``policy.chunks``
-        says (set by :meth:`RCKVCache.compressing <rcattr.kvcache.RCKVCache.compressing>`).
+        Whether a forward of more than one token after the prompt is compressed; None: as `policy.chunks`
+        says (set by [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing]).
     replayed : int or None
         Set while the prefill reads a context of this many tokens, a prompt and the context again: the
-        context is scored against its replay and the rest forgotten (:func:`~rcattr.kvcache.eviction.score_replayed`).
+        context is scored against its replay and the rest forgotten ([`score_replayed`][rcattr.kvcache.eviction.score_replayed]).
     """
 
     def __init__(self, policy: EvictionPolicy, window: int, barrier: Barrier[tuple[RCLayer, Scored]]) -> None:
@@ -55,9 +55,9 @@ class RCLayer(HeadwiseLayer):
         self.replayed: int | None = None
 
     def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
-        """The attention of ``call``'s queries over what the layer holds (the model's own kernel until
+        """The attention of `call`'s queries over what the layer holds (the model's own kernel until
         something is evicted), then the layer's eviction: of the prompt (and of a later chunk, a chat's next
-        turn, where :attr:`compress_chunks` or the policy says so), or at decode time every ``every`` tokens."""
+        turn, where `compress_chunks` or the policy says so), or at decode time every `every` tokens."""
         call = call.starting_at(self.seen - call.query.shape[-2])  # the layer knows where its tokens sit
         output = (self.attend(call), None) if self.packed else proceed()
         policy, state = self.policy, self.state
@@ -79,7 +79,7 @@ class RCLayer(HeadwiseLayer):
         return output
 
     def evict(self, rule: Rule, scored: Scored) -> None:
-        """Evict by ``rule`` from what was ``scored``: once the barrier has every layer the rule groups, the
+        """Evict by `rule` from what was `scored`: once the barrier has every layer the rule groups, the
         rule decides for them and each layer keeps what it was told."""
         ready = self.barrier.gather((self, scored), rule.spans_layers)
         if not ready:

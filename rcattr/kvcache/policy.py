@@ -1,14 +1,14 @@
-"""How :class:`~rcattr.kvcache.RCKVCache` decides, as small objects that compose (docs/design.md §3).
+"""How [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] decides, as small objects that compose (docs/design.md §3).
 
-* A selection rule, :class:`Threshold` (``c`` times the mean score), :class:`Ratio` (a share of the entries)
-  or :class:`TokenBudget` (entries per key head), applies at a ``scope``: each key head alone (``"head"``),
-  the key heads of a layer together (``"layer"``), or every key head of every evicting layer together
-  (``"model"``, decided once the last layer has scored), so heads and layers whose context scores high
+* A selection rule, [`Threshold`][rcattr.kvcache.policy.Threshold] (`c` times the mean score), [`Ratio`][rcattr.kvcache.policy.Ratio] (a share of the entries)
+  or [`TokenBudget`][rcattr.kvcache.policy.TokenBudget] (entries per key head), applies at a `scope`: each key head alone (`"head"`),
+  the key heads of a layer together (`"layer"`), or every key head of every evicting layer together
+  (`"model"`, decided once the last layer has scored), so heads and layers whose context scores high
   keep more (AdaKV's cross-head budget, across layers too).
-* :class:`DecodeEviction` evicts again every ``every`` generated tokens, scored against the last window of
+* [`DecodeEviction`][rcattr.kvcache.policy.DecodeEviction] evicts again every `every` generated tokens, scored against the last window of
   queries, with its own rule or the prefill's.
-* :class:`EvictionPolicy` puts a rule, a :class:`~rcattr.kvcache.scoring.WindowScorer` and an optional
-  :class:`DecodeEviction` together.
+* [`EvictionPolicy`][rcattr.kvcache.policy.EvictionPolicy] puts a rule, a [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer] and an optional
+  [`DecodeEviction`][rcattr.kvcache.policy.DecodeEviction] together.
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ __all__ = [
 
 Scope = Literal["head", "layer", "model"]
 DEFAULT_RATIO = 0.5
-"""The share of a prompt's entries ``RCKVCache(model)`` evicts when given no size: a context compressed before its
-questions keeps their answers there (docs/benchmarks.md, "The default: half the context"), where ``c=1`` evicted
+"""The share of a prompt's entries `RCKVCache(model)` evicts when given no size: a context compressed before its
+questions keeps their answers there (docs/benchmarks.md, "The default: half the context"), where `c=1` evicted
 about 80% of a 2k one (81% on the default model) and changed them."""
 SCOPES = ("head", "layer", "model")
 
 
 class Rule(ABC):
-    """Which scored entries a group keeps; a group is one key head, one layer or the model (``scope``)."""
+    """Which scored entries a group keeps; a group is one key head, one layer or the model (`scope`)."""
 
     scope: Scope
     reranks: ClassVar[bool] = False  # at decode time, judge again what earlier evictions kept
@@ -58,23 +58,23 @@ class Rule(ABC):
     def keep(
         self, scores: torch.Tensor, protected: torch.Tensor, window_entries: int, heads: int
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The decision for ``[B, G, m]`` scores of G groups (``nan``: not a candidate).
+        """The decision for `[B, G, m]` scores of G groups (`nan`: not a candidate).
 
-        ``protected [B, G, m]`` entries (the sinks, at decode time the windows) are kept whatever their
-        score and count in a ratio's or a budget's share; ``window_entries`` are the entries a group holds
-        besides its ``m`` (the prefill's window), and ``heads`` the key heads it spans. Returns the
-        ``[B, G, m]`` decision and the ``[B, G]`` thresholds (None where the rule has none).
+        `protected [B, G, m]` entries (the sinks, at decode time the windows) are kept whatever their
+        score and count in a ratio's or a budget's share; `window_entries` are the entries a group holds
+        besides its `m` (the prefill's window), and `heads` the key heads it spans. Returns the
+        `[B, G, m]` decision and the `[B, G]` thresholds (None where the rule has none).
         """
 
     @property
     def spans_layers(self) -> bool:
-        """Whether the rule groups every evicting layer (``"model"`` scope): their scores wait for the last."""
+        """Whether the rule groups every evicting layer (`"model"` scope): their scores wait for the last."""
         return self.scope == "model"
 
     def decide(self, scored: Sequence[Scored]) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-        """Per layer of ``scored`` (every evicting layer at ``"model"`` scope, one otherwise), the ``[B, S]``
-        decision and the ``[B, Hkv]`` threshold that applied to each key head (None for ratios and budgets):
-        the entries grouped as the scope says, then :meth:`keep` on each group."""
+        """Per layer of `scored` (every evicting layer at `"model"` scope, one otherwise), the `[B, S]`
+        decision and the `[B, Hkv]` threshold that applied to each key head (None for ratios and budgets):
+        the entries grouped as the scope says, then [`keep`][rcattr.kvcache.policy.Rule.keep] on each group."""
         batch = scored[0].scores.shape[0]
 
         def thresholds(threshold: torch.Tensor | None, heads: int) -> torch.Tensor | None:
@@ -116,8 +116,8 @@ class Rule(ABC):
 
 @dataclass(frozen=True)
 class Threshold(Rule):
-    """Keep the entries whose score reaches ``c`` times the group's mean score; ``c = 0`` keeps everything,
-    larger ``c`` evicts more, and each group reaches its own compression."""
+    """Keep the entries whose score reaches `c` times the group's mean score; `c = 0` keeps everything,
+    larger `c` evicts more, and each group reaches its own compression."""
 
     c: float = 1.0
     scope: Scope = "model"
@@ -137,7 +137,7 @@ class Threshold(Rule):
 
 @dataclass(frozen=True)
 class Ratio(Rule):
-    """Evict the share ``r`` of the group's entries, lowest scores first (window and sinks count as kept)."""
+    """Evict the share `r` of the group's entries, lowest scores first (window and sinks count as kept)."""
 
     r: float
     scope: Scope = "model"
@@ -157,8 +157,8 @@ class Ratio(Rule):
 
 @dataclass(frozen=True)
 class TokenBudget(Rule):
-    """Keep ``n`` entries per key head on average, window and sinks included, shared by score over the group;
-    at decode time everything held is ranked again, so the cache stays within ``n + every`` per head."""
+    """Keep `n` entries per key head on average, window and sinks included, shared by score over the group;
+    at decode time everything held is ranked again, so the cache stays within `n + every` per head."""
 
     n: int
     scope: Scope = "model"
@@ -177,13 +177,13 @@ class TokenBudget(Rule):
 
 @dataclass(frozen=True)
 class DecodeEviction:
-    """Evict again after every ``every`` generated tokens: each layer scores what it holds against its last
-    ``window`` queries, the windows and the sinks kept, and decides with ``rule`` (default: the prefill's).
-    A :class:`TokenBudget` ranks everything held again; a :class:`Threshold` or :class:`Ratio` judges the
+    """Evict again after every `every` generated tokens: each layer scores what it holds against its last
+    `window` queries, the windows and the sinks kept, and decides with `rule` (default: the prefill's).
+    A [`TokenBudget`][rcattr.kvcache.policy.TokenBudget] ranks everything held again; a [`Threshold`][rcattr.kvcache.policy.Threshold] or [`Ratio`][rcattr.kvcache.policy.Ratio] judges the
     entries no eviction has judged yet (the tokens generated since the last), so what was kept stays.
 
-    Subclasses may score against more than the recent queries (override :meth:`observe` and :meth:`window`,
-    and set ``windows``, the windows always kept).
+    Subclasses may score against more than the recent queries (override [`observe`][rcattr.kvcache.policy.DecodeEviction.observe] and [`window`][rcattr.kvcache.policy.DecodeEviction.window],
+    and set `windows`, the windows always kept).
     """
 
     every: int
@@ -201,39 +201,39 @@ class DecodeEviction:
         return LayerState()
 
     def observe(self, state: LayerState, query: torch.Tensor, seen: int, window: int) -> None:
-        """Keep the last ``window`` queries ``[B, H, q, d]`` the layer read (``seen`` tokens so far)."""
+        """Keep the last `window` queries `[B, H, q, d]` the layer read (`seen` tokens so far)."""
         recent = torch.cat([state.recent, query], dim=2) if state.recent.numel() else query
         state.recent = recent[:, :, -window:]
 
     def window(self, state: LayerState, seen: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The queries ``[B, H, w, d]`` to score against and their ``[w]`` positions, in order."""
+        """The queries `[B, H, w, d]` to score against and their `[w]` positions, in order."""
         recent = state.recent
         return recent, torch.arange(seen - recent.shape[-2], seen, device=recent.device)
 
 
 @dataclass(frozen=True)
 class EvictionPolicy:
-    """A rule, a scorer and, optionally, decode-time eviction: what ``RCKVCache(model, policy=...)`` does.
+    """A rule, a scorer and, optionally, decode-time eviction: what `RCKVCache(model, policy=...)` does.
 
-    Parameters
-    ----------
-    rule : Threshold, Ratio or TokenBudget, default ``Ratio(DEFAULT_RATIO, scope="model")``
-        How each compressed chunk (the prompt, a chat's next turn) is cut.
-    scorer : WindowScorer, default ``WindowScorer()``
-        How its entries are scored (expected RC, value norm, sinks).
-    decode : DecodeEviction, optional
-        Evict again while generating. Default: generated tokens are all kept.
-    chunks : {"prompt", "every"}, default "prompt"
-        Which forwards of more than one token are compressed: the first alone (``"prompt"``: a question or
-        a chat turn asked of a compressed context is kept whole, as it is short and exactly what the answer
-        needs), or each of them (``"every"``, rcattr 0.1's behaviour). :meth:`RCKVCache.compressing
-        <rcattr.kvcache.RCKVCache.compressing>` chooses for the forwards of a block (a turn that brings a
-        new document).
+       Parameters
+       ----------
+       rule : Threshold, Ratio or TokenBudget, default `Ratio(DEFAULT_RATIO, scope="model")`
+           How each compressed chunk (the prompt, a chat's next turn) is cut.
+       scorer : WindowScorer, default `WindowScorer()`
+           How its entries are scored (expected RC, value norm, sinks).
+       decode : DecodeEviction, optional
+           Evict again while generating. Default: generated tokens are all kept.
+       chunks : {"prompt", "every"}, default "prompt"
+           Which forwards of more than one token are compressed: the first alone (`"prompt"`: a question or
+           a chat turn asked of a compressed context is kept whole, as it is short and exactly what the answer
+           needs), or each of them (`"every"`, rcattr 0.1's behaviour). [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing]
+    chooses for the forwards of a block (a turn that brings a
+           new document).
 
-    Examples
-    --------
-    >>> EvictionPolicy(Ratio(0.6, scope="head"), WindowScorer(value_norm=False, sinks=0))
-    >>> EvictionPolicy(TokenBudget(256), decode=DecodeEviction(every=32))
+       Examples
+       --------
+       >>> EvictionPolicy(Ratio(0.6, scope="head"), WindowScorer(value_norm=False, sinks=0))
+       >>> EvictionPolicy(TokenBudget(256), decode=DecodeEviction(every=32))
     """
 
     rule: Rule = Ratio(DEFAULT_RATIO)  # frozen: one instance serves every policy
@@ -266,7 +266,7 @@ class EvictionPolicy:
         return LayerState() if self.decode is None else self.decode.new_state()
 
     def check_window(self, window: int) -> None:
-        """Refuse a ``window`` of queries (kept whole, as many as the decode-time windows) that leaves a token
+        """Refuse a `window` of queries (kept whole, as many as the decode-time windows) that leaves a token
         budget no room besides itself and the sinks."""
         if isinstance(window, bool) or not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window must be an int >= 1, got {window!r}")
@@ -286,9 +286,9 @@ class EvictionPolicy:
         budget: int | None = None,
         decode_every: int | None = None,
     ) -> EvictionPolicy:
-        """The policy of ``RCKVCache(model, c, ratio=..., budget=..., decode_every=...)``: one of a threshold
-        (``c``), a share to evict (default :data:`DEFAULT_RATIO`) and a token budget, at model scope, with
-        decode-time eviction every ``decode_every`` tokens (a threshold's at layer scope: the new tokens against
+        """The policy of `RCKVCache(model, c, ratio=..., budget=..., decode_every=...)`: one of a threshold
+        (`c`), a share to evict (default [`DEFAULT_RATIO`][rcattr.kvcache.policy.DEFAULT_RATIO]) and a token budget, at model scope, with
+        decode-time eviction every `decode_every` tokens (a threshold's at layer scope: the new tokens against
         their layer's mean); ValueError naming the sizes when more than one is given."""
         chosen = {
             name: value

@@ -1,10 +1,10 @@
-"""Chunked prefill: a long prompt fed to a cache ``chunk_size`` tokens at a time, so that an
-:class:`~rcattr.kvcache.RCKVCache` compresses each chunk before the next arrives and never holds much more than
+"""Chunked prefill: a long prompt fed to a cache `chunk_size` tokens at a time, so that an
+[`RCKVCache`][rcattr.kvcache.cache.RCKVCache] compresses each chunk before the next arrives and never holds much more than
 what it keeps plus one chunk (one forward over the whole prompt holds all of it until the last layer has
 scored). Any other transformers cache is filled the same way, uncompressed.
 
-Each chunk is scored against its own last ``window`` queries and cut by the cache's rule over that chunk alone
-(a ratio evicts that share of every chunk; a threshold is ``c`` times the mean score of the chunk): entries an
+Each chunk is scored against its own last `window` queries and cut by the cache's rule over that chunk alone
+(a ratio evicts that share of every chunk; a threshold is `c` times the mean score of the chunk): entries an
 earlier chunk kept stay. One forward instead scores every prompt token against the prompt's last window and
 decides over the whole prompt at once; docs/benchmarks.md measures what the difference costs.
 """
@@ -34,28 +34,28 @@ def chunked_prefill(
     chunk_size: int = DEFAULT_PREFILL_CHUNK,
     attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Fill ``cache`` with ``input_ids [B, n]``, ``chunk_size`` tokens per forward; an RCKVCache compresses
-    every chunk (:meth:`RCKVCache.compressing <rcattr.kvcache.RCKVCache.compressing>`) as it arrives.
+    """Fill `cache` with `input_ids [B, n]`, `chunk_size` tokens per forward; an RCKVCache compresses
+    every chunk ([`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing]) as it arrives.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A causal LM (``cache`` is open on it when it is an RCKVCache).
+        A causal LM (`cache` is open on it when it is an RCKVCache).
     cache : transformers.Cache
-        Empty, or holding earlier turns: the new tokens continue at ``cache.get_seq_length()``.
+        Empty, or holding earlier turns: the new tokens continue at `cache.get_seq_length()`.
     input_ids : torch.Tensor
-        ``[B, n]`` the prompt's new tokens.
-    chunk_size : int, default :data:`DEFAULT_PREFILL_CHUNK`
+        `[B, n]` the prompt's new tokens.
+    chunk_size : int, default [`DEFAULT_PREFILL_CHUNK`][rcattr.kvcache.prefill.DEFAULT_PREFILL_CHUNK]
         Tokens per forward. With left padding the first chunk also holds the longest padding, so that every
         row ends it on a real token.
     attention_mask : torch.Tensor, optional
-        ``[B, past + n]`` (1: a real token), as ``model.generate`` takes it; positions follow it, as
-        ``generate`` gives them.
+        `[B, past + n]` (1: a real token), as `model.generate` takes it; positions follow it, as
+        `generate` gives them.
 
     Returns
     -------
     torch.Tensor
-        ``[B, vocab]`` the logits of the token after the prompt.
+        `[B, vocab]` the logits of the token after the prompt.
 
     Examples
     --------
@@ -65,7 +65,7 @@ def chunked_prefill(
     >>> ids = torch.cat([prompt.context_ids, prompt.question_ids], 1)
     >>> model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=64, **cache_argument(model, cache))
 
-    ``model.generate(..., prefill_chunk_size=N)`` inside ``with cache.compressing():`` does the same for the
+    `model.generate(..., prefill_chunk_size=N)` inside `with cache.compressing():` does the same for the
     whole prompt, question included.
     """
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
@@ -104,8 +104,8 @@ def chunked_prefill(
 
 
 def check_chunkable(cache: Cache) -> None:
-    """Raise ``ValueError`` if ``cache`` cannot be filled chunk by chunk: an RCKVCache whose rule is a
-    :class:`~rcattr.kvcache.TokenBudget` (it bounds the whole cache, and chunks are cut one at a time)."""
+    """Raise `ValueError` if `cache` cannot be filled chunk by chunk: an RCKVCache whose rule is a
+    [`TokenBudget`][rcattr.kvcache.policy.TokenBudget] (it bounds the whole cache, and chunks are cut one at a time)."""
     if isinstance(cache, RCKVCache) and isinstance(cache.policy.rule, TokenBudget):
         raise ValueError(
             "a TokenBudget bounds the whole cache, and a chunked prefill cuts each chunk on its own (to the "

@@ -1,11 +1,11 @@
-"""RC scores as a kvpress press: :class:`RCPress`, for kvpress's own pipeline and ``with press(model):``.
+"""RC scores as a kvpress press: [`RCPress`][rcattr.kvcache.press.RCPress], for kvpress's own pipeline and `with press(model):`.
 
-kvpress presses evict a fixed share of every key head's prompt (``compression_ratio``). RCPress scores
-each prompt key as :class:`~rcattr.kvcache.RCKVCache` does, by its expected RC against the last
-``window`` prompt queries (times the norm of its value), and keeps the best-scoring keys of every head;
-the window and the first ``sinks`` tokens are always kept. The window's queries are recomputed from
+kvpress presses evict a fixed share of every key head's prompt (`compression_ratio`). RCPress scores
+each prompt key as [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] does, by its expected RC against the last
+`window` prompt queries (times the norm of its value), and keeps the best-scoring keys of every head;
+the window and the first `sinks` tokens are always kept. The window's queries are recomputed from
 the layer's hidden states, as kvpress's SnapKV does. This module imports kvpress: install it where
-kvpress runs (it pins transformers < 5.3; ``make setup-kvpress``).
+kvpress runs (it pins transformers < 5.3; `make setup-kvpress`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ __all__ = ["RCPress"]
 
 @dataclass
 class RCPress(ScorerPress):
-    """Relative contextualization (RCStat) as a kvpress ``ScorerPress``: evict ``compression_ratio`` of
-    every key head's prompt, lowest expected RC against the prompt's last ``window`` queries first.
+    """Relative contextualization (RCStat) as a kvpress `ScorerPress`: evict `compression_ratio` of
+    every key head's prompt, lowest expected RC against the prompt's last `window` queries first.
 
-    The score of a key before the window is :class:`~rcattr.kvcache.RCKVCache`'s, by the same
-    :class:`~rcattr.kvcache.WindowScorer` (docs/design.md §3): ``E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)]`` over the
+    The score of a key before the window is [`RCKVCache`][rcattr.kvcache.cache.RCKVCache]'s, by the same
+    [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer] (docs/design.md §3): `E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)]` over the
     window ĝ's raw logits, averaged over the query heads of each key head, times the norm of the key's
-    value. kvpress then keeps ``int(n · (1 - compression_ratio))`` of the ``n`` prompt entries of every key
-    head, the window and the sinks among them: ``RCPress(r, scorer=s)`` keeps what
-    ``RCKVCache(model, policy=EvictionPolicy(Ratio(r, scope="head"), s))`` keeps.
+    value. kvpress then keeps `int(n · (1 - compression_ratio))` of the `n` prompt entries of every key
+    head, the window and the sinks among them: `RCPress(r, scorer=s)` keeps what
+    `RCKVCache(model, policy=EvictionPolicy(Ratio(r, scope="head"), s))` keeps.
     Unlike RCKVCache it cannot give heads different budgets, evict in later turns of a chat, or run
     outside kvpress's transformers line. Paper: RCStat, arXiv 2506.19549.
 
@@ -45,8 +45,8 @@ class RCPress(ScorerPress):
         Share of each key head's prompt entries to evict, in [0, 1) (0 leaves the cache as it is).
     window : int, default 16
         The last prompt tokens whose queries score the rest (always kept), >= 1; a prompt must be longer
-        than ``window + scorer.sinks``.
-    scorer : WindowScorer, default ``WindowScorer()``
+        than `window + scorer.sinks`.
+    scorer : WindowScorer, default `WindowScorer()`
         The statistic, the value norm and the sinks (the first prompt tokens, always kept).
 
     Examples
@@ -80,35 +80,35 @@ class RCPress(ScorerPress):
         attentions: torch.Tensor | None,
         kwargs: dict[str, Any],
     ) -> torch.Tensor:
-        """RC score of every prompt key against the prompt's last ``window`` queries.
+        """RC score of every prompt key against the prompt's last `window` queries.
 
         Parameters
         ----------
         module : nn.Module
-            The attention layer (its ``q_proj``, q-norm and ``head_dim`` rebuild the window's queries).
+            The attention layer (its `q_proj`, q-norm and `head_dim` rebuild the window's queries).
         hidden_states : torch.Tensor
-            ``[B, n, hidden]`` the layer's input for the prompt.
+            `[B, n, hidden]` the layer's input for the prompt.
         keys, values : torch.Tensor
-            ``[B, Hkv, n, d]`` the prompt's keys (after RoPE) and values.
+            `[B, Hkv, n, d]` the prompt's keys (after RoPE) and values.
         attentions : torch.Tensor or None
             Unused: RC needs raw logits, not attention weights.
         kwargs : dict
-            The attention layer's keyword arguments; ``position_embeddings`` is the ``(cos, sin)`` pair,
-            each ``[B, n, rotary_dim]``.
+            The attention layer's keyword arguments; `position_embeddings` is the `(cos, sin)` pair,
+            each `[B, n, rotary_dim]`.
 
         Returns
         -------
         torch.Tensor
-            ``[B, Hkv, n]`` float32 scores: RC (>= 0) before the window, ``inf`` for the window and the
-            first ``scorer.sinks`` tokens so that they are always kept.
+            `[B, Hkv, n]` float32 scores: RC (>= 0) before the window, `inf` for the window and the
+            first `scorer.sinks` tokens so that they are always kept.
 
         Raises
         ------
         ValueError
-            When the prompt has no more than ``window + scorer.sinks`` tokens (as kvpress's SnapKV refuses
+            When the prompt has no more than `window + scorer.sinks` tokens (as kvpress's SnapKV refuses
             a prompt no longer than its window).
         TypeError
-            When the cache is an :class:`~rcattr.kvcache.RCKVCache`, which evicts by itself.
+            When the cache is an [`RCKVCache`][rcattr.kvcache.cache.RCKVCache], which evicts by itself.
         """
         if isinstance(kwargs.get("past_key_values"), RCKVCache):
             raise TypeError(
@@ -138,8 +138,8 @@ class RCPress(ScorerPress):
 
 
 def _apply_rope(query: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """RoPE of ``query [B, H, w, d]`` with ``cos, sin [B, 1, w, r]``, rotating the first ``r <= d`` dims
-    (all of them but in Phi-3-style partial rotary models), as the models' ``apply_rotary_pos_emb`` do."""
+    """RoPE of `query [B, H, w, d]` with `cos, sin [B, 1, w, r]`, rotating the first `r <= d` dims
+    (all of them but in Phi-3-style partial rotary models), as the models' `apply_rotary_pos_emb` do."""
     rotary = cos.shape[-1]
     rotated, passed = query[..., :rotary], query[..., rotary:]
     half = rotary // 2

@@ -19,11 +19,11 @@ REPLAY_PROMPT = "Repeat the previous context exactly."  # KVzip's reconstruction
 def replay_prefill(
     model: PreTrainedModel, cache: RCKVCache, context_ids: torch.Tensor, prompt_ids: torch.Tensor
 ) -> None:
-    """Fill an empty ``cache`` with ``context_ids [1, n]``, compressed by scores against a replay of it.
+    """Fill an empty `cache` with `context_ids [1, n]`, compressed by scores against a replay of it.
 
-    One forward reads ``context, prompt, context`` (``prompt_ids [1, p]``, e.g. the chat template's
-    rendering of :data:`REPLAY_PROMPT`); the cache then holds the context alone, cut by its rule, and the
-    next token goes at position ``n``. It costs a prefill of ``2n + p`` tokens.
+    One forward reads `context, prompt, context` (`prompt_ids [1, p]`, e.g. the chat template's
+    rendering of [`REPLAY_PROMPT`][rcattr.kvcache.replay.REPLAY_PROMPT]); the cache then holds the context alone, cut by its rule, and the
+    next token goes at position `n`. It costs a prefill of `2n + p` tokens.
     """
     if context_ids.ndim != 2 or context_ids.shape[0] != 1 or prompt_ids.ndim != 2 or prompt_ids.shape[0] != 1:
         raise ValueError(

@@ -1,6 +1,6 @@
-"""What one evicting layer scored, before the rule decides (:meth:`Rule.decide <rcattr.kvcache.Rule.decide>`
+"""What one evicting layer scored, before the rule decides ([`Rule.decide`][rcattr.kvcache.Rule.decide]
 reads it), and how the decision is carried out on the layer's storage and recorded in its state: a chunk's
-scores (:class:`ChunkScores`) and a decode-time eviction's (:class:`DecodeScores`)."""
+scores ([`ChunkScores`][rcattr.kvcache.scored.ChunkScores]) and a decode-time eviction's ([`DecodeScores`][rcattr.kvcache.scored.DecodeScores])."""
 
 from __future__ import annotations
 
@@ -17,19 +17,19 @@ __all__ = ["ChunkScores", "DecodeScores", "Scored"]
 
 @dataclass(frozen=True)
 class Scored(ABC):
-    """What one layer scored, nothing decided yet; :meth:`apply` carries out a decision on it.
+    """What one layer scored, nothing decided yet; [`apply`][rcattr.kvcache.scored.Scored.apply] carries out a decision on it.
 
     Attributes
     ----------
     scores : torch.Tensor
-        ``[B, S]`` score of every candidate, the key heads one after the other; ``nan`` for what is not a
+        `[B, S]` score of every candidate, the key heads one after the other; `nan` for what is not a
         candidate (padding, and at decode time the windows, sinks, pads and what is not judged again).
     protected : torch.Tensor
-        ``[B, S]`` bool, the entries kept whatever their score.
+        `[B, S]` bool, the entries kept whatever their score.
     slots : list of int
-        Entries of each key head in ``scores``.
+        Entries of each key head in `scores`.
     window : int
-        Entries each key head holds besides its ``slots`` that count in a ratio or a budget (the chunk's
+        Entries each key head holds besides its `slots` that count in a ratio or a budget (the chunk's
         window; 0 at decode time, where the windows are among the protected slots).
     """
 
@@ -42,14 +42,14 @@ class Scored(ABC):
     def apply(
         self, layer: HeadwiseLayer, state: LayerState, keep: torch.Tensor, threshold: torch.Tensor | None
     ) -> None:
-        """Keep the ``[B, S]`` ``keep`` entries in ``layer`` and record the decision (``[B, Hkv]`` thresholds,
-        None for ratios and budgets) in its ``state``."""
+        """Keep the `[B, S]` `keep` entries in `layer` and record the decision (`[B, Hkv]` thresholds,
+        None for ratios and budgets) in its `state`."""
 
 
 @dataclass(frozen=True)
 class ChunkScores(Scored):
-    """A chunk's scores (the keys before its window); ``present [B, n]`` marks its real tokens and
-    ``start`` is the sequence position of its first."""
+    """A chunk's scores (the keys before its window); `present [B, n]` marks its real tokens and
+    `start` is the sequence position of its first."""
 
     present: torch.Tensor
     start: int
@@ -80,13 +80,13 @@ class ChunkScores(Scored):
 
 @dataclass(frozen=True)
 class DecodeScores(Scored):
-    """A decode-time eviction's scores of everything a layer holds (``window`` 0: the windows are among the
+    """A decode-time eviction's scores of everything a layer holds (`window` 0: the windows are among the
     protected slots)."""
 
     def apply(
         self, layer: HeadwiseLayer, state: LayerState, keep: torch.Tensor, threshold: torch.Tensor | None
     ) -> None:
-        """Keep the ``keep`` slots and record what each head holds."""
+        """Keep the `keep` slots and record what each head holds."""
         layer.keep_slots(list(keep.split(self.slots, dim=-1)))
         seen, batch = layer.seen, keep.shape[0]
         held = torch.zeros(batch, layer.kv_heads, seen + 1, dtype=torch.bool, device=keep.device)  # +1: pads

@@ -1,12 +1,12 @@
 """Which prompt tokens a key head keeps: RC scores against the observation window, and the decision.
 
-At prefill the last ``w`` prompt tokens (the window ĝ) stand in for the future generation
+At prefill the last `w` prompt tokens (the window ĝ) stand in for the future generation
 (docs/design.md §3). For every earlier prompt token i and query head h,
 
     score_h(i) = E[max(X(i, ĝ) - Y(ĝ, ĝ), 0)] = mean_{j in ĝ} phi_Y(f(i, j)),
 
 with X(i, ĝ) the w logits of the window's queries on key i and Y(ĝ, ĝ) the window's own causal
-logits. A key head's score is the mean of its query heads' (grouped-query attention); :class:`WindowScorer`
+logits. A key head's score is the mean of its query heads' (grouped-query attention); [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer]
 adds the value norm and the sinks.
 Only the window's query rows are needed, as in SnapKV: the cost is O(H · w · n), never a prompt x
 prompt matrix.
@@ -37,7 +37,7 @@ __all__ = [
 
 
 class WindowLogits(NamedTuple):
-    """The window's logits split into the two samples RC compares (see :func:`split_window`)."""
+    """The window's logits split into the two samples RC compares (see [`split_window`][rcattr.kvcache.scoring.split_window])."""
 
     cross: torch.Tensor  # [B, H, m * w] key i's logits from the w window queries, key-major
     own: torch.Tensor  # [B, H, w * w] the window's causal logits on itself
@@ -47,8 +47,8 @@ class WindowLogits(NamedTuple):
 
 
 def split_window(window_logits: torch.Tensor, window_visible: torch.Tensor) -> WindowLogits:
-    """Split ``[B, H, w, n]`` window logits and their ``[B, w, n]`` visibility into the keys before the
-    window (``m = n - w``) and the window's own logits."""
+    """Split `[B, H, w, n]` window logits and their `[B, w, n]` visibility into the keys before the
+    window (`m = n - w`) and the window's own logits."""
     batch, heads, w, n = window_logits.shape
     context = n - w
     cross_visible = window_visible[:, :, :context].transpose(-1, -2)[:, None]
@@ -62,7 +62,7 @@ def split_window(window_logits: torch.Tensor, window_visible: torch.Tensor) -> W
 
 
 def expected_rc(split: WindowLogits, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``[B, H, m]`` per query head, ``mean_{j in ĝ} phi_Y(f(i, j))`` of every key i before the window over
+    """`[B, H, m]` per query head, `mean_{j in ĝ} phi_Y(f(i, j))` of every key i before the window over
     the window queries that see it (0 where none does)."""
     batch, heads = split.cross.shape[:2]
     context, w = split.cross_visible.shape[-2:]
@@ -84,11 +84,11 @@ def window_rc_scores(
     Parameters
     ----------
     window_logits : torch.Tensor
-        ``[B, H, w, n]`` raw logits ``<q_j, k_i>`` of the last ``w`` prompt queries on all ``n`` keys.
+        `[B, H, w, n]` raw logits `<q_j, k_i>` of the last `w` prompt queries on all `n` keys.
     window_visible : torch.Tensor
-        ``[B, w, n]`` bool, True where window query j may attend to key i (causality and padding).
+        `[B, w, n]` bool, True where window query j may attend to key i (causality and padding).
     kv_heads : int
-        Number of key heads; query head h belongs to key head ``h // (H / kv_heads)``, whose score is
+        Number of key heads; query head h belongs to key head `h // (H / kv_heads)`, whose score is
         the mean of its query heads'.
     dtype : torch.dtype
         Accumulation dtype.
@@ -96,8 +96,8 @@ def window_rc_scores(
     Returns
     -------
     torch.Tensor
-        ``[B, kv_heads, n - w]`` scores ``E[max(X - Y, 0)]`` (>= 0) of the keys before the window; keys
-        no window query sees (padding) are ``nan``.
+        `[B, kv_heads, n - w]` scores `E[max(X - Y, 0)]` (>= 0) of the keys before the window; keys
+        no window query sees (padding) are `nan`.
     """
     batch, heads, w, n = window_logits.shape
     if heads % kv_heads:
@@ -110,9 +110,9 @@ def window_rc_scores(
 @dataclass(frozen=True)
 class WindowScorer:
     """How a key before the window is scored: its expected RC against the window (RCStat, docs/design.md §3),
-    times the norm of its value, the first ``sinks`` tokens kept whatever their score. Shared by
-    :class:`~rcattr.kvcache.RCKVCache` and :class:`~rcattr.kvcache.press.RCPress`; a subclass changes the
-    statistic by overriding :meth:`key_head_scores`.
+    times the norm of its value, the first `sinks` tokens kept whatever their score. Shared by
+    [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] and [`RCPress`][rcattr.kvcache.press.RCPress]; a subclass changes the
+    statistic by overriding [`key_head_scores`][rcattr.kvcache.scoring.WindowScorer.key_head_scores].
 
     Parameters
     ----------
@@ -144,17 +144,17 @@ class WindowScorer:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {self.dtype}")
 
     def __call__(self, logits: torch.Tensor, visible: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        """``[B, Hkv, m]`` the score of every key before the window, from the window's ``[B, H, w, m + w]``
-        logits, their ``[B, w, m + w]`` visibility and the ``[B, Hkv, >= m, d]`` values."""
+        """`[B, Hkv, m]` the score of every key before the window, from the window's `[B, H, w, m + w]`
+        logits, their `[B, w, m + w]` visibility and the `[B, Hkv, >= m, d]` values."""
         scores = self.key_head_scores(logits, visible, values.shape[1])
         return value_weighted(scores, values) if self.value_norm else scores
 
     def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
-        """``[B, kv_heads, m]`` the statistic of every key, before the value norm (:func:`window_rc_scores`)."""
+        """`[B, kv_heads, m]` the statistic of every key, before the value norm ([`window_rc_scores`][rcattr.kvcache.scoring.window_rc_scores])."""
         return window_rc_scores(logits, visible, kv_heads, dtype=self.dtype)
 
     def check_model(self, model: torch.nn.Module, layers: list[int]) -> None:
-        """ValueError if the scorer cannot score the evicting ``layers`` of ``model`` (every scorer of the window's
+        """ValueError if the scorer cannot score the evicting `layers` of `model` (every scorer of the window's
         logits can)."""
 
     def hidden_state_scores(
@@ -164,10 +164,10 @@ class WindowScorer:
         values: torch.Tensor,
         window_scores: Callable[[], torch.Tensor],
     ) -> torch.Tensor:
-        """``[B, Hkv, m]`` the score of the first ``m`` keys of ``layer`` from their attention input
-        ``hidden [B, m, d]`` and the ``[B, Hkv, >= m, d]`` values, for a scorer whose ``reads_hidden_states``
-        is True (:class:`~rcattr.kvcache.distilled.DistilledScorer`); ``window_scores()`` computes what
-        :meth:`__call__` gives the same keys from the window's logits, for a scorer that uses both."""
+        """`[B, Hkv, m]` the score of the first `m` keys of `layer` from their attention input
+        `hidden [B, m, d]` and the `[B, Hkv, >= m, d]` values, for a scorer whose `reads_hidden_states`
+        is True ([`DistilledScorer`][rcattr.kvcache.distilled.DistilledScorer]); `window_scores()` computes what
+        [`__call__`][rcattr.kvcache.scoring.WindowLogits.__call__] gives the same keys from the window's logits, for a scorer that uses both."""
         raise NotImplementedError(f"{type(self).__name__} scores from the window's logits, not hidden states")
 
 
@@ -180,43 +180,43 @@ def value_weighted(scores: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     scores : torch.Tensor
-        ``[B, Hkv, m]`` scores of the first ``m`` keys.
+        `[B, Hkv, m]` scores of the first `m` keys.
     values : torch.Tensor
-        ``[B, Hkv, n, d]`` the layer's values, ``n >= m``.
+        `[B, Hkv, n, d]` the layer's values, `n >= m`.
 
     Returns
     -------
     torch.Tensor
-        ``[B, Hkv, m]`` in the dtype of ``scores``.
+        `[B, Hkv, m]` in the dtype of `scores`.
     """
     return scores * values[:, :, : scores.shape[-1]].to(scores.dtype).norm(dim=-1)
 
 
 def leading_tokens(present: torch.Tensor, count: int) -> torch.Tensor:
-    """``[B, n]`` bool, the first ``count`` real tokens of every row (the attention sinks).
+    """`[B, n]` bool, the first `count` real tokens of every row (the attention sinks).
 
-    ``present [B, n]`` marks real tokens; with left padding a row's first real token is not at 0.
+    `present [B, n]` marks real tokens; with left padding a row's first real token is not at 0.
     """
     return present & (present.cumsum(-1) <= count)
 
 
 def adaptive_keep(scores: torch.Tensor, c: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keep the keys whose score reaches ``c`` times their head's mean score (docs/design.md §3).
+    """Keep the keys whose score reaches `c` times their head's mean score (docs/design.md §3).
 
     Parameters
     ----------
     scores : torch.Tensor
-        ``[B, Hkv, m]`` from :func:`window_rc_scores`; ``nan`` marks keys that are not there (padding).
+        `[B, Hkv, m]` from [`window_rc_scores`][rcattr.kvcache.scoring.window_rc_scores]; `nan` marks keys that are not there (padding).
     c : float
-        Threshold multiplier, >= 0. A key is evicted when ``score < c · mean``: ``c = 0`` keeps every
-        key, larger ``c`` evicts more.
+        Threshold multiplier, >= 0. A key is evicted when `score < c · mean`: `c = 0` keeps every
+        key, larger `c` evicts more.
 
     Returns
     -------
     keep : torch.Tensor
-        ``[B, Hkv, m]`` bool; padding is never kept.
+        `[B, Hkv, m]` bool; padding is never kept.
     threshold : torch.Tensor
-        ``[B, Hkv]`` the threshold ``c · mean score`` of each head.
+        `[B, Hkv]` the threshold `c · mean score` of each head.
     """
     present = ~scores.isnan()
     threshold = c * scores.nan_to_num(0.0).sum(-1) / present.sum(-1).clamp_min(1)
@@ -224,24 +224,24 @@ def adaptive_keep(scores: torch.Tensor, c: float) -> tuple[torch.Tensor, torch.T
 
 
 def fixed_ratio_keep(scores: torch.Tensor, ratio: float, window: int) -> torch.Tensor:
-    """Evict the same share ``ratio`` of every key head's prompt, lowest scores first.
+    """Evict the same share `ratio` of every key head's prompt, lowest scores first.
 
-    Each head keeps ``int(n · (1 - ratio))`` of its ``n`` prompt tokens (window included, as kvpress
+    Each head keeps `int(n · (1 - ratio))` of its `n` prompt tokens (window included, as kvpress
     counts), so every head and layer gets the same budget.
 
     Parameters
     ----------
     scores : torch.Tensor
-        ``[B, Hkv, m]`` scores of the keys before the window; ``nan`` marks padding.
+        `[B, Hkv, m]` scores of the keys before the window; `nan` marks padding.
     ratio : float
-        Share of the prompt to evict, in ``[0, 1)``.
+        Share of the prompt to evict, in `[0, 1)`.
     window : int
         Window length (the window is kept and counts towards the budget).
 
     Returns
     -------
     torch.Tensor
-        ``[B, Hkv, m]`` bool.
+        `[B, Hkv, m]` bool.
     """
     present = ~scores.isnan()
     prompt = present.sum(-1, keepdim=True) + window  # [B, Hkv, 1] real prompt tokens
@@ -254,22 +254,22 @@ def fixed_ratio_keep(scores: torch.Tensor, ratio: float, window: int) -> torch.T
 
 
 def budget_keep(scores: torch.Tensor, protected: torch.Tensor, budget: int) -> torch.Tensor:
-    """Keep at most ``budget`` keys per batch row (and group), the protected ones first, then the highest scores.
+    """Keep at most `budget` keys per batch row (and group), the protected ones first, then the highest scores.
 
     Parameters
     ----------
     scores : torch.Tensor
-        ``[..., m]`` scores of every candidate key (the key heads of a layer flattened, so heads keep different
-        shares of the budget); ``nan`` marks keys that are not there (padding), never kept.
+        `[..., m]` scores of every candidate key (the key heads of a layer flattened, so heads keep different
+        shares of the budget); `nan` marks keys that are not there (padding), never kept.
     protected : torch.Tensor
-        ``[..., m]`` bool, keys kept whatever their score (the window, the sinks); they count in the budget.
+        `[..., m]` bool, keys kept whatever their score (the window, the sinks); they count in the budget.
     budget : int
         Keys a row may keep.
 
     Returns
     -------
     torch.Tensor
-        ``[..., m]`` bool.
+        `[..., m]` bool.
     """
     present = ~scores.isnan()
     room = (budget - protected.sum(-1, keepdim=True)).clamp_min(0)  # [B, 1]

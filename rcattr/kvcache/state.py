@@ -1,4 +1,4 @@
-"""What an evicting layer of :class:`~rcattr.kvcache.RCKVCache` has decided so far, kept by the cache for analysis
+"""What an evicting layer of [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] has decided so far, kept by the cache for analysis
 and for the next decode-time eviction (the layer itself only stores)."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ class Eviction:
     Attributes
     ----------
     scores : torch.Tensor
-        ``[B, Hkv, n]`` score of every token of the chunk; ``inf`` for the window, ``nan`` for padding.
+        `[B, Hkv, n]` score of every token of the chunk; `inf` for the window, `nan` for padding.
     threshold : torch.Tensor or None
-        ``[B, Hkv]`` the threshold ``c · mean score`` that applied to each key head (None for a ratio or a
+        `[B, Hkv]` the threshold `c · mean score` that applied to each key head (None for a ratio or a
         token budget).
     kept : torch.Tensor
-        ``[B, Hkv, n]`` bool, the chunk's tokens each key head keeps.
+        `[B, Hkv, n]` bool, the chunk's tokens each key head keeps.
     present : torch.Tensor
-        ``[B, n]`` bool, the chunk's tokens that are not padding.
+        `[B, n]` bool, the chunk's tokens that are not padding.
     start : int
         Sequence position of the chunk's first token (0 for the prefill).
     """
@@ -38,7 +38,7 @@ class Eviction:
 
     @property
     def compression_ratio(self) -> torch.Tensor:
-        """``[B, Hkv]`` share of each head's (non-padding) prompt tokens that were evicted."""
+        """`[B, Hkv]` share of each head's (non-padding) prompt tokens that were evicted."""
         prompt = self.present.sum(-1, keepdim=True).clamp_min(1)
         return 1.0 - self.kept.sum(-1) / prompt
 
@@ -55,11 +55,11 @@ class DecodeRecord:
     Attributes
     ----------
     seen : int
-        Tokens seen when it ran (it ran after the attention of token ``seen - 1``).
+        Tokens seen when it ran (it ran after the attention of token `seen - 1`).
     held : torch.Tensor
-        ``[B, Hkv, seen]`` bool, the positions each key head holds afterwards.
+        `[B, Hkv, seen]` bool, the positions each key head holds afterwards.
     threshold : torch.Tensor or None
-        ``[B, Hkv]`` the threshold that applied to each key head (None for a token budget).
+        `[B, Hkv]` the threshold that applied to each key head (None for a token budget).
     """
 
     seen: int
@@ -78,7 +78,7 @@ class LayerState:
     decode_evictions : list of DecodeRecord
         One per decode-time eviction.
     recent : torch.Tensor or None
-        ``[B, H, <= window, d]`` the last queries the layer read (with decode-time eviction only).
+        `[B, H, <= window, d]` the last queries the layer read (with decode-time eviction only).
     judged_until : int
         Entries before this position were judged by an eviction.
     decoded : int
@@ -97,7 +97,7 @@ class LayerState:
         return bool(self.evictions)
 
     def evicted_share(self) -> torch.Tensor:
-        """``[B, Hkv]`` share of each key head's (non-padding) chunk tokens evicted, over every chunk."""
+        """`[B, Hkv]` share of each key head's (non-padding) chunk tokens evicted, over every chunk."""
         kept = sum(e.kept.sum(-1) for e in self.evictions)
         prompt = sum(e.present.sum(-1, keepdim=True) for e in self.evictions)
         return 1.0 - kept / prompt.clamp_min(1)  # type: ignore[union-attr]

@@ -1,18 +1,18 @@
 """One attention layer for everything in rcattr that reads a model's queries and keys.
 
-Logit capture (:class:`~rcattr.runtime.capture.LogitCapture`) and the KV cache (:class:`~rcattr.kvcache.RCKVCache`)
-both need what the model's attention gets: the queries (``Cache.update`` never sees them), the keys, and
-which keys each query may see. :func:`attach` routes a model's attention through one wrapper of its own
+Logit capture ([`LogitCapture`][rcattr.runtime.capture.LogitCapture]) and the KV cache ([`RCKVCache`][rcattr.kvcache.cache.RCKVCache])
+both need what the model's attention gets: the queries (`Cache.update` never sees them), the keys, and
+which keys each query may see. [`attach`][rcattr.runtime.attention.attach] routes a model's attention through one wrapper of its own
 kernel and adds a *hook* to the model's route; each attention call of the model then reaches the hooks
-as an :class:`AttentionCall`, the newest hook first, and each hook looks at it, runs the rest of the chain
-(``proceed()``) or runs the kernel on other tensors (:meth:`AttentionCall.attend`). :func:`detach` removes
+as an [`AttentionCall`][rcattr.runtime.attention.AttentionCall], the newest hook first, and each hook looks at it, runs the rest of the chain
+(`proceed()`) or runs the kernel on other tensors ([`AttentionCall.attend`][rcattr.runtime.attention.AttentionCall.attend]). [`detach`][rcattr.runtime.attention.detach] removes
 the hook; the last one switches the model back and removes the wrapper from transformers' registries,
 so the model and the registries are left exactly as they were.
 
-The wrapper of implementation ``impl`` is registered as ``rcattr_<impl>`` with ``impl``'s own mask builder,
-so the kernel gets the mask it always gets, in the form its implementation uses: ``None``, a 4-D
-``[B, 1, q, k]`` bool (sdpa) or additive (eager) tensor, or a ``BlockMask`` (flex attention).
-:meth:`AttentionCall.visible` reads them alike: positions give causality and the sliding window, the
+The wrapper of implementation `impl` is registered as `rcattr_<impl>` with `impl`'s own mask builder,
+so the kernel gets the mask it always gets, in the form its implementation uses: `None`, a 4-D
+`[B, 1, q, k]` bool (sdpa) or additive (eager) tensor, or a `BlockMask` (flex attention).
+[`AttentionCall.visible`][rcattr.runtime.attention.AttentionCall.visible] reads them alike: positions give causality and the sliding window, the
 mask gives padding. Logits are always recomputed from the queries and keys, never read from a kernel.
 """
 
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 PREFIX = "rcattr_"
-"""The wrapper of implementation ``impl`` is registered as ``PREFIX + impl``."""
+"""The wrapper of implementation `impl` is registered as `PREFIX + impl`."""
 
 _DENSE_MASK_KERNELS = ("sdpa", "eager")  # the kernels that take any [B, 1, q, k] mask
 
@@ -70,15 +70,15 @@ class AttentionCall:
     Attributes
     ----------
     module : torch.nn.Module
-        The attention module (its ``layer_idx``, ``scaling``, ``sliding_window``).
+        The attention module (its `layer_idx`, `scaling`, `sliding_window`).
     query : torch.Tensor
-        ``[B, H, q, d]`` after RoPE and any q-norm.
+        `[B, H, q, d]` after RoPE and any q-norm.
     key, value : torch.Tensor
-        ``[B, Hkv, k, d]`` everything the layer attends to (what the cache returned).
+        `[B, Hkv, k, d]` everything the layer attends to (what the cache returned).
     attention_mask : torch.Tensor, BlockMask or None
         The mask in the form the kernel takes (see the module docstring).
     implementation : str
-        The model's own implementation (one of :data:`SUPPORTED_ATTENTION`).
+        The model's own implementation (one of [`SUPPORTED_ATTENTION`][rcattr.runtime.attention.SUPPORTED_ATTENTION]).
     """
 
     def __init__(
@@ -106,7 +106,7 @@ class AttentionCall:
 
     @property
     def start(self) -> int:
-        """Sequence position of the first query: read from the ``position_ids`` the model passes (with left
+        """Sequence position of the first query: read from the `position_ids` the model passes (with left
         padding, the row without padding carries the sequence index); without them, 0 for a pass whose
         keys are as many as its queries and the continuation of the layer's previous pass otherwise."""
         if self._start is None:
@@ -114,19 +114,19 @@ class AttentionCall:
         return self._start
 
     def starting_at(self, start: int) -> AttentionCall:
-        """This call with its first query at sequence position ``start`` (a cache that evicts knows it)."""
+        """This call with its first query at sequence position `start` (a cache that evicts knows it)."""
         call = copy.copy(self)
         call._start = start
         return call
 
     @property
     def query_positions(self) -> torch.Tensor:
-        """``[q]`` sequence positions of the queries."""
+        """`[q]` sequence positions of the queries."""
         return torch.arange(self.start, self.start + self.query.shape[-2], device=self.query.device)
 
     @property
     def key_positions(self) -> torch.Tensor:
-        """``[k]`` sequence positions of the keys (a sliding-window cache holds only the latest)."""
+        """`[k]` sequence positions of the keys (a sliding-window cache holds only the latest)."""
         end = self.start + self.query.shape[-2]
         return torch.arange(end - self.key.shape[-2], end, device=self.query.device)
 
@@ -146,8 +146,8 @@ class AttentionCall:
         return _number(self.kwargs.get("softcap"), float)
 
     def visible(self, rows: torch.Tensor, key_positions: torch.Tensor | None = None) -> torch.Tensor:
-        """``[B or 1, R, K]`` bool: which keys the query rows ``rows [R]`` (indices into the call's queries)
-        may see, among the keys at ``key_positions [K]`` (default: the call's keys).
+        """`[B or 1, R, K]` bool: which keys the query rows `rows [R]` (indices into the call's queries)
+        may see, among the keys at `key_positions [K]` (default: the call's keys).
 
         Causality and the sliding window come from the positions; padding (and anything else the model
         masks) from the mask, whichever its form. A key the mask does not cover is not visible.
@@ -178,8 +178,8 @@ class AttentionCall:
     def attend(
         self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, visible: torch.Tensor | None
     ) -> torch.Tensor:
-        """``[B, q, H', d]`` attention of ``query [B, H', q, d]`` over ``key, value [B, Hkv', k, d]`` where
-        ``visible [B, 1, q, k]`` (None: every key), with the layer's scale and options.
+        """`[B, q, H', d]` attention of `query [B, H', q, d]` over `key, value [B, Hkv', k, d]` where
+        `visible [B, 1, q, k]` (None: every key), with the layer's scale and options.
 
         sdpa and eager run themselves; flex attention, which compiles for every new shape, runs this
         through sdpa, which gives the same output.
@@ -208,7 +208,7 @@ def mask_allows(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def _dense_mask(mask: Any, rows: torch.Tensor) -> torch.Tensor:
-    """``[B or 1, R or 1, L]`` bool of the mask at query rows ``rows``, over the mask's ``L`` columns."""
+    """`[B or 1, R or 1, L]` bool of the mask at query rows `rows`, over the mask's `L` columns."""
     if isinstance(mask, torch.Tensor):
         if mask.dim() == 4:
             return mask_allows(mask[:, 0, rows])
@@ -226,14 +226,14 @@ def _dense_mask(mask: Any, rows: torch.Tensor) -> torch.Tensor:
 
 
 class AttentionHook(Protocol):
-    """What :func:`attach` adds to a model's route: called with every attention call of the model and the
-    rest of the chain, it returns the call's ``(output [B, q, H, d], weights or None)``."""
+    """What [`attach`][rcattr.runtime.attention.attach] adds to a model's route: called with every attention call of the model and the
+    rest of the chain, it returns the call's `(output [B, q, H, d], weights or None)`."""
 
     def __call__(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput: ...
 
 
 class _Positions(threading.local):
-    """Where each layer's last pass ended, for models that pass no ``position_ids``; the last ones read."""
+    """Where each layer's last pass ended, for models that pass no `position_ids`; the last ones read."""
 
     def __init__(self) -> None:
         self.next: dict[int, int] = {}
@@ -271,8 +271,8 @@ _USES: Counter[str] = Counter()  # registered wrapper name -> routes using it
 
 
 def check_supported(model: PreTrainedModel) -> None:
-    """Raise ``NotImplementedError`` naming the reason if rcattr cannot read ``model``'s attention (``TypeError``
-    if ``model`` is no transformers model)."""
+    """Raise `NotImplementedError` naming the reason if rcattr cannot read `model`'s attention (`TypeError`
+    if `model` is no transformers model)."""
     check_model(model)
     name = type(model).__name__
     if getattr(model.config, "is_encoder_decoder", False):
@@ -301,9 +301,9 @@ def _own_implementation(model: PreTrainedModel) -> str:
 
 
 def attach(model: PreTrainedModel, hook: AttentionHook) -> None:
-    """Route ``model``'s attention through rcattr's wrapper (once per model) and add ``hook`` to its route.
+    """Route `model`'s attention through rcattr's wrapper (once per model) and add `hook` to its route.
 
-    Call :func:`detach` with the same hook once done (in a ``finally`` or ``__exit__``).
+    Call [`detach`][rcattr.runtime.attention.detach] with the same hook once done (in a `finally` or `__exit__`).
     """
     check_supported(model)
     route = _ROUTES.get(id(model))
@@ -332,7 +332,7 @@ def attach(model: PreTrainedModel, hook: AttentionHook) -> None:
 
 
 def detach(model: PreTrainedModel, hook: AttentionHook) -> None:
-    """Remove ``hook`` from ``model``'s route; the last one switches the model back and unregisters."""
+    """Remove `hook` from `model`'s route; the last one switches the model back and unregisters."""
     route = _ROUTES.get(id(model))
     if route is None or not any(held is hook for held in route.hooks):
         return
@@ -350,7 +350,7 @@ def detach(model: PreTrainedModel, hook: AttentionHook) -> None:
 
 
 def is_routed(model: PreTrainedModel) -> bool:
-    """Whether ``model``'s attention currently goes through rcattr's wrapper."""
+    """Whether `model`'s attention currently goes through rcattr's wrapper."""
     route = _ROUTES.get(id(model))
     return route is not None and attention_implementation(model) == route.name
 
@@ -363,7 +363,7 @@ def _release(name: str) -> None:
 
 
 def _wrapper(implementation: str) -> AttentionFunction:
-    """The attention function registered around ``implementation``: the hooks of the caller's model, then
+    """The attention function registered around `implementation`: the hooks of the caller's model, then
     the kernel."""
 
     def attention(
@@ -394,7 +394,7 @@ def _through(hooks: list[AttentionHook], call: AttentionCall) -> AttentionOutput
 
 
 def _number(value: object, kind: type) -> Any:
-    """``value`` as ``kind`` when it is a number (not a bool or None), else None."""
+    """`value` as `kind` when it is a number (not a bool or None), else None."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return kind(value)
     return None

@@ -1,7 +1,7 @@
-"""Capture raw (pre-softmax) attention logits during an ordinary forward or ``generate``.
+"""Capture raw (pre-softmax) attention logits during an ordinary forward or `generate`.
 
-Inside :class:`LogitCapture` the model's attention goes through rcattr's attention layer
-(:mod:`rcattr.runtime.attention`): the model's own kernel (sdpa, eager or flex attention) still computes
+Inside [`LogitCapture`][rcattr.runtime.capture.LogitCapture] the model's attention goes through rcattr's attention layer
+([`rcattr.runtime.attention`][rcattr.runtime.attention]): the model's own kernel (sdpa, eager or flex attention) still computes
 every output, and for the chosen query rows the raw logits
 f(i, j) = <q_j, k_i> (after RoPE and any q/k norm, unscaled, unmasked, GQA-expanded) are computed
 beside it and handed to a reducer, one layer at a time. Nothing of size |s| x |s| per head is kept
@@ -41,23 +41,23 @@ class CaptureStep:
     layer_idx : int
         Decoder layer index.
     query_positions : torch.Tensor
-        ``[R]`` sequence positions of the captured query rows.
+        `[R]` sequence positions of the captured query rows.
     key_positions : torch.Tensor
-        ``[K]`` sequence positions of the keys the layer holds (a sliding-window cache holds only
+        `[K]` sequence positions of the keys the layer holds (a sliding-window cache holds only
         the most recent ones).
     visible : torch.Tensor
-        ``[B or 1, R, K]`` bool, True where the model lets the query attend to the key: causality,
-        padding and the sliding window (:meth:`rcattr.runtime.attention.AttentionCall.visible`).
+        `[B or 1, R, K]` bool, True where the model lets the query attend to the key: causality,
+        padding and the sliding window ([`rcattr.runtime.attention.AttentionCall.visible`][rcattr.runtime.attention.AttentionCall.visible]).
     sliding_window : int or None
         The layer's window size when it is a sliding-window layer.
     scaling : float
-        The softmax scale the layer applies to the logits (``1/sqrt(head_dim)`` for most models).
+        The softmax scale the layer applies to the logits (`1/sqrt(head_dim)` for most models).
     softcap : float or None
         The layer's attention-logit soft-capping, if any (Gemma 2).
     query : torch.Tensor or None
-        ``[B, H, R, d]`` the captured rows' queries (after RoPE and any norm) the logits come from.
+        `[B, H, R, d]` the captured rows' queries (after RoPE and any norm) the logits come from.
     key : torch.Tensor or None
-        ``[B, H_kv, K, d]`` the keys they come from: ``raw_logits(query, key)`` recomputes the logits,
+        `[B, H_kv, K, d]` the keys they come from: `raw_logits(query, key)` recomputes the logits,
         e.g. of a few heads after the pass, without keeping every head's.
     """
 
@@ -72,9 +72,9 @@ class CaptureStep:
     key: torch.Tensor | None = None
 
     def row(self, index: int, rows: slice, keys: slice) -> CaptureStep:
-        """Batch row ``index`` alone, its query rows ``rows`` and keys ``keys`` (slices of this step's), with
+        """Batch row `index` alone, its query rows `rows` and keys `keys` (slices of this step's), with
         positions counted from the first key kept: a left-padded row without its padding, as its own
-        pass gives it (the logits to go with it: ``logits[index : index + 1, :, rows, keys]``)."""
+        pass gives it (the logits to go with it: `logits[index : index + 1, :, rows, keys]`)."""
         key_positions = self.key_positions[keys]
         shift = key_positions[:1]
         own = index if len(self.visible) > 1 else 0  # [1, R, K]: the same for every row
@@ -89,7 +89,7 @@ class CaptureStep:
 
 
 Reducer = Callable[[torch.Tensor, CaptureStep], None]
-"""Called as ``reducer(logits, step)`` with ``logits`` of shape ``[B, H, R, K]``."""
+"""Called as `reducer(logits, step)` with `logits` of shape `[B, H, R, K]`."""
 
 
 class LogitCapture:
@@ -98,14 +98,14 @@ class LogitCapture:
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A decoder-only causal LM whose attention goes through transformers' ``AttentionInterface``
+        A decoder-only causal LM whose attention goes through transformers' `AttentionInterface`
         (Llama, Mistral, Qwen2, Qwen3, Gemma3, Phi3, ...), with sdpa, eager or flex attention.
     reducer : callable
-        ``reducer(logits, step)``; ``logits`` is ``[batch, heads, rows, keys]`` in ``dtype``, ``step`` a
-        :class:`CaptureStep`. Called once per layer and forward call that has selected rows.
+        `reducer(logits, step)`; `logits` is `[batch, heads, rows, keys]` in `dtype`, `step` a
+        [`CaptureStep`][rcattr.runtime.capture.CaptureStep]. Called once per layer and forward call that has selected rows.
     query_positions : slice, range, sequence of int, tensor or None, default None
-        Sequence positions whose query rows are captured (e.g. ``slice(m, None)`` for every token
-        after a prompt of length ``m``, including tokens produced by ``generate``). None captures all.
+        Sequence positions whose query rows are captured (e.g. `slice(m, None)` for every token
+        after a prompt of length `m`, including tokens produced by `generate`). None captures all.
     layers : sequence of int, optional
         Layers to capture; all by default.
     dtype : torch.dtype, optional
@@ -113,7 +113,7 @@ class LogitCapture:
 
     Notes
     -----
-    Positions are sequence indices, read from the ``position_ids`` the model passes to its attention
+    Positions are sequence indices, read from the `position_ids` the model passes to its attention
     (with left padding, from the row without padding), so a capture that starts on a pre-filled cache
     reports the true positions on every layer, sliding-window layers included. Where a model passes
     none, a pass whose keys are as many as its queries starts at position 0 and later passes continue.
@@ -155,7 +155,7 @@ class LogitCapture:
         detach(self.model, self)
 
     def __call__(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
-        """The attention hook: hand the chosen rows' logits of ``call`` to the reducer, then run the kernel."""
+        """The attention hook: hand the chosen rows' logits of `call` to the reducer, then run the kernel."""
         self._observe(call)
         return proceed()
 
@@ -184,19 +184,19 @@ class LogitCapture:
 
 
 def raw_logits(query: torch.Tensor, key: torch.Tensor, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Unscaled logits ``<q, k>`` with grouped-query heads expanded.
+    """Unscaled logits `<q, k>` with grouped-query heads expanded.
 
     Parameters
     ----------
     query : torch.Tensor
-        ``[B, H, R, d]``.
+        `[B, H, R, d]`.
     key : torch.Tensor
-        ``[B, H_kv, K, d]``; query head h reads key head ``h // (H / H_kv)``.
+        `[B, H_kv, K, d]`; query head h reads key head `h // (H / H_kv)`.
 
     Returns
     -------
     torch.Tensor
-        ``[B, H, R, K]`` in ``dtype``.
+        `[B, H, R, K]` in `dtype`.
     """
     batch, heads, rows, dim = query.shape
     kv_heads = key.shape[1]
@@ -226,10 +226,10 @@ class LogitStore:
         Returns
         -------
         logits : torch.Tensor
-            ``[B, H, R, S]``: row r holds query position ``positions[r]``, column i key position i;
-            keys the query cannot see (or that the layer no longer held) are ``fill``.
+            `[B, H, R, S]`: row r holds query position `positions[r]`, column i key position i;
+            keys the query cannot see (or that the layer no longer held) are `fill`.
         positions : torch.Tensor
-            ``[R]`` query positions.
+            `[R]` query positions.
         """
         if layer_idx not in self.steps:
             raise KeyError(f"layer {layer_idx} was not captured; captured: {sorted(self.steps)}")
@@ -267,7 +267,7 @@ class _RowSelector:
         self.explicit = explicit
 
     def select(self, start: int, positions: torch.Tensor) -> torch.Tensor:
-        """Indices into ``positions`` ([q], the call's query positions from ``start`` on) of the selected ones.
+        """Indices into `positions` ([q], the call's query positions from `start` on) of the selected ones.
         A range is cut on the host, so that no read from the model's device waits for its queue."""
         if self.explicit is not None:
             keep = torch.isin(positions, self.explicit.to(positions.device))

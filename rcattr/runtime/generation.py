@@ -1,4 +1,4 @@
-"""The model's own answers, when none is given: greedy ``generate`` over left-padded prompts."""
+"""The model's own answers, when none is given: greedy `generate` over left-padded prompts."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ BASE_MODEL_NOTE = (
 
 
 def note_base_model(tokenizer: TokenizerLike) -> None:
-    """Warn, at the caller of ``attribute()`` or ``attribute_many()``, that the model asked for its own answer
-    has a tokenizer without a chat template (:data:`BASE_MODEL_NOTE`): a note, not a refusal, since a base
+    """Warn, at the caller of `attribute()` or `attribute_many()`, that the model asked for its own answer
+    has a tokenizer without a chat template ([`BASE_MODEL_NOTE`][rcattr.runtime.generation.BASE_MODEL_NOTE]): a note, not a refusal, since a base
     model's answers can still be explained."""
     if not tokenizer.chat_template:
         # 4: this function, attribute() or attribute_many(), torch.no_grad's wrapper, then their caller
@@ -31,12 +31,12 @@ def note_base_model(tokenizer: TokenizerLike) -> None:
 
 
 def model_window(model: PreTrainedModel) -> int | None:
-    """The model's window (``max_position_embeddings``), if it states one."""
+    """The model's window (`max_position_embeddings`), if it states one."""
     return getattr(model.config.get_text_config(), "max_position_embeddings", None)
 
 
 def generation_options(model: PreTrainedModel, gen_args: Mapping[str, Any] | None) -> dict[str, Any]:
-    """:data:`DEFAULT_GEN_ARGS` updated by ``gen_args``; refused when they ask for more than one answer."""
+    """[`DEFAULT_GEN_ARGS`][rcattr.runtime.generation.DEFAULT_GEN_ARGS] updated by `gen_args`; refused when they ask for more than one answer."""
     options = {**DEFAULT_GEN_ARGS, **(gen_args or {})}
     sequences = options.get("num_return_sequences", model.generation_config.num_return_sequences)
     if sequences not in (None, 1):
@@ -54,8 +54,8 @@ def greedy_answers(
     gen_args: Mapping[str, Any] | None,
     keep_cache: bool,
 ) -> tuple[list[str], DynamicCache | None]:
-    """The greedy answers to ``prompts`` (token ids) from one ``generate`` over them, left-padded; with
-    ``keep_cache``, one prompt and one beam, also the generation's cache."""
+    """The greedy answers to `prompts` (token ids) from one `generate` over them, left-padded; with
+    `keep_cache`, one prompt and one beam, also the generation's cache."""
     options = generation_options(model, gen_args)
     cache = None
     if keep_cache and len(prompts) == 1 and options.get("num_beams", 1) == 1:

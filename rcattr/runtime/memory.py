@@ -6,7 +6,7 @@ keys and values) with what scoring needs for a moment (the window's logits, the 
 holes that the next layer's larger blocks do not fit, so the resident memory grows past what is alive: on the
 default model at 8k tokens, one forward through an RCKVCache grew the process about 0.24 GB more than a
 DynamicCache's while the live tensors differed by a few MB (docs/benchmarks.md, "Peak memory of one forward").
-``malloc_trim(0)`` returns every free page of the heap; elsewhere (macOS, musl) nothing is done.
+`malloc_trim(0)` returns every free page of the heap; elsewhere (macOS, musl) nothing is done.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 def release_freed_memory() -> None:
-    """Return the C heap's free pages to the operating system (glibc's ``malloc_trim(0)``; a no-op elsewhere)."""
+    """Return the C heap's free pages to the operating system (glibc's `malloc_trim(0)`; a no-op elsewhere)."""
     trim = _malloc_trim()
     if trim is not None:
         trim(0)

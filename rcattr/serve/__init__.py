@@ -1,9 +1,9 @@
-"""The citation service: rcattr behind HTTP for RAG systems that generate elsewhere (``rcattr serve``).
+"""The citation service: rcattr behind HTTP for RAG systems that generate elsewhere (`rcattr serve`).
 
-:func:`create_app` builds the FastAPI application around an :class:`~rcattr.RCAttributor` (``POST /v1/cite``,
-``GET /healthz``, ``GET /v1/model``); :class:`ServeConfig` holds the operator's limits; the request and response
-bodies mirror the library's objects (:mod:`rcattr.serve.schema`). :class:`rcattr.client.CitationClient` calls
-it from Python. Needs the ``serve`` extra (FastAPI, uvicorn, httpx).
+`create_app` builds the FastAPI application around an [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] (`POST /v1/cite`,
+`GET /healthz`, `GET /v1/model`); `ServeConfig` holds the operator's limits; the request and response
+bodies mirror the library's objects ([`rcattr.serve.schema`][rcattr.serve.schema]). [`rcattr.client.CitationClient`][rcattr.client.CitationClient] calls
+it from Python. Needs the `serve` extra (FastAPI, uvicorn, httpx).
 """
 
 from __future__ import annotations

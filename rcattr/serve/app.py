@@ -1,11 +1,11 @@
-"""The citation service's HTTP application (FastAPI): ``POST /v1/cite``, ``GET /healthz``, ``GET /v1/model``
-and the OpenAPI schema at ``/openapi.json``, which ``/docs`` (Swagger UI) and ``/redoc`` show from files served
+"""The citation service's HTTP application (FastAPI): `POST /v1/cite`, `GET /healthz`, `GET /v1/model`
+and the OpenAPI schema at `/openapi.json`, which `/docs` (Swagger UI) and `/redoc` show from files served
 here (fastapi-offline's), so that they work without internet.
 
 A request is checked before any model work (its body's size, its JSON and fields, then the library's own check
-of the prompt against the model's window: :meth:`~rcattr.RCAttributor.check_input`) and answered 4xx with one
-line naming the field; a checked one waits in the worker's bounded queue (full: 503 with ``Retry-After``) for a
-batch. Every error body is ``{"detail": "<one line>"}``."""
+of the prompt against the model's window: [`check_input`][rcattr.attribution.base.SpanAttributor.check_input]) and answered 4xx with one
+line naming the field; a checked one waits in the worker's bounded queue (full: 503 with `Retry-After`) for a
+batch. Every error body is `{"detail": "<one line>"}`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from rcattr.serve.worker import CitationWorker, Job, Outcome
 
 
 class Refused(Exception):
-    """A request answered with ``status`` and one line, before any model work."""
+    """A request answered with `status` and one line, before any model work."""
 
     def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
@@ -47,7 +47,7 @@ class Refused(Exception):
 def create_app(
     attributor: RCAttributor, config: ServeConfig | None = None, *, model_name: str = ""
 ) -> FastAPI:
-    """The service around ``attributor``: one worker thread runs it on batches of requests (started and stopped
+    """The service around `attributor`: one worker thread runs it on batches of requests (started and stopped
     with the application's lifespan), the requests are checked with a copy of its tokenizer."""
     config = ServeConfig() if config is None else config
     worker = CitationWorker(attributor, config)
@@ -152,8 +152,8 @@ def create_app(
 
 
 def check(checker: RCAttributor, body: CiteRequest) -> int:
-    """The library's check of ``body`` (no model work, no warning recorded: ``warnings.catch_warnings`` is the
-    process's, and the worker's thread records its batch's): its prompt's tokens; :class:`Refused` 422 with the
+    """The library's check of `body` (no model work, no warning recorded: `warnings.catch_warnings` is the
+    process's, and the worker's thread records its batch's): its prompt's tokens; [`Refused`][rcattr.serve.app.Refused] 422 with the
     library's message, after the field it is about."""
     try:
         inp = context_input(body)
@@ -186,9 +186,9 @@ def one_line(error: Exception) -> str:
 async def answered(
     worker: CitationWorker, body: CiteRequest, tokens: int, request: Request
 ) -> Outcome | None:
-    """The outcome of ``body`` (a checked request of ``tokens`` prompt tokens) from the worker, or None when the
+    """The outcome of `body` (a checked request of `tokens` prompt tokens) from the worker, or None when the
     client disconnects first (its job is then marked gone: the worker drops it, or discards its answer);
-    :class:`Refused` 503 when the queue is full."""
+    [`Refused`][rcattr.serve.app.Refused] 503 when the queue is full."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Outcome] = loop.create_future()
 

@@ -1,4 +1,4 @@
-"""One batch of citation requests through the library: :meth:`~rcattr.RCAttributor.attribute_many` over
+"""One batch of citation requests through the library: [`attribute_many`][rcattr.attribution.base.SpanAttributor.attribute_many] over
 their inputs, then each result's citations and cited answer, each request answered with its own response or
 its own error, and its own warnings."""
 
@@ -23,7 +23,7 @@ Value = TypeVar("Value")
 
 
 def context_input(request: CiteRequest) -> ContextInput:
-    """The library's input of ``request``: its documents (strings, or objects the library reads) and question."""
+    """The library's input of `request`: its documents (strings, or objects the library reads) and question."""
     return ContextInput(request.library_documents(), request.question)
 
 
@@ -37,7 +37,7 @@ def recorded() -> Iterator[list[warnings.WarningMessage]]:
 
 
 def with_warnings(call: Callable[[], Value]) -> tuple[Value, list[str]]:
-    """``call()`` and the messages of the warnings it raised."""
+    """`call()` and the messages of the warnings it raised."""
     with recorded() as caught:
         value = call()
     return value, [str(warning.message) for warning in caught]
@@ -51,8 +51,8 @@ def cite_many(
     max_new_tokens: int,
 ) -> list[CiteResponse | Exception]:
     """Each request's response, or the exception that stopped it (the others still answered): one
-    ``attribute_many`` over the batch (one left-padded forward per ``max_batch_tokens``; a batch that fails runs
-    again one request at a time). A response's ``warnings`` are its result's own notes, its citations', and the
+    `attribute_many` over the batch (one left-padded forward per `max_batch_tokens`; a batch that fails runs
+    again one request at a time). A response's `warnings` are its result's own notes, its citations', and the
     batch's generation warnings when the model answered it."""
     inputs = [context_input(request) for request in requests]
     with recorded() as caught:
@@ -97,8 +97,8 @@ def cite_many(
 
 
 def citation_json(citation: Citation) -> dict[str, Any]:
-    """``citation`` as the response gives it: its sources' ``document`` counted from 1, as the response's
-    ``documents`` and ``to_dict()`` count them (the library's :class:`~rcattr.CitedSource` counts from 0)."""
+    """`citation` as the response gives it: its sources' `document` counted from 1, as the response's
+    `documents` and `to_dict()` count them (the library's [`CitedSource`][rcattr.grounding.citations.CitedSource] counts from 0)."""
     data = dataclasses.asdict(citation)
     for source in data["sources"]:
         source["document"] += 1
@@ -108,7 +108,7 @@ def citation_json(citation: Citation) -> dict[str, Any]:
 def response(
     request: CiteRequest, result: RCAttributionResult, batch_warnings: Sequence[str]
 ) -> CiteResponse:
-    """The response to ``request`` from its result: the citations by its rule, the answer cited in its style."""
+    """The response to `request` from its result: the citations by its rule, the answer cited in its style."""
 
     def cite() -> tuple[list, str]:
         rule = request.rule()

@@ -1,4 +1,4 @@
-""":func:`start_service` starts ``rcattr serve`` (:mod:`rcattr.cli.serve_command`) in a process of its own, on a
+"""[`start_service`][rcattr.serve.command.start_service] starts `rcattr serve` ([`rcattr.cli.serve_command`][rcattr.cli.serve_command]) in a process of its own, on a
 free loopback port (tutorials, benchmarks, tests)."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ def free_port() -> int:
 def start_service(
     *options: str, timeout: float = 300.0, log: IO[str] | None = None
 ) -> tuple[subprocess.Popen, str]:
-    """``rcattr serve`` with ``options`` (``"--model", path``, ...) in a new process on a free 127.0.0.1 port,
-    once ``GET /healthz`` answers: the process (stop it with ``send_signal(signal.SIGINT)``) and its url. Its output
-    (its log) goes to ``log``, an open file, or else a temporary one, not a pipe nobody reads; RuntimeError with
-    that output if it exits or does not answer within ``timeout`` seconds."""
+    """`rcattr serve` with `options` (`"--model", path`, ...) in a new process on a free 127.0.0.1 port,
+    once `GET /healthz` answers: the process (stop it with `send_signal(signal.SIGINT)`) and its url. Its output
+    (its log) goes to `log`, an open file, or else a temporary one, not a pipe nobody reads; RuntimeError with
+    that output if it exits or does not answer within `timeout` seconds."""
     import httpx
 
     port = free_port()

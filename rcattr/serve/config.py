@@ -18,15 +18,15 @@ class ServeConfig:
     max_request_bytes : int
         Bytes of a request body (more: 413, before it is parsed).
     queue_size : int
-        Requests waiting for the model (more: 503 with ``Retry-After``).
+        Requests waiting for the model (more: 503 with `Retry-After`).
     max_batch_size : int
-        Requests explained together in one batch (:meth:`~rcattr.RCAttributor.attribute_many`).
+        Requests explained together in one batch ([`attribute_many`][rcattr.attribution.base.SpanAttributor.attribute_many]).
     max_batch_tokens : int or None
-        Padded prompt tokens of one forward (``attribute_many``'s ``max_batch_tokens``).
+        Padded prompt tokens of one forward (`attribute_many`'s `max_batch_tokens`).
     max_wait_ms : float
         How long the first request of a batch waits for others to join it.
     max_new_tokens : int
-        The length limit of the answers the model generates (a request without ``answer``).
+        The length limit of the answers the model generates (a request without `answer`).
     """
 
     max_documents: int = 64

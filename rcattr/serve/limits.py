@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodyLimit:
-    """Refuse a request body over ``max_bytes`` with 413: by its ``Content-Length`` before reading it, or, sent
+    """Refuse a request body over `max_bytes` with 413: by its `Content-Length` before reading it, or, sent
     in chunks, as soon as the bytes read pass the limit."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -48,8 +48,8 @@ class BodyLimit:
 
 
 def one_line_reason(errors: Sequence[dict[str, Any]]) -> tuple[int, str]:
-    """The status and one line for FastAPI's validation ``errors`` of a request: 400 for a body that is not
-    JSON or missing, else 422 naming the field of the most specific error (``documents[2].text: ...``)."""
+    """The status and one line for FastAPI's validation `errors` of a request: 400 for a body that is not
+    JSON or missing, else 422 naming the field of the most specific error (`documents[2].text: ...`)."""
     first = errors[0]
     if first["type"] == "json_invalid":
         return 400, f"the body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
@@ -62,7 +62,7 @@ def one_line_reason(errors: Sequence[dict[str, Any]]) -> tuple[int, str]:
 
 
 def _field(loc: Sequence[str | int]) -> str:
-    """``("body", "documents", 2, "DocumentIn", "text")`` as ``documents[2].text`` (without union tags)."""
+    """`("body", "documents", 2, "DocumentIn", "text")` as `documents[2].text` (without union tags)."""
     text = ""
     for part in loc[1:] if loc and loc[0] == "body" else loc:
         if isinstance(part, int):

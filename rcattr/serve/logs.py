@@ -1,7 +1,7 @@
-"""What the citation service tells its operator, through :mod:`logging` (logger ``rcattr.serve``): one start-up
+"""What the citation service tells its operator, through [`logging`][logging] (logger `rcattr.serve`): one start-up
 line (where it listens, the model, its device and window, the batch settings) and one line per request (status,
-time, documents and prompt tokens, or the one-line reason of a refusal or failure). ``rcattr serve --log-level
-warning`` keeps only the failures (5xx)."""
+time, documents and prompt tokens, or the one-line reason of a refusal or failure). `rcattr serve --log-level
+warning` keeps only the failures (5xx)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ logger = logging.getLogger("rcattr.serve")
 
 
 def log_config(level: str) -> dict[str, Any]:
-    """uvicorn's logging configuration with ``rcattr.serve`` at ``level`` on its stderr handler; uvicorn's own
-    lines (its start-up chatter, its access log) only from ``warning`` up, unless ``level`` is ``debug``."""
+    """uvicorn's logging configuration with `rcattr.serve` at `level` on its stderr handler; uvicorn's own
+    lines (its start-up chatter, its access log) only from `warning` up, unless `level` is `debug`."""
     config = copy.deepcopy(LOGGING_CONFIG)
     uvicorn_level = "DEBUG" if level == "debug" else max(level.upper(), "WARNING", key=logging.getLevelName)
     config["loggers"]["uvicorn"]["level"] = uvicorn_level
@@ -35,7 +35,7 @@ def log_config(level: str) -> dict[str, Any]:
 
 
 def startup_line(url: str, info: ModelInfo, config: ServeConfig) -> str:
-    """The line the service logs once it listens at ``url``."""
+    """The line the service logs once it listens at `url`."""
     window = "no window" if info.window is None else f"a {info.window}-token window"
     tokens = "" if config.max_batch_tokens is None else f" and {config.max_batch_tokens} tokens"
     threads = f"{info.torch_threads} torch thread{'' if info.torch_threads == 1 else 's'}"
@@ -48,7 +48,7 @@ def startup_line(url: str, info: ModelInfo, config: ServeConfig) -> str:
 
 
 class AnnouncedServer(uvicorn.Server):
-    """uvicorn's server that logs ``announce(url)`` once it listens, ``url`` the address it bound."""
+    """uvicorn's server that logs `announce(url)` once it listens, `url` the address it bound."""
 
     def __init__(self, config: uvicorn.Config, announce: Callable[[str], str]) -> None:
         super().__init__(config)
@@ -62,8 +62,8 @@ class AnnouncedServer(uvicorn.Server):
 
 
 class AccessLog:
-    """One log line per HTTP request: ``"POST /v1/cite" 200 in 812 ms: 3 documents, 412 tokens``, or the
-    ``detail`` of an error response. The endpoint puts ``documents`` and ``tokens`` in ``request.state``. 5xx are
+    """One log line per HTTP request: `"POST /v1/cite" 200 in 812 ms: 3 documents, 412 tokens`, or the
+    `detail` of an error response. The endpoint puts `documents` and `tokens` in `request.state`. 5xx are
     logged as errors, the rest as info."""
 
     def __init__(self, app: ASGIApp) -> None:

@@ -1,7 +1,7 @@
 """The service's request and response bodies (pydantic, for FastAPI's validation and OpenAPI schema): they
-mirror the library's objects, a request :meth:`~rcattr.RCAttributor.attribute`'s arguments and
-:meth:`~rcattr.RCAttributionResult.citations`' rule, a response :class:`~rcattr.Citation` and
-:meth:`~rcattr.RCAttributionResult.to_dict`'s documents."""
+mirror the library's objects, a request [`attribute`][rcattr.attribution.base.SpanAttributor.attribute]'s arguments and
+[`citations`][rcattr.attribution.result.RCAttributionResult.citations]' rule, a response [`Citation`][rcattr.grounding.citations.Citation] and
+[`to_dict`][rcattr.attribution.result.RCAttributionResult.to_dict]'s documents."""
 
 from __future__ import annotations
 
@@ -48,10 +48,10 @@ FRAMEWORK_FIELDS = frozenset(
 
 
 class DocumentIn(BaseModel):
-    """A document as RAG frameworks serialise one: its text in ``page_content`` (LangChain), ``text``
-    (LlamaIndex) or ``content`` (Haystack), with optional ``metadata`` (or ``meta``) and id. The other fields
-    those frameworks write are accepted and not read (:data:`FRAMEWORK_FIELDS`); any other field is refused, so
-    that a misspelt one is not lost. The library reads it (:func:`rcattr.text.documents.as_document`) and
+    """A document as RAG frameworks serialise one: its text in `page_content` (LangChain), `text`
+    (LlamaIndex) or `content` (Haystack), with optional `metadata` (or `meta`) and id. The other fields
+    those frameworks write are accepted and not read ([`FRAMEWORK_FIELDS`][rcattr.serve.schema.FRAMEWORK_FIELDS]); any other field is refused, so
+    that a misspelt one is not lost. The library reads it ([`rcattr.text.documents.as_document`][rcattr.text.documents.as_document]) and
     refuses one without text."""
 
     model_config = ConfigDict(extra="ignore")
@@ -71,8 +71,8 @@ _RULE_FIELDS = tuple(field.name for field in dataclasses.fields(CitationRule))
 
 
 class CiteRequest(BaseModel):
-    """``POST /v1/cite``: the documents, the question and the answer to explain (None: the model answers),
-    how the context is cut (``granularity``) and the answer explained (``output_granularity``; citations are per
+    """`POST /v1/cite`: the documents, the question and the answer to explain (None: the model answers),
+    how the context is cut (`granularity`) and the answer explained (`output_granularity`; citations are per
     answer sentence either way), the citation rule and the cited answer's style."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -135,7 +135,7 @@ class CiteRequest(BaseModel):
         return question
 
     def library_documents(self) -> list[str | dict[str, Any]]:
-        """The documents as :class:`~rcattr.ContextInput` reads them."""
+        """The documents as [`ContextInput`][rcattr.text.prompting.ContextInput] reads them."""
         return [
             document if isinstance(document, str) else document.model_dump(exclude_none=True)
             for document in self.documents
@@ -147,7 +147,7 @@ class CiteRequest(BaseModel):
 
 
 class CitedSpanOut(BaseModel):
-    """:class:`~rcattr.CitedSpan`: a span of a cited document, offsets into the document's text."""
+    """[`CitedSpan`][rcattr.grounding.citations.CitedSpan]: a span of a cited document, offsets into the document's text."""
 
     start: int
     end: int
@@ -156,8 +156,8 @@ class CitedSpanOut(BaseModel):
 
 
 class CitedSourceOut(BaseModel):
-    """:class:`~rcattr.CitedSource`: a cited document (``document`` 1-based, as in the response's ``documents``,
-    where the library's is 0-based; ``number`` its mark)."""
+    """[`CitedSource`][rcattr.grounding.citations.CitedSource]: a cited document (`document` 1-based, as in the response's `documents`,
+    where the library's is 0-based; `number` its mark)."""
 
     document: int
     number: int
@@ -168,7 +168,7 @@ class CitedSourceOut(BaseModel):
 
 
 class ClaimOut(BaseModel):
-    """:class:`rcattr.grounding.claims.Claim`: a number, date or name of the sentence, held by the documents or not."""
+    """[`rcattr.grounding.claims.Claim`][rcattr.grounding.claims.Claim]: a number, date or name of the sentence, held by the documents or not."""
 
     start: int
     end: int
@@ -188,7 +188,7 @@ class VerdictOut(BaseModel):
 
 
 class CitationOut(BaseModel):
-    """:class:`~rcattr.Citation`: one answer sentence's sources, support and status."""
+    """[`Citation`][rcattr.grounding.citations.Citation]: one answer sentence's sources, support and status."""
 
     start: int
     end: int
@@ -205,7 +205,7 @@ class CitationOut(BaseModel):
 
 
 class DocumentOut(BaseModel):
-    """A document of the response, as :meth:`~rcattr.RCAttributionResult.to_dict` lists it (1-based)."""
+    """A document of the response, as [`to_dict`][rcattr.attribution.result.RCAttributionResult.to_dict] lists it (1-based)."""
 
     document: int
     id: str | None
@@ -228,7 +228,7 @@ class CiteResponse(BaseModel):
 
 
 class ModelInfo(BaseModel):
-    """``GET /v1/model``: what the service runs."""
+    """`GET /v1/model`: what the service runs."""
 
     model: str
     device: str
@@ -240,7 +240,7 @@ class ModelInfo(BaseModel):
 
 
 class Health(BaseModel):
-    """``GET /healthz``: the service's state and counters since it started."""
+    """`GET /healthz`: the service's state and counters since it started."""
 
     status: Literal["ok"]
     queued: int

@@ -1,5 +1,5 @@
 """The one thread that runs the model: jobs from a bounded queue, gathered into batches by a short wait, each
-batch cited at once (:func:`~rcattr.serve.citing.cite_many`) and every job answered through its own callback."""
+batch cited at once ([`cite_many`][rcattr.serve.citing.cite_many]) and every job answered through its own callback."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ MAX_PADDING = 1.5
 
 
 def length_groups(jobs: list[Job]) -> list[list[Job]]:
-    """``jobs`` by their prompts' tokens, shortest first, cut wherever a prompt is over :data:`MAX_PADDING`
-    times its group's shortest: each group is one ``attribute_many`` whose forwards pad little."""
+    """`jobs` by their prompts' tokens, shortest first, cut wherever a prompt is over [`MAX_PADDING`][rcattr.serve.worker.MAX_PADDING]
+    times its group's shortest: each group is one `attribute_many` whose forwards pad little."""
     groups: list[list[Job]] = []
     for job in sorted(jobs, key=lambda job: job.tokens):
         if groups and job.tokens <= MAX_PADDING * groups[-1][0].tokens:
@@ -38,8 +38,8 @@ def length_groups(jobs: list[Job]) -> list[list[Job]]:
 
 @dataclass(eq=False)
 class Job:
-    """A checked request waiting for the model; ``deliver`` gets its response or error (from the worker's
-    thread), unless its client went away first (``gone``)."""
+    """A checked request waiting for the model; `deliver` gets its response or error (from the worker's
+    thread), unless its client went away first (`gone`)."""
 
     request: CiteRequest
     tokens: int  # its prompt's: a batch is ordered by them, so that its forwards pad little
@@ -48,12 +48,12 @@ class Job:
 
 
 class CitationWorker:
-    """Runs ``attributor`` on batches of jobs in one thread (the library is not run from two at once).
+    """Runs `attributor` on batches of jobs in one thread (the library is not run from two at once).
 
-    A batch is the first waiting job and those that arrive within ``config.max_wait_ms``, at most
-    ``config.max_batch_size``; a job whose client went away before its batch starts is dropped unrun, and one
+    A batch is the first waiting job and those that arrive within `config.max_wait_ms`, at most
+    `config.max_batch_size`; a job whose client went away before its batch starts is dropped unrun, and one
     whose client goes away during it is computed with its batch and its answer discarded: neither holds the
-    others up. ``counts`` holds ``served``, ``failed``, ``dropped`` and ``batches``."""
+    others up. `counts` holds `served`, `failed`, `dropped` and `batches`."""
 
     def __init__(self, attributor: RCAttributor, config: ServeConfig) -> None:
         self.attributor = attributor
@@ -78,7 +78,7 @@ class CitationWorker:
         return self._queue.qsize()
 
     def submit(self, job: Job) -> None:
-        """Queue ``job``; :class:`queue.Full` when ``config.queue_size`` jobs already wait."""
+        """Queue `job`; [`queue.Full`][queue.Full] when `config.queue_size` jobs already wait."""
         self._queue.put_nowait(job)
 
     def retry_after(self) -> int:
@@ -95,7 +95,7 @@ class CitationWorker:
             self._run_batch(self._gather(first))
 
     def _gather(self, first: Job) -> list[Job]:
-        """``first`` and the jobs that arrive within the wait, up to the batch size."""
+        """`first` and the jobs that arrive within the wait, up to the batch size."""
         jobs, deadline = [first], time.monotonic() + self.config.max_wait_ms / 1000
         while len(jobs) < self.config.max_batch_size:
             remaining = deadline - time.monotonic()

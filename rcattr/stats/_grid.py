@@ -1,12 +1,12 @@
-"""Compiled CPU kernels behind :func:`rcattr.stats.ranks.count_below`: exact ranks through a uniform grid.
+"""Compiled CPU kernels behind [`rcattr.stats.ranks.count_below`][rcattr.stats.ranks.count_below]: exact ranks through a uniform grid.
 
-For each row of a sorted sample ``y`` (its ``n_valid`` finite values first), a uniform grid of
-``cells`` cells is laid over ``[y[0], y[n_valid - 1]]``. The cell of a value is
-``floor((v - y[0]) * scale)`` clamped to ``[0, cells]``, computed in the values' dtype by the same
+For each row of a sorted sample `y` (its `n_valid` finite values first), a uniform grid of
+`cells` cells is laid over `[y[0], y[n_valid - 1]]`. The cell of a value is
+`floor((v - y[0]) * scale)` clamped to `[0, cells]`, computed in the values' dtype by the same
 operations for x and y: a non-decreasing function of v under any rounding, so every y of an earlier
-cell than x's is below x and every y of a later cell is above it. Per cell the grid keeps ``start``,
-the number of y in the cells before it, and the cell's first two y in two slots (``+inf`` where it
-holds fewer; the second ``nan`` where it holds more: a crowded cell). The rank of x is ``start`` of its
+cell than x's is below x and every y of a later cell is above it. Per cell the grid keeps `start`,
+the number of y in the cells before it, and the cell's first two y in two slots (`+inf` where it
+holds fewer; the second `nan` where it holds more: a crowded cell). The rank of x is `start` of its
 cell plus two comparisons with the slots: no branch, so each block of x compiles to vector code
 (gathers). A block with an x in a crowded cell (on attention logits about 1 x in 1,000, where the y
 are densest) is corrected by a binary search within the cell. A row whose y no grid resolves
@@ -25,13 +25,13 @@ _BLOCK = 64  # x per vectorised block, corrected as a whole when one of its x li
 
 @numba.njit(cache=True, inline="always")
 def _cell(value: float, low: float, scale: float, top: float) -> int:
-    """The grid cell of ``value``; ``low``, ``scale`` and ``top`` (the last cell) in the values' dtype."""
+    """The grid cell of `value`; `low`, `scale` and `top` (the last cell) in the values' dtype."""
     return np.int32(min(max((value - low) * scale, top - top), top))  # top - top: a 0 of the dtype
 
 
 @numba.njit(cache=True, inline="always")
 def _below(value: float, y: np.ndarray, first: int, end: int, right: bool) -> int:
-    """``first`` plus ``#{y[first:end] < value}`` (``<=`` when ``right``), by binary search."""
+    """`first` plus `#{y[first:end] < value}` (`<=` when `right`), by binary search."""
     while first < end:
         middle = (first + end) // 2
         if y[middle] <= value if right else y[middle] < value:
@@ -45,7 +45,7 @@ def _below(value: float, y: np.ndarray, first: int, end: int, right: bool) -> in
 def _slot_rank(
     value: float, start: np.ndarray, first: np.ndarray, second: np.ndarray, c: int, right: bool
 ) -> int:
-    """``start[c]`` plus the slotted y of cell ``c`` below ``value``: the rank, unless the cell is crowded."""
+    """`start[c]` plus the slotted y of cell `c` below `value`: the rank, unless the cell is crowded."""
     if right:  # an empty slot (+inf) is not <= an x of +inf
         return (
             start[c]
@@ -81,8 +81,8 @@ def _rank(
 def _build_grid(
     y: np.ndarray, n_valid: int, cells: int, start: np.ndarray, first: np.ndarray, second: np.ndarray
 ) -> tuple:
-    """Fill ``start[: cells + 2]`` and the slots ``first``, ``second`` ``[: cells + 1]`` for the sorted row
-    ``y``; return the grid's ``(low, scale)`` in ``y``'s dtype, ``scale`` 0 where no grid resolves it."""
+    """Fill `start[: cells + 2]` and the slots `first`, `second` `[: cells + 1]` for the sorted row
+    `y`; return the grid's `(low, scale)` in `y`'s dtype, `scale` 0 where no grid resolves it."""
     low = y[0]
     width = np.float64(y[n_valid - 1]) - np.float64(low)
     scale = y.dtype.type(cells / width) if 0.0 < width < np.inf else y.dtype.type(0)
@@ -113,9 +113,9 @@ def _grid_cells(n_valid: int, n_x: int, cells_per_y: int) -> int:
 
 @numba.njit(cache=True, parallel=True)
 def _grids(ys: np.ndarray, n_valid: np.ndarray, n_x: int, cells_per_y: int) -> tuple:
-    """Every row's grid: ``start`` ``[G, max cells + 2]``, the slots ``first``, ``second``
-    ``[G, max cells + 1]``, ``low``, ``scale`` ``[G]`` in ``ys``' dtype (``scale`` 0 for the rows to
-    binary-search) and ``cells`` ``[G]``."""
+    """Every row's grid: `start` `[G, max cells + 2]`, the slots `first`, `second`
+    `[G, max cells + 1]`, `low`, `scale` `[G]` in `ys`' dtype (`scale` 0 for the rows to
+    binary-search) and `cells` `[G]`."""
     groups = ys.shape[0]
     cells = np.empty(groups, np.int64)
     for g in range(groups):
@@ -135,10 +135,10 @@ def _grids(ys: np.ndarray, n_valid: np.ndarray, n_x: int, cells_per_y: int) -> t
 def count_below_rows(
     xs: np.ndarray, ys: np.ndarray, n_valid: np.ndarray, right: bool, cells_per_y: int, out: np.ndarray
 ) -> None:
-    """``out[g, i] = #{y in ys[g, :n_valid[g]] : y < xs[g, i]}`` (``<=`` when ``right``).
+    """`out[g, i] = #{y in ys[g, :n_valid[g]] : y < xs[g, i]}` (`<=` when `right`).
 
-    ``xs`` ``[G, N]``, ``ys`` ``[G, M]`` sorted rows in ``xs``' dtype, ``n_valid`` ``[G]``, ``out``
-    ``[G, N]`` integers.
+    `xs` `[G, N]`, `ys` `[G, M]` sorted rows in `xs`' dtype, `n_valid` `[G]`, `out`
+    `[G, N]` integers.
     """
     groups, n = xs.shape
     start, first, second, low, scale, cells = _grids(ys, n_valid, n, cells_per_y)
@@ -175,10 +175,10 @@ def count_below_row_sums(
     cells_per_y: int,
     out: np.ndarray,
 ) -> None:
-    """``out[g, r] = sum over visible[r, c] of #{y in ys[g, :n_valid[g]] : y < xs[g, r, c]}``.
+    """`out[g, r] = sum over visible[r, c] of #{y in ys[g, :n_valid[g]] : y < xs[g, r, c]}`.
 
-    ``xs`` ``[G, R, C]`` (any strides), ``ys`` ``[G, M]`` sorted rows in ``xs``' dtype, ``visible``
-    ``[R, C]`` bool, ``out`` ``[G, R]`` int64: the ranks are summed as they are found, never stored.
+    `xs` `[G, R, C]` (any strides), `ys` `[G, M]` sorted rows in `xs`' dtype, `visible`
+    `[R, C]` bool, `out` `[G, R]` int64: the ranks are summed as they are found, never stored.
     """
     _row_sums(xs, ys, n_valid, visible, cells_per_y, out, np.empty((0, 0)), np.empty((0, 0)), False)
 
@@ -194,11 +194,11 @@ def rank_and_phi_row_sums(
     phi: np.ndarray,
     x_sums: np.ndarray,
 ) -> None:
-    """As :func:`count_below_row_sums` into ``below``, with ``phi[g, r]``, the sum of
-    ``mean_y max(x - y, 0)``, and ``x_sums[g, r]``, that of ``x``, over the same visible x (float64).
+    """As [`count_below_row_sums`][rcattr.stats._grid.count_below_row_sums] into `below`, with `phi[g, r]`, the sum of
+    `mean_y max(x - y, 0)`, and `x_sums[g, r]`, that of `x`, over the same visible x (float64).
 
-    ``phi`` comes from the prefix sums of ``y - m``, ``m`` a middle y of the row, in float64: a shared
-    offset of the logits does not cancel. Each x is ranked by the scalar :func:`_rank`.
+    `phi` comes from the prefix sums of `y - m`, `m` a middle y of the row, in float64: a shared
+    offset of the logits does not cancel. Each x is ranked by the scalar [`_rank`][rcattr.stats._grid._rank].
     """
     _row_sums(xs, ys, n_valid, visible, cells_per_y, below, phi, x_sums, True)
 

@@ -1,4 +1,4 @@
-"""Validation and broadcasting of the two samples of :mod:`rcattr.stats` (shapes, masks, dtypes)."""
+"""Validation and broadcasting of the two samples of [`rcattr.stats`][rcattr.stats] (shapes, masks, dtypes)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _finalize(
     batch: torch.Size,
     dtype: torch.dtype,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Cast, expand to ``[*batch, n]`` and check the valid entries of one sample."""
+    """Cast, expand to `[*batch, n]` and check the valid entries of one sample."""
     n = t.shape[-1]
     t = t.to(dtype).expand(*batch, n)
     if mask is None:
@@ -117,14 +117,14 @@ def prepare(
 
 
 def count(t: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Number of valid entries, ``[*batch, 1]`` in ``t.dtype``."""
+    """Number of valid entries, `[*batch, 1]` in `t.dtype`."""
     if mask is None:
         return torch.full((*t.shape[:-1], 1), t.shape[-1], dtype=t.dtype, device=t.device)
     return mask.sum(dim=-1, keepdim=True).to(t.dtype)
 
 
 def masked_mean(v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Mean over the last dim of the entries where ``mask`` is True; ``[*batch]``. Overwrites ``v``."""
+    """Mean over the last dim of the entries where `mask` is True; `[*batch]`. Overwrites `v`."""
     if mask is None:
         return v.mean(dim=-1)
     return v.masked_fill_(~mask, 0.0).sum(dim=-1).div_(mask.sum(dim=-1))

@@ -1,4 +1,4 @@
-"""Bounds on ``E[Z]`` valid for every coupling of the two samples (RCStat Thm 3.1), in :mod:`rcattr.stats`."""
+"""Bounds on `E[Z]` valid for every coupling of the two samples (RCStat Thm 3.1), in [`rcattr.stats`][rcattr.stats]."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ def overlap_bounds(
     reverse: bool = False,
     dtype: torch.dtype = torch.float64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Bounds on ``E[max(X - Y, 0)]`` valid for every coupling of the two samples.
+    """Bounds on `E[max(X - Y, 0)]` valid for every coupling of the two samples.
 
-    ``lower = int max(F_Y(t) - F_X(t), 0) dt`` and ``upper = int min(F_Y(t), 1 - F_X(t)) dt``
-    with the empirical right-continuous CDFs (RCStat Thm 3.1 / Alg 1). With ``reverse=True``
-    the bounds on ``E[max(Y - X, 0)]``: ``int max(F_X - F_Y, 0) dt`` and
-    ``int min(F_X, 1 - F_Y) dt``. The integrands are constant on each interval
-    ``[t_k, t_{k+1})`` between consecutive points of the sorted union of the samples and zero
+    `lower = int max(F_Y(t) - F_X(t), 0) dt` and `upper = int min(F_Y(t), 1 - F_X(t)) dt`
+    with the empirical right-continuous CDFs (RCStat Thm 3.1 / Alg 1). With `reverse=True`
+    the bounds on `E[max(Y - X, 0)]`: `int max(F_X - F_Y, 0) dt` and
+    `int min(F_X, 1 - F_Y) dt`. The integrands are constant on each interval
+    `[t_k, t_{k+1})` between consecutive points of the sorted union of the samples and zero
     outside its range, so the integrals are exact finite sums. For equal sample sizes the
     lower bound is attained by the sorted (comonotone) pairing and the upper bound by the
     antitone pairing.
@@ -31,15 +31,15 @@ def overlap_bounds(
     Parameters
     ----------
     x : Tensor, shape [..., nx]
-        Sample ``X`` (any floating dtype).
+        Sample `X` (any floating dtype).
     y : Tensor, shape [..., ny]
-        Sample ``Y`` (any floating dtype). Leading dims broadcast against those of ``x``.
-    x_mask, y_mask : Tensor of bool, broadcastable to ``x`` / ``y``, optional
-        ``True`` marks valid entries; masked entries may hold any value.
+        Sample `Y` (any floating dtype). Leading dims broadcast against those of `x`.
+    x_mask, y_mask : Tensor of bool, broadcastable to `x` / `y`, optional
+        `True` marks valid entries; masked entries may hold any value.
     reverse : bool, default False
-        Bound ``E[max(Y - X, 0)]`` instead.
+        Bound `E[max(Y - X, 0)]` instead.
     dtype : torch.dtype, default torch.float64
-        Accumulation and output dtype: ``torch.float32`` or ``torch.float64``.
+        Accumulation and output dtype: `torch.float32` or `torch.float64`.
 
     Returns
     -------
@@ -48,7 +48,7 @@ def overlap_bounds(
     Raises
     ------
     ValueError
-        As :func:`expected_rc`.
+        As `expected_rc`.
     """
     p = prepare(x, y, x_mask, y_mask, dtype)
     xs = sorted_valid(p.x, p.x_mask)  # [*batch, nx], +inf pads last

@@ -1,5 +1,5 @@
-"""Exact ranks of one sample's values in another, sorted (:mod:`rcattr.stats`): ``#{y < x}`` through a
-compiled grid (:mod:`rcattr.stats._grid`), their row sums, and the shared sort / prefix-sum kernel behind ``phi``."""
+"""Exact ranks of one sample's values in another, sorted ([`rcattr.stats`][rcattr.stats]): `#{y < x}` through a
+compiled grid ([`rcattr.stats._grid`][rcattr.stats._grid]), their row sums, and the shared sort / prefix-sum kernel behind `phi`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rcattr.stats._samples import ALLOWED_DTYPES, count
 
 
 def sort_values(t: torch.Tensor) -> torch.Tensor:
-    """``torch.sort(t, dim=-1).values``, contiguous. On CPU through numpy's vectorised sort, about ten
+    """`torch.sort(t, dim=-1).values`, contiguous. On CPU through numpy's vectorised sort, about ten
     times faster than torch's on these sizes (a few thousand floats per row)."""
     if t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) and not t.requires_grad:
         return torch.from_numpy(np.sort(t.numpy(), axis=-1))
@@ -25,7 +25,7 @@ def sort_values(t: torch.Tensor) -> torch.Tensor:
 
 
 def sorted_valid(t: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Sort along the last dim with masked entries replaced by ``+inf`` (so they sort last)."""
+    """Sort along the last dim with masked entries replaced by `+inf` (so they sort last)."""
     if mask is not None:
         t = torch.where(mask, t, torch.full((), float("inf"), dtype=t.dtype, device=t.device))
     return sort_values(t)
@@ -36,14 +36,14 @@ def sorted_valid(t: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 
 GRID_CELLS_PER_Y = 8
-"""Grid cells per element of ``Y`` in :func:`count_below` (:mod:`rcattr.stats._grid`): on SmolLM2's attention
-logits at 2,000 context tokens, 76 % of the ``x`` then fall in a cell without ``y``, 23 % in a cell with
-one, 1 % with two, and 0.1 % in a crowded cell (more than two ``y``, searched). 4 and 16 cells per y
+"""Grid cells per element of `Y` in [`count_below`][rcattr.stats.ranks.count_below] ([`rcattr.stats._grid`][rcattr.stats._grid]): on SmolLM2's attention
+logits at 2,000 context tokens, 76 % of the `x` then fall in a cell without `y`, 23 % in a cell with
+one, 1 % with two, and 0.1 % in a crowded cell (more than two `y`, searched). 4 and 16 cells per y
 measured slower (a larger table makes the gathers slower, a smaller one crowds more cells)."""
 
 
 def _on_grid(*tensors: torch.Tensor) -> bool:
-    """Whether the compiled CPU kernels of :mod:`rcattr.stats._grid` take these tensors."""
+    """Whether the compiled CPU kernels of [`rcattr.stats._grid`][rcattr.stats._grid] take these tensors."""
     return all(t.device.type == "cpu" and t.dtype in ALLOWED_DTYPES and not t.requires_grad for t in tensors)
 
 
@@ -52,9 +52,9 @@ def _caller_threads() -> Iterator[None]:
     """Run a compiled kernel within the caller's thread budget and leave it as found.
 
     numba's parallel kernels run on OpenMP, whose thread count torch shares: a kernel launch sets it to
-    numba's count (``NUMBA_NUM_THREADS``, every core by default), so a process limited to one thread
-    (``torch.set_num_threads(1)``, ``OMP_NUM_THREADS=1``) would be left with every core and oversubscribe
-    them when several run side by side. The kernel gets ``torch.get_num_threads()`` threads (at most numba's
+    numba's count (`NUMBA_NUM_THREADS`, every core by default), so a process limited to one thread
+    (`torch.set_num_threads(1)`, `OMP_NUM_THREADS=1`) would be left with every core and oversubscribe
+    them when several run side by side. The kernel gets `torch.get_num_threads()` threads (at most numba's
     own count), and both counts are restored after it."""
     torch_threads, numba_threads = torch.get_num_threads(), numba.get_num_threads()
     numba.set_num_threads(max(1, min(torch_threads, numba_threads)))
@@ -75,20 +75,20 @@ def _n_finite(y_sorted: torch.Tensor) -> np.ndarray:
 
 
 def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False) -> torch.Tensor:
-    """``#{y < x}`` (``#{y <= x}`` with ``right=True``) for every ``x``: ``torch.searchsorted``, exactly.
+    """`#{y < x}` (`#{y <= x}` with `right=True`) for every `x`: `torch.searchsorted`, exactly.
 
-    On CPU a compiled kernel (:mod:`rcattr.stats._grid`) lays a uniform grid over the range of each row of
-    ``y_sorted`` and keeps, per cell, how many ``y`` lie in earlier cells and the cell's first two ``y``:
-    an ``x`` is answered by one lookup and two comparisons, in vector code, and the rare ``x`` whose cell
-    holds more ``y`` by a binary search within it. One pass over ``x``, about ten times faster than
-    ``torch.searchsorted`` on attention logits. Other devices and dtypes use ``torch.searchsorted``.
+    On CPU a compiled kernel ([`rcattr.stats._grid`][rcattr.stats._grid]) lays a uniform grid over the range of each row of
+    `y_sorted` and keeps, per cell, how many `y` lie in earlier cells and the cell's first two `y`:
+    an `x` is answered by one lookup and two comparisons, in vector code, and the rare `x` whose cell
+    holds more `y` by a binary search within it. One pass over `x`, about ten times faster than
+    `torch.searchsorted` on attention logits. Other devices and dtypes use `torch.searchsorted`.
 
     Parameters
     ----------
     x : Tensor, shape [*batch, nx]
-        Finite values, in the dtype of ``y_sorted``.
+        Finite values, in the dtype of `y_sorted`.
     y_sorted : Tensor, shape [*batch, ny]
-        Each row sorted in increasing order; its finite values first, ``+inf`` pads last.
+        Each row sorted in increasing order; its finite values first, `+inf` pads last.
 
     Returns
     -------
@@ -121,17 +121,17 @@ def count_below(x: torch.Tensor, y_sorted: torch.Tensor, *, right: bool = False)
 def count_below_row_sums(
     x: torch.Tensor, y_sorted: torch.Tensor, visible: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``sum_c #{y < x[g, r, c]}`` over the visible ``c`` of every row: :func:`count_below` summed, without
+    """`sum_c #{y < x[g, r, c]}` over the visible `c` of every row: [`count_below`][rcattr.stats.ranks.count_below] summed, without
     storing the ranks.
 
     Parameters
     ----------
     x : Tensor, shape [G, R, C]
-        Finite values in the dtype of ``y_sorted``; any strides (e.g. a slice of wider logits).
+        Finite values in the dtype of `y_sorted`; any strides (e.g. a slice of wider logits).
     y_sorted : Tensor, shape [G, ny]
-        As :func:`count_below`'s.
+        As [`count_below`][rcattr.stats.ranks.count_below]'s.
     visible : Tensor of bool, shape [R, C], optional
-        The entries of each ``[R, C]`` slice that count; all by default.
+        The entries of each `[R, C]` slice that count; all by default.
 
     Returns
     -------
@@ -159,7 +159,7 @@ def count_below_row_sums(
 
 
 class RowSums(NamedTuple):
-    """Sums over the visible ``x`` of each row of ``[G, R, C]`` logits against its group's sorted ``y``."""
+    """Sums over the visible `x` of each row of `[G, R, C]` logits against its group's sorted `y`."""
 
     below: torch.Tensor  # [G, R] int64: sum of #{y < x}
     phi: torch.Tensor  # [G, R] float64: sum of phi_Y(x) = mean_y max(x - y, 0)
@@ -169,24 +169,24 @@ class RowSums(NamedTuple):
 def rank_and_phi_row_sums(
     x: torch.Tensor, y_sorted: torch.Tensor, visible: torch.Tensor | None = None
 ) -> RowSums:
-    """:func:`count_below_row_sums` with the sums of :func:`phi` and of ``x`` over the same entries.
+    """[`count_below_row_sums`][rcattr.stats.ranks.count_below_row_sums] with the sums of [`phi`][rcattr.stats.ranks.RowSums.phi] and of `x` over the same entries.
 
-    The row means of ``phi`` are the per-row ``E[Z]``, and with those of ``x`` the per-row ``E[Z']``
-    (``E[Z] - E[Z'] = E[X] - E[Y]``), without storing any per-``x`` value.
+    The row means of `phi` are the per-row `E[Z]`, and with those of `x` the per-row `E[Z']`
+    (`E[Z] - E[Z'] = E[X] - E[Y]`), without storing any per-`x` value.
 
     Parameters
     ----------
     x : Tensor, shape [G, R, C]
-        Finite values in the dtype of ``y_sorted``; any strides.
+        Finite values in the dtype of `y_sorted`; any strides.
     y_sorted : Tensor, shape [G, ny]
-        As :func:`count_below`'s, with at least one finite value per row.
+        As [`count_below`][rcattr.stats.ranks.count_below]'s, with at least one finite value per row.
     visible : Tensor of bool, shape [R, C], optional
-        The entries of each ``[R, C]`` slice that count; all by default.
+        The entries of each `[R, C]` slice that count; all by default.
 
     Returns
     -------
     RowSums
-        ``below`` (int64), ``phi`` and ``x`` (float64), each of shape [G, R].
+        `below` (int64), `phi` and `x` (float64), each of shape [G, R].
     """
     if visible is None:
         visible = torch.ones(x.shape[1:], dtype=torch.bool, device=x.device)
@@ -238,11 +238,11 @@ def rank_stats(
 ) -> _RankStats:
     """Per-x counts (and partial sums) of the y strictly below (or above) x.
 
-    Sorts ``y`` once, then locates every ``x`` with ``torch.searchsorted``; partial sums come
-    from a prefix (forward) or suffix (reverse) cumulative sum of the sorted ``y``. The sums
-    are taken after shifting both samples by ``c``, a valid element of ``y`` near its median:
-    ``phi`` is shift invariant, and the shift removes the cancellation between
-    ``x * count`` and the sum when the logits share a large offset. The counts are located on
+    Sorts `y` once, then locates every `x` with `torch.searchsorted`; partial sums come
+    from a prefix (forward) or suffix (reverse) cumulative sum of the sorted `y`. The sums
+    are taken after shifting both samples by `c`, a valid element of `y` near its median:
+    `phi` is shift invariant, and the shift removes the cancellation between
+    `x * count` and the sum when the logits share a large offset. The counts are located on
     the unshifted values so that rounding in the shift cannot create or break ties.
 
     Parameters
@@ -250,12 +250,12 @@ def rank_stats(
     x : Tensor, shape [*batch, nx]
         Finite query values, already in the accumulation dtype.
     y : Tensor, shape [*batch, ny]
-        Reference sample, same dtype; entries where ``y_mask`` is False are ignored.
+        Reference sample, same dtype; entries where `y_mask` is False are ignored.
     y_mask : Tensor of bool, shape [*batch, ny], or None
     reverse : bool
-        Count ``y > x`` instead of ``y < x``.
+        Count `y > x` instead of `y < x`.
     need_sums : bool
-        Also return the partial sums and the shifted ``x``.
+        Also return the partial sums and the shifted `x`.
     """
     ys = sorted_valid(y, y_mask)  # [*batch, ny], valid first, +inf pads last
     n_y = count(y, y_mask)  # [*batch, 1]
@@ -283,13 +283,13 @@ def rank_stats(
 
 
 def _beyond(pos: torch.Tensor, n_y: torch.Tensor, reverse: bool) -> torch.Tensor:
-    """``#{y < x}`` from ``searchsorted(right=False)``, or ``#{y > x}`` from ``right=True``."""
+    """`#{y < x}` from `searchsorted(right=False)`, or `#{y > x}` from `right=True`."""
     count = pos.to(n_y.dtype)
     return count.neg_().add_(n_y) if reverse else count
 
 
 def phi_from_stats(s: _RankStats, reverse: bool) -> torch.Tensor:
-    """``phi`` from the rank statistics; consumes (overwrites) ``s.x_shifted``."""
+    """`phi` from the rank statistics; consumes (overwrites) `s.x_shifted`."""
     assert s.partial_sum is not None and s.x_shifted is not None
     num = s.x_shifted.mul_(s.n_beyond)  # x_shifted is a fresh tensor owned by s
     if reverse:

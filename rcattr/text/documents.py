@@ -1,10 +1,10 @@
 """Context documents as RAG applications hold them: a text, an id and metadata.
 
-:class:`Document` is rcattr's own; :func:`as_document` reads the shapes retrieval frameworks give, without
-importing them: a plain string, a mapping or an object with ``page_content`` (LangChain), ``text``
-(LlamaIndex nodes) or ``content`` (Haystack) and ``metadata`` (``meta`` in Haystack), and an ``id`` /
-``id_`` / ``doc_id``. The metadata travels unchanged into a result's citations and HTML, and into
-``to_dict()`` as plain JSON (:func:`plain_json`).
+[`Document`][rcattr.text.documents.Document] is rcattr's own; [`as_document`][rcattr.text.documents.as_document] reads the shapes retrieval frameworks give, without
+importing them: a plain string, a mapping or an object with `page_content` (LangChain), `text`
+(LlamaIndex nodes) or `content` (Haystack) and `metadata` (`meta` in Haystack), and an `id` /
+`id_` / `doc_id`. The metadata travels unchanged into a result's citations and HTML, and into
+`to_dict()` as plain JSON ([`plain_json`][rcattr.text.documents.plain_json]).
 """
 
 from __future__ import annotations
@@ -49,17 +49,17 @@ class Document:
     id: str | None = None
 
     def label(self, width: int = 60) -> str:
-        """A short name for a source list, at most ``width`` characters.
+        """A short name for a source list, at most `width` characters.
 
-        The first of the metadata's ``title``, ``source`` and ``file_name`` that is text (bytes decoded as
-        UTF-8), a path or a number (0 included) and not blank; else its ``url`` when that is a string; else
+        The first of the metadata's `title`, `source` and `file_name` that is text (bytes decoded as
+        UTF-8), a path or a number (0 included) and not blank; else its `url` when that is a string; else
         the id, unless it is a UUID or a hex digest (as frameworks generate, whoever set it: the text says
-        more to a reader, and the id stays in :attr:`id`); else the text's first words.
+        more to a reader, and the id stays in [`id`][rcattr.text.documents.Document.id]); else the text's first words.
         """
         return one_line(self._naming()[0], width)
 
     def _naming(self) -> tuple[str, str]:
-        """The label's whole text and where it comes from: ``"metadata"``, ``"id"`` or ``"text"``."""
+        """The label's whole text and where it comes from: `"metadata"`, `"id"` or `"text"`."""
         for key in _LABEL_KEYS:
             name = _name(self.metadata.get(key))
             if name:
@@ -78,12 +78,12 @@ class Document:
 
 
 def source_labels(documents: Sequence[Document], width: int = 60) -> list[str]:
-    """Each document's :meth:`Document.label`, with what tells apart the documents that would share one.
+    """Each document's [`Document.label`][rcattr.text.documents.Document.label], with what tells apart the documents that would share one.
 
     Where two or more documents get the same label (chunks of one article under its title), each one's label
-    is followed by its id (``Steam engine · Steam_engine-11``) when the label does not come from the id and
+    is followed by its id (`Steam engine · Steam_engine-11`) when the label does not come from the id and
     the id is readable (not a UUID or a hex digest); else by its text's first words, when the label does not
-    come from them. The id (its end, when cut) or the words keep up to half of ``width``.
+    come from them. The id (its end, when cut) or the words keep up to half of `width`.
 
     Parameters
     ----------
@@ -95,7 +95,7 @@ def source_labels(documents: Sequence[Document], width: int = 60) -> list[str]:
     Returns
     -------
     list of str
-        ``[n_documents]`` labels, in the documents' order.
+        `[n_documents]` labels, in the documents' order.
     """
     labels = [document.label(width) for document in documents]
     counts = Counter(labels)
@@ -106,7 +106,7 @@ def source_labels(documents: Sequence[Document], width: int = 60) -> list[str]:
 
 
 def _told_apart(document: Document, label: str, width: int) -> str:
-    """``label`` (``document``'s, shared with another document) followed by its readable id or first words."""
+    """`label` (`document`'s, shared with another document) followed by its readable id or first words."""
     name, origin = document._naming()
     readable = document._readable_id()
     room = max(width // 2, 1)
@@ -121,14 +121,14 @@ def _told_apart(document: Document, label: str, width: int) -> str:
 
 
 def _line_end(text: str, width: int) -> str:
-    """``text`` on one line, cut at its start to ``width`` characters with an ellipsis: ids that share a
-    start (``Steam_engine-11``, ``Steam_engine-12``) differ at their end."""
+    """`text` on one line, cut at its start to `width` characters with an ellipsis: ids that share a
+    start (`Steam_engine-11`, `Steam_engine-12`) differ at their end."""
     line = " ".join(text.split())
     return line if len(line) <= width else "…" + line[len(line) - max(width - 1, 0) :]
 
 
 def _name(value: Any) -> str | None:
-    """``value`` as a label's text when it is text, bytes, a path or a number (not a bool); else None."""
+    """`value` as a label's text when it is text, bytes, a path or a number (not a bool); else None."""
     if isinstance(value, (bytes, bytearray)):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, str):
@@ -139,9 +139,9 @@ def _name(value: Any) -> str | None:
 
 
 def as_document(item: Any, index: int) -> Document:
-    """``item`` (context document number ``index``, 0-based) as a :class:`Document`: a string, a Document, or
-    a mapping / object with ``page_content``, ``text`` or ``content`` and optional ``metadata`` (or
-    ``meta``) and id."""
+    """`item` (context document number `index`, 0-based) as a [`Document`][rcattr.text.documents.Document]: a string, a Document, or
+    a mapping / object with `page_content`, `text` or `content` and optional `metadata` (or
+    `meta`) and id."""
     if isinstance(item, Document):
         return item
     if isinstance(item, str):
@@ -166,17 +166,17 @@ def as_document(item: Any, index: int) -> Document:
 
 
 def _first(read: Callable[[str], Any], names: Sequence[str]) -> Any:
-    """The first of the fields ``names`` that ``read`` finds set (not None); None if none is."""
+    """The first of the fields `names` that `read` finds set (not None); None if none is."""
     return next((value for value in map(read, names) if value is not None), None)
 
 
 def plain_json(value: Any) -> Any:
-    """``value`` (metadata, as an application gives it) as plain JSON values, for ``json.dumps``.
+    """`value` (metadata, as an application gives it) as plain JSON values, for `json.dumps`.
 
     Mappings become dicts with string keys, other collections lists (tuples, sets, arrays and tensors
-    through ``tolist()``); dates and times ISO strings; bytes their UTF-8 text (undecodable bytes as U+FFFD);
-    non-finite floats None (as JavaScript's ``JSON.stringify`` writes them); NumPy scalars Python numbers;
-    anything else its ``str()``.
+    through `tolist()`); dates and times ISO strings; bytes their UTF-8 text (undecodable bytes as U+FFFD);
+    non-finite floats None (as JavaScript's `JSON.stringify` writes them); NumPy scalars Python numbers;
+    anything else its `str()`.
     """
     if value is None or isinstance(value, (str, bool)):
         return value
@@ -202,8 +202,8 @@ def plain_json(value: Any) -> Any:
 
 
 def documents_json(documents: Sequence[Document]) -> list[dict[str, Any]]:
-    """Each document's ``{"document", "id", "metadata"}`` (numbered from 1, the metadata :func:`plain_json`), as
-    :meth:`~rcattr.attribution.result.RCAttributionResult.to_dict` and the citation service list them."""
+    """Each document's `{"document", "id", "metadata"}` (numbered from 1, the metadata [`plain_json`][rcattr.text.documents.plain_json]), as
+    [`to_dict`][rcattr.attribution.result.RCAttributionResult.to_dict] and the citation service list them."""
     return [
         {"document": index + 1, "id": document.id, "metadata": plain_json(document.metadata)}
         for index, document in enumerate(documents)

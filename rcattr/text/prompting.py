@@ -1,8 +1,8 @@
 """The text the model reads: context chunks and a question placed in a chat template or plain prompt.
 
-:class:`ContextInput` is what a RAG user has (retrieved documents or one context string, and a
-question). :func:`render_prompt` turns it, or captum's ``TextTemplateInput`` / ``TextTokenInput``,
-into a :class:`Prompt`: the exact string to tokenize plus where each context chunk sits in it, so
+[`ContextInput`][rcattr.text.prompting.ContextInput] is what a RAG user has (retrieved documents or one context string, and a
+question). [`render_prompt`][rcattr.text.prompting.render_prompt] turns it, or captum's `TextTemplateInput` / `TextTokenInput`,
+into a [`Prompt`][rcattr.text.prompting.Prompt]: the exact string to tokenize plus where each context chunk sits in it, so
 that spans of the chunks map to tokens of the prompt without searching for text.
 """
 
@@ -25,7 +25,7 @@ _UNUSABLE = re.compile("[\x00\ud800-\udfff]")  # NUL (the marker's) and lone sur
 
 def check_text(name: str, text: str, chunk: int | None = None) -> None:
     """Refuse a NUL character, which rcattr reserves to mark places in the prompt, or a lone surrogate,
-    which is not text and which the tokenizer cannot encode, naming the input ``name`` (and its ``chunk``)
+    which is not text and which the tokenizer cannot encode, naming the input `name` (and its `chunk`)
     and the character's position."""
     found = _UNUSABLE.search(text)
     if found is None:
@@ -52,10 +52,10 @@ class ContextInput:
     ----------
     context : str or sequence of documents
         The text to attribute over. A sequence is a list of chunks; they are numbered
-        ``Document [i]:`` in the prompt and ``granularity="chunk"`` scores each one. A chunk is a string,
-        a :class:`~rcattr.text.documents.Document`, or what a RAG framework returns: a mapping or object with
-        ``page_content`` (LangChain) or ``text`` (LlamaIndex) and optional ``metadata`` and ``id``; the
-        metadata comes back in the result's citations, ``to_dict()`` and HTML.
+        `Document [i]:` in the prompt and `granularity="chunk"` scores each one. A chunk is a string,
+        a [`Document`][rcattr.text.documents.Document], or what a RAG framework returns: a mapping or object with
+        `page_content` (LangChain) or `text` (LlamaIndex) and optional `metadata` and `id`; the
+        metadata comes back in the result's citations, `to_dict()` and HTML.
     question : str
         The question, placed after the context. May be empty.
     instruction : str
@@ -109,23 +109,23 @@ class Prompt:
     chunks : list of str
         The attributable texts, in order.
     chunk_starts : list of int
-        Character offset of each chunk in ``text``.
+        Character offset of each chunk in `text`.
     add_special_tokens : bool
         Whether the tokenizer should add its special tokens (False when a chat template wrote them).
     features : list of list of int, optional
-        For captum inputs: the chunks forming each interpretable feature (a ``TextTemplateInput``
-        mask groups several values into one feature; a ``TextTokenInput`` feature is one token).
+        For captum inputs: the chunks forming each interpretable feature (a `TextTemplateInput`
+        mask groups several values into one feature; a `TextTokenInput` feature is one token).
     token_ids, token_offsets : list, optional
-        For a ``TextTokenInput``: its token ids, and their character offsets in ``text``.
+        For a `TextTokenInput`: its token ids, and their character offsets in `text`.
     feature_tokens : list of int, optional
-        For a ``TextTokenInput``: the token index of each chunk (the tokens not skipped).
+        For a `TextTokenInput`: the token index of each chunk (the tokens not skipped).
     documents : list of Document, optional
-        For a :class:`ContextInput`: its documents, whose metadata results carry.
+        For a [`ContextInput`][rcattr.text.prompting.ContextInput]: its documents, whose metadata results carry.
     evidence : list of str, optional
-        For a :class:`ContextInput`: the documents' texts and the question, the user's own text, which an
-        answer's numbers, dates and names are checked against (:mod:`rcattr.grounding.claims`). The template's words are
-        left out: its ``Document [n]:`` labels would hold every number up to the number of documents, a chat
-        template's dates any date. None: the whole :attr:`text` (a captum input's template is the user's own).
+        For a [`ContextInput`][rcattr.text.prompting.ContextInput]: the documents' texts and the question, the user's own text, which an
+        answer's numbers, dates and names are checked against ([`rcattr.grounding.claims`][rcattr.grounding.claims]). The template's words are
+        left out: its `Document [n]:` labels would hold every number up to the number of documents, a chat
+        template's dates any date. None: the whole `text` (a captum input's template is the user's own).
     """
 
     text: str
@@ -143,7 +143,7 @@ class Prompt:
 def render_prompt(
     tokenizer: TokenizerLike, inp: ContextInput | TextTemplateInput | TextTokenInput | str
 ) -> Prompt:
-    """The prompt for ``inp``; a bare string is a context with no question."""
+    """The prompt for `inp`; a bare string is a context with no question."""
     if isinstance(inp, str):
         inp = ContextInput(inp)
     if isinstance(inp, ContextInput):

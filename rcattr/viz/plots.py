@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 HeadsLike = torch.Tensor | np.ndarray | Sequence[tuple[int, int]]
 
-"""``[k, 2]`` ``(layer, head)`` pairs."""
+"""`[k, 2]` `(layer, head)` pairs."""
 
 
 def _head_scores(
     scores_or_result: AttributionRecord | torch.Tensor | np.ndarray, selected: HeadsLike | None
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    """``[L, H]`` scores, ``[k, 2]`` selected heads and the score's name, checked."""
+    """`[L, H]` scores, `[k, 2]` selected heads and the score's name, checked."""
     kind = "head score"
     if isinstance(scores_or_result, AttributionRecord):
         selection = scores_or_result.head_selection
@@ -60,7 +60,7 @@ def plot_head_scores(
     Parameters
     ----------
     scores_or_result : AttributionRecord or Tensor or ndarray, shape [L, H]
-        A result (its ``head_selection`` is drawn) or a table of head scores.
+        A result (its `head_selection` is drawn) or a table of head scores.
     selected : Tensor or ndarray or sequence of (layer, head), shape [k, 2], optional
         Heads to outline. Default: the result's selected heads, or none for a table.
     ax : matplotlib Axes, optional
@@ -101,7 +101,7 @@ def plot_token_support(
     ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Bars of each answer token's support log-odds (``logit(token_support)``: its log-probability plus the
+    """Bars of each answer token's support log-odds (`logit(token_support)`: its log-probability plus the
     log-odds of its peak; below 0 the evidence is against the context holding it), the cut-off drawn, the
     tokens flagged unsupported in red.
 
@@ -138,8 +138,8 @@ def save_head_heatmap(
     path: str | os.PathLike[str],
     **kw: Any,
 ) -> Path:
-    """Write :func:`plot_head_scores` (keyword arguments passed on) to ``path``, in the image format its
-    extension names (``.png``, ``.jpg``, ``.svg``, ``.pdf``, ...); returns the path.
+    """Write [`plot_head_scores`][rcattr.viz.plots.plot_head_scores] (keyword arguments passed on) to `path`, in the image format its
+    extension names (`.png`, `.jpg`, `.svg`, `.pdf`, ...); returns the path.
 
     The figure is made without pyplot, so no window opens and no figure is left behind.
     """

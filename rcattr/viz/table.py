@@ -1,5 +1,5 @@
-"""A result as tables: its context spans as a DataFrame (ContextCite's table, ``to_dataframe``) and a compact
-HTML table for notebooks (``_repr_html_``)."""
+"""A result as tables: its context spans as a DataFrame (ContextCite's table, `to_dataframe`) and a compact
+HTML table for notebooks (`_repr_html_`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 
 def result_frame(result: AttributionRecord, output: int | None = None) -> pd.DataFrame:
-    """Context spans sorted by score (ContextCite's table): ``document`` numbers documents from 1 as
-    people read them (``Document [1]``), ``source`` is the 0-based index into ``chunks``, ``start`` and
-    ``end`` are character offsets into that chunk. ``attrs["context_reliance"]`` holds the answer's (or
+    """Context spans sorted by score (ContextCite's table): `document` numbers documents from 1 as
+    people read them (`Document [1]`), `source` is the 0-based index into `chunks`, `start` and
+    `end` are character offsets into that chunk. `attrs["context_reliance"]` holds the answer's (or
     the output unit's) context reliance."""
     import pandas as pd
 
@@ -34,8 +34,8 @@ def result_frame(result: AttributionRecord, output: int | None = None) -> pd.Dat
 
 
 def result_table_html(result: AttributionRecord, top: int = 3) -> str:
-    """A compact HTML table of ``result`` for notebooks (``_repr_html_``): the answer, then each output
-    unit with its ``top`` sources, their scores and documents. All text is escaped."""
+    """A compact HTML table of `result` for notebooks (`_repr_html_`): the answer, then each output
+    unit with its `top` sources, their scores and documents. All text is escaped."""
     several = len(result.chunks) > 1
     rows = []
     for unit, span in enumerate(result.output_spans):

@@ -23,7 +23,7 @@ _MIN_SHADE = 0.1  # intensities below this (shares below 1%) stay unshaded in th
 
 
 def _wrap(pieces: Sequence[tuple[str, str | None]], width: int) -> str:
-    """Join ``(text, ansi_code)`` pieces into lines of at most ``width`` visible characters.
+    """Join `(text, ansi_code)` pieces into lines of at most `width` visible characters.
 
     Runs of one style are coloured per line, so that no escape code spans a line break.
     """
@@ -42,7 +42,7 @@ def _wrap(pieces: Sequence[tuple[str, str | None]], width: int) -> str:
 
 
 def _styled(line: Sequence[tuple[str, str | None]]) -> str:
-    """``(word, ansi_code)`` pairs as text, each run of one code wrapped in that code and a reset."""
+    """`(word, ansi_code)` pairs as text, each run of one code wrapped in that code and a reset."""
     parts = []
     for code, run in groupby(line, key=itemgetter(1)):
         text = "".join(word for word, _ in run)
@@ -85,11 +85,11 @@ def shade_context(
     color: bool | None = None,
     width: int | None = None,
 ) -> str:
-    """The context with its spans highlighted by score (the first part of :func:`to_terminal`)."""
+    """The context with its spans highlighted by score (the first part of [`to_terminal`][rcattr.viz.terminal.to_terminal])."""
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     width = width or shutil.get_terminal_size().columns
-    scores = result.scores(output)  # validates ``output``
+    scores = result.scores(output)  # validates `output`
     showing = "whole answer" if output is None else f"output {output % len(result.output_spans) + 1}"
     return f"Context (scores: {showing}):\n" + _wrap(_context_pieces(result, scores, color), width)
 
@@ -110,7 +110,7 @@ def to_terminal(
         Highlight the scores of this output unit. Default: the whole answer.
     color : bool, optional
         Shade spans with ANSI 256-colour backgrounds; without colour, the top 3 spans are marked
-        ``[rank:score]text[/rank]`` instead. Default: on when stdout is a terminal and ``NO_COLOR``
+        `[rank:score]text[/rank]` instead. Default: on when stdout is a terminal and `NO_COLOR`
         is not set.
     width : int, optional
         Line width to wrap the context to. Default: the terminal's width.

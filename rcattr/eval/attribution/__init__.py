@@ -1,6 +1,6 @@
-"""The attribution benchmark (``python -m rcattr.eval.attribution``): every method side by side on QuoteSum or
-Veri-Gran, at their own length or hidden among distractors (``long_context``, ``context_length``); its settings
-(``config``), methods (``method``, ``methods``, the sweep and its recipes), runner,
+"""The attribution benchmark (`python -m rcattr.eval.attribution`): every method side by side on QuoteSum or
+Veri-Gran, at their own length or hidden among distractors (`long_context`, `context_length`); its settings
+(`config`), methods (`method`, `methods`, the sweep and its recipes), runner,
 results and report.
 """
 

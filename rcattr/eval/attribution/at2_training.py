@@ -2,13 +2,13 @@
 
     python -m rcattr.eval.attribution.at2_training --examples 400 --sizes 25,100,400 --out runs/at2
 
-The training inputs (:func:`training_inputs`) are RAG-shaped and disjoint from the attribution benchmark's
+The training inputs ([`training_inputs`][rcattr.eval.attribution.at2_training.training_inputs]) are RAG-shaped and disjoint from the attribution benchmark's
 files: SQuAD v2 dev questions, taken from the end of the file, each with its own paragraph and three
 paragraphs of other articles as documents (in a seeded order); every fourth input is a QMSum validation
 query over a meeting excerpt of 512 tokens. The model answers each itself, the package's trainer ablates
 each example's sentences 32 times and fits one estimator per training size
-(:func:`rcattr.baselines.at2.train_estimator`). Each estimator is then run as the benchmark's ``at2`` method
-on the first ``--eval-limit`` records of QuoteSum and Veri-Gran dev; ``OUT/accuracy.md`` holds the table of
+([`rcattr.baselines.at2.train_estimator`][rcattr.baselines.at2.train_estimator]). Each estimator is then run as the benchmark's `at2` method
+on the first `--eval-limit` records of QuoteSum and Veri-Gran dev; `OUT/accuracy.md` holds the table of
 accuracy against training examples.
 """
 
@@ -38,8 +38,8 @@ QMSUM_BUDGET = 512  # tokens of meeting excerpt
 
 
 def training_inputs(tokenizer: TokenizerLike, n: int, seed: int = 0) -> list[ContextInput]:
-    """``n`` training inputs: SQuAD v2 dev questions from the file's end with distractor paragraphs, and every
-    :data:`QMSUM_EVERY`-th one a QMSum validation query over its meeting excerpt."""
+    """`n` training inputs: SQuAD v2 dev questions from the file's end with distractor paragraphs, and every
+    [`QMSUM_EVERY`][rcattr.eval.attribution.at2_training.QMSUM_EVERY]-th one a QMSum validation query over its meeting excerpt."""
     rng = random.Random(seed)
     articles = squad_articles()
     questions = [
@@ -78,7 +78,7 @@ def accuracy_by_size(
     eval_limit: int | None,
     datasets: Sequence[str] = ("quotesum", "verigran"),
 ) -> Accuracy:
-    """Each size's estimator as the benchmark's ``at2`` method: accuracy [95% CI] per dataset and size."""
+    """Each size's estimator as the benchmark's `at2` method: accuracy [95% CI] per dataset and size."""
     table: Accuracy = {}
     for dataset in datasets:
         for size in sizes:

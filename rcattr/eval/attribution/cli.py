@@ -3,19 +3,19 @@
     python -m rcattr.eval.attribution --dataset quotesum --split dev --out runs/quotesum
 
 Protocol (the RCStat paper's): the gold answer is teacher-forced, the context is the numbered
-sources (``Document [i]: ...``) followed by the question, and each gold span of the answer is one
+sources (`Document [i]: ...`) followed by the question, and each gold span of the answer is one
 output unit; its prediction is the source of the highest-scoring context span (chunk-level
-accuracy, paper Table 1). Each method writes one line per record to ``OUT/records/METHOD.jsonl``
-as it goes, so an interrupted run resumes where it stopped (``rcattr.eval.common.run_store``); ``--shard I/N``
-and ``accelerate launch`` split the records among processes (``rcattr.eval.common.sharding``) and the report
-merges them. ``sweep`` is one RC pass per record that scores every head with both span scorers: it gives
+accuracy, paper Table 1). Each method writes one line per record to `OUT/records/METHOD.jsonl`
+as it goes, so an interrupted run resumes where it stopped (`rcattr.eval.common.run_store`); `--shard I/N`
+and `accelerate launch` split the records among processes (`rcattr.eval.common.sharding`) and the report
+merges them. `sweep` is one RC pass per record that scores every head with both span scorers: it gives
 the top-k / bottom-k curve of the paper's Fig. 5 and the RC variants of the table (attention over RC
-top-k, bottom-k and all heads; RC expectation as the span scorer). ``results.json``, ``results.md`` and
-``sweep.png`` are rewritten at the end from every record on disk.
+top-k, bottom-k and all heads; RC expectation as the span scorer). `results.json`, `results.md` and
+`sweep.png` are rewritten at the end from every record on disk.
 
-The pieces: the settings (``attribution_config``), the methods (``attribution_method``, the built-in ones
-in ``attribution_methods``, the sweep in ``attribution_sweep``), the runner (``attribution_runner``), the
-results and the table (``attribution_results``, ``attribution_report``). This module is the command line.
+The pieces: the settings (`attribution_config`), the methods (`attribution_method`, the built-in ones
+in `attribution_methods`, the sweep in `attribution_sweep`), the runner (`attribution_runner`), the
+results and the table (`attribution_results`, `attribution_report`). This module is the command line.
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
 
 
 def main(argv: Sequence[str] | None = None, methods: AttributionMethods | None = None) -> int:
-    """Run the benchmark as the command line ``argv`` says, with the methods of ``methods`` (default: the
-    built-in ones, :func:`~rcattr.eval.attribution.methods.default_methods`); returns the exit status."""
+    """Run the benchmark as the command line `argv` says, with the methods of `methods` (default: the
+    built-in ones, [`default_methods`][rcattr.eval.attribution.methods.default_methods]); returns the exit status."""
     args = _parser().parse_args(argv)
     config = config_from_args(args)
     from rcattr.eval.attribution.report import markdown_table

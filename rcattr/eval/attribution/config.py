@@ -1,4 +1,4 @@
-"""What a run of the attribution benchmark measures: :class:`BenchmarkConfig`, saved as its ``config.json``."""
+"""What a run of the attribution benchmark measures: [`BenchmarkConfig`][rcattr.eval.attribution.config.BenchmarkConfig], saved as its `config.json`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rcattr.eval.attribution.long_context import LongContext
 if TYPE_CHECKING:
     from rcattr.options import TopK
 
-# the built-in methods (:func:`rcattr.eval.attribution.methods.default_methods`), in the order of the results;
+# the built-in methods (`rcattr.eval.attribution.methods.default_methods`), in the order of the results;
 # named here, without torch, for the command line
 METHODS = (
     "rc",
@@ -52,7 +52,7 @@ PROTOCOL = (
 
 @dataclass(frozen=True)
 class BenchmarkConfig:
-    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`)."""
+    """What a run measures; a resumed run must have the same (but for [`RESUMABLE_CHANGES`][rcattr.eval.attribution.config.RESUMABLE_CHANGES])."""
 
     dataset: str
     split: str = "dev"
@@ -70,14 +70,14 @@ class BenchmarkConfig:
     at2_estimator: str | None = None  # the at2 method's score estimator file (rcattr.baselines.at2)
     batch_size: int = 1  # records attributed together (SpanAttributor.attribute_many); 1: one at a time
     long_context: LongContext | None = None  # each record hidden among distractors (long_context)
-    skip: int | None = None  # the file's first N lines left out (before ``limit``): a part held out of a run
+    skip: int | None = None  # the file's first N lines left out (before `limit`): a part held out of a run
 
     def lines(self) -> int | None:
-        """How many of the file's first lines are read (``skip`` + ``limit``; None: all)."""
+        """How many of the file's first lines are read (`skip` + `limit`; None: all)."""
         return None if self.limit is None else (self.skip or 0) + self.limit
 
     def records_for(self, method: str) -> int | None:
-        """How many records ``method`` runs on (the expensive ones may run on fewer)."""
+        """How many records `method` runs on (the expensive ones may run on fewer)."""
         own = self.method_limits.get(method)
         if own is None:
             return self.limit

@@ -3,10 +3,10 @@
     python -m rcattr.eval.attribution.context_length --short runs/quotesum \\
         --runs runs/quotesum_8k_middle runs/quotesum_8k_start ... --out docs/records/long_context/quotesum
 
-Each long run (``--context-tokens``, :mod:`rcattr.eval.attribution.long_context`) keeps its records' ids, so
+Each long run (`--context-tokens`, [`rcattr.eval.attribution.long_context`][rcattr.eval.attribution.long_context]) keeps its records' ids, so
 every method is compared with itself on the short run's same records (paired bootstrap over records), and
-the default with each baseline in the same run. Writes ``context_length.md`` (one row per run and method)
-and ``context_length.png`` (accuracy against the prompt's length, a line per method, a marker per position).
+the default with each baseline in the same run. Writes `context_length.md` (one row per run and method)
+and `context_length.png` (accuracy against the prompt's length, a line per method, a marker per position).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ MARKERS = {None: "o", "start": "^", "middle": "s", "end": "v"}
 
 
 def run_hits(*folders: Path) -> dict[str, Hits]:
-    """Every table row's hits in the run folders ``folders`` (runs of the same records, e.g. a method added in
+    """Every table row's hits in the run folders `folders` (runs of the same records, e.g. a method added in
     a folder of its own), from their rows on disk."""
     table: dict[str, Hits] = {}
     for folder in folders:
@@ -63,8 +63,8 @@ def _run_label(results: dict[str, Any]) -> tuple[str, float, str | None]:
 def context_length_table(
     short: Sequence[Path], runs: Sequence[Path], rows: Sequence[str]
 ) -> tuple[str, list[dict[str, Any]]]:
-    """The Markdown table of ``runs`` beside the short run ``short`` (its folders: every one a run of the same
-    file and model), for the table rows ``rows``; and the points of the plot."""
+    """The Markdown table of `runs` beside the short run `short` (its folders: every one a run of the same
+    file and model), for the table rows `rows`; and the points of the plot."""
     reference = run_hits(*short)
     long_hits = [run_hits(run) for run in runs]
     ids = {key for hits in long_hits for rows in hits.values() for key in rows}  # the long runs' records
@@ -98,7 +98,7 @@ def context_length_table(
 
 
 def plot_context_length(points: Sequence[dict], path: Path, title: str) -> Path:
-    """Accuracy against the prompt's mean length: a line per method through the ``middle`` runs (and the
+    """Accuracy against the prompt's mean length: a line per method through the `middle` runs (and the
     short one), a marker per gold position."""
     import matplotlib
 

@@ -1,12 +1,12 @@
-"""How a document's sentences add up to its score (issue 59): the ``documents`` method of the attribution
+"""How a document's sentences add up to its score (issue 59): the `documents` method of the attribution
 benchmark.
 
 Citations and the per-document list give a document one score per output unit from the scores of its context
 spans, usually sentences. Summed, a long document collects mass from sentences that say nothing of the
-answer. :class:`DocumentScoresMethod` attributes each record with the default RCAttributor at sentence
+answer. [`DocumentScoresMethod`][rcattr.eval.attribution.document_scores.DocumentScoresMethod] attributes each record with the default RCAttributor at sentence
 granularity, keeps each gold unit's span scores, and gives one table row per way of adding them up
-(:data:`AGGREGATIONS`): the top document of each against the gold source. Run it on the length benchmark
-(:mod:`rcattr.eval.attribution.lengths`), where the gold source is much shorter or longer than the others.
+([`AGGREGATIONS`][rcattr.eval.attribution.document_scores.AGGREGATIONS]): the top document of each against the gold source. Run it on the length benchmark
+([`rcattr.eval.attribution.lengths`][rcattr.eval.attribution.lengths]), where the gold source is much shorter or longer than the others.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ Aggregation = Callable[[torch.Tensor], torch.Tensor]  # a document's span scores
 
 
 def top_mean(k: int) -> Aggregation:
-    """The mean of a document's ``k`` best span scores (of all of them when it has fewer)."""
+    """The mean of a document's `k` best span scores (of all of them when it has fewer)."""
     return lambda scores: scores.topk(min(k, len(scores))).values.mean()
 
 
@@ -45,7 +45,7 @@ AGGREGATIONS: dict[str, Aggregation] = {
 def aggregated(
     scores: torch.Tensor, sources: list[int], n_documents: int, aggregation: Aggregation
 ) -> torch.Tensor:
-    """``[n_documents]``: each document's score from the ``[n_spans]`` scores of its spans (``sources``: each
+    """`[n_documents]`: each document's score from the `[n_spans]` scores of its spans (`sources`: each
     span's document); a document without spans scores 0."""
     where = torch.tensor(sources)
     return torch.stack(
@@ -59,15 +59,15 @@ def aggregated(
 @dataclass(frozen=True)
 class DocumentScoresMethod(AttributionMethod[RCAttributor]):
     """An RCAttributor at sentence granularity, its span scores added up per document in every way of
-    :data:`AGGREGATIONS`: one table row each, ``documents · NAME``. Its line per record holds each gold unit's
-    ``[n_spans]`` scores and each span's document.
+    [`AGGREGATIONS`][rcattr.eval.attribution.document_scores.AGGREGATIONS]: one table row each, `documents · NAME`. Its line per record holds each gold unit's
+    `[n_spans]` scores and each span's document.
 
     Parameters
     ----------
     attributor : callable
-        ``(model, tokenizer, config) -> RCAttributor`` (the benchmark's default).
+        `(model, tokenizer, config) -> RCAttributor` (the benchmark's default).
     name : str, optional
-        Default: ``"documents"``.
+        Default: `"documents"`.
     """
 
     attributor: Callable[[PreTrainedModel, TokenizerLike, BenchmarkConfig], RCAttributor]

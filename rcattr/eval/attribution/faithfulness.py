@@ -1,16 +1,16 @@
 """Label-free faithfulness of chunk attributions: top-k log-probability drop and LDS (ContextCite).
 
 A method gives one score per context chunk (higher = more responsible for the answer). Both metrics
-ablate chunks (remove them from the prompt, which :func:`~rcattr.text.prompting.render_prompt` then
+ablate chunks (remove them from the prompt, which [`render_prompt`][rcattr.text.prompting.render_prompt] then
 renumbers) and re-score the teacher-forced answer (Cohen-Wang et al. 2024, "ContextCite"):
 
-* **top-k drop**: ``log p(answer | all chunks) - log p(answer | all but the k top-scored chunks)``;
+* **top-k drop**: `log p(answer | all chunks) - log p(answer | all but the k top-scored chunks)`;
   larger means the top-ranked chunks really carry the answer.
 * **LDS** (linear datamodeling score): the Spearman correlation, over random ablation masks, between
-  the sum of the scores of the kept chunks and the actual ``log p(answer | kept chunks)``.
+  the sum of the scores of the kept chunks and the actual `log p(answer | kept chunks)`.
 
-When a mask removes every chunk, the context becomes the plain string :data:`EMPTY_CONTEXT` (a
-``str`` context, so it gets no ``Document [i]:`` label), since a prompt needs some context text.
+When a mask removes every chunk, the context becomes the plain string [`EMPTY_CONTEXT`][rcattr.eval.attribution.faithfulness.EMPTY_CONTEXT] (a
+`str` context, so it gets no `Document [i]:` label), since a prompt needs some context text.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ EMPTY_CONTEXT = "(no documents)"
 
 
 def ablate(inp: ContextInput, keep: Sequence[bool]) -> ContextInput:
-    """``inp`` with only the chunks where ``keep`` is True (in order); :data:`EMPTY_CONTEXT` if none."""
+    """`inp` with only the chunks where `keep` is True (in order); [`EMPTY_CONTEXT`][rcattr.eval.attribution.faithfulness.EMPTY_CONTEXT] if none."""
     chunks = inp.chunks
     if len(keep) != len(chunks):
         raise ValueError(f"keep has {len(keep)} entries for {len(chunks)} chunks")
@@ -52,11 +52,11 @@ def answer_log_probs(
     *,
     batch_size: int = 4,
 ) -> torch.Tensor:
-    """Teacher-forced ``sum log p(answer tokens)`` for each row of ``keep`` (bool [M, n_chunks]) -> float64 [M].
+    """Teacher-forced `sum log p(answer tokens)` for each row of `keep` (bool [M, n_chunks]) -> float64 [M].
 
-    The chunks where a row is False are removed from the context (see :func:`ablate`). The prompt
-    is tokenized as ``render_prompt`` says and the answer without special tokens, then concatenated.
-    Rows are run ``batch_size`` at a time, left-padded with an attention mask and explicit position
+    The chunks where a row is False are removed from the context (see [`ablate`][rcattr.eval.attribution.faithfulness.ablate]). The prompt
+    is tokenized as `render_prompt` says and the answer without special tokens, then concatenated.
+    Rows are run `batch_size` at a time, left-padded with an attention mask and explicit position
     ids, so the answer sits at the same final positions of every row and only its logits are computed.
     """
     if keep.ndim != 2 or keep.shape[1] != len(inp.chunks):
@@ -99,7 +99,7 @@ def answer_log_probs(
 def ablation_masks(
     n_chunks: int, n_samples: int, *, keep_probability: float = 0.5, seed: int = 0
 ) -> torch.Tensor:
-    """Random keep-masks -> bool [n_samples, n_chunks], each chunk kept with ``keep_probability`` (seeded)."""
+    """Random keep-masks -> bool [n_samples, n_chunks], each chunk kept with `keep_probability` (seeded)."""
     if not 0.0 <= keep_probability <= 1.0:
         raise ValueError(f"keep_probability must be in [0, 1], got {keep_probability}")
     generator = torch.Generator().manual_seed(seed)
@@ -109,7 +109,7 @@ def ablation_masks(
 def top_k_masks(scores: torch.Tensor, ks: Sequence[int]) -> torch.Tensor:
     """Keep-masks without the k top-scored chunks, one row per k: scores [n] -> bool [len(ks), n].
 
-    Ties are broken by the lower index (it counts as higher ranked). ``k >= n`` removes every chunk.
+    Ties are broken by the lower index (it counts as higher ranked). `k >= n` removes every chunk.
     """
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-d, got shape {list(scores.shape)}")
@@ -124,12 +124,12 @@ def top_k_masks(scores: torch.Tensor, ks: Sequence[int]) -> torch.Tensor:
 
 
 def log_prob_drop(full: float, ablated: torch.Tensor) -> torch.Tensor:
-    """``full - ablated``: how much the answer's log-probability falls under each ablation, [K] -> [K]."""
+    """`full - ablated`: how much the answer's log-probability falls under each ablation, [K] -> [K]."""
     return full - ablated
 
 
 def lds(scores: torch.Tensor, masks: torch.Tensor, actual: torch.Tensor) -> float:
-    """Spearman correlation of ``masks @ scores`` with ``actual``: scores [n], masks bool [M, n], actual [M].
+    """Spearman correlation of `masks @ scores` with `actual`: scores [n], masks bool [M, n], actual [M].
 
     Returns nan when the predictions or the actual values are constant (the correlation is undefined).
     """
@@ -157,11 +157,11 @@ def faithfulness(
     seed: int = 0,
     batch_size: int = 4,
 ) -> dict[str, dict[str, float]]:
-    """Per method in ``scores`` (each [n_chunks]): ``{"drop@k": ..., "lds": ...}``.
+    """Per method in `scores` (each [n_chunks]): `{"drop@k": ..., "lds": ...}`.
 
-    All ablations (the full context, the ``n_samples`` LDS masks shared by every method, and each
-    method's top-k masks) are deduplicated and scored in one :func:`answer_log_probs` call. ``drop@k``
-    is nan for ``k >= n_chunks`` (it would ablate the whole context).
+    All ablations (the full context, the `n_samples` LDS masks shared by every method, and each
+    method's top-k masks) are deduplicated and scored in one [`answer_log_probs`][rcattr.eval.attribution.faithfulness.answer_log_probs] call. `drop@k`
+    is nan for `k >= n_chunks` (it would ablate the whole context).
     """
     n = len(inp.chunks)
     for name, method_scores in scores.items():

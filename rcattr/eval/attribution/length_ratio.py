@@ -1,14 +1,14 @@
-"""Accuracy against the length ratio: runs of the length benchmark (:mod:`rcattr.eval.attribution.lengths`).
+"""Accuracy against the length ratio: runs of the length benchmark ([`rcattr.eval.attribution.lengths`][rcattr.eval.attribution.lengths]).
 
     python -m rcattr.eval.attribution.length_ratio --runs runs/lengths/smollm2_short_gold \\
         runs/lengths/smollm2_long_gold --out docs/records/lengths/smollm2
 
 Each record's length ratio is its gold document's characters over its distractors' mean, rebuilt from the
-run's ``config.json`` (the records are seeded). Per run, ``length_ratio.md`` gives the accuracy of the rows of
-:data:`ROWS` over all records and per ratio bucket (powers of two), with bootstrap intervals over records, how
+run's `config.json` (the records are seeded). Per run, `length_ratio.md` gives the accuracy of the rows of
+[`ROWS`][rcattr.eval.attribution.length_ratio.ROWS] over all records and per ratio bucket (powers of two), with bootstrap intervals over records, how
 often the top document is the record's longest (rows with document scores), and the paired differences that
 matter: the default against each baseline, the sweep's length-normalised chunk score against the default, and
-each way of adding up a document's sentences (:mod:`rcattr.eval.attribution.document_scores`) against the sum.
+each way of adding up a document's sentences ([`rcattr.eval.attribution.document_scores`][rcattr.eval.attribution.document_scores]) against the sum.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ROWS = ("rc", DEFAULT_ROW, SPAN_MEAN, *BASELINES, "random", *(f"documents · {na
 
 
 def bucket(ratio: float) -> int:
-    """The index of ``ratio``'s bucket: 0 below 1/8, ``i`` in ``[EDGES[i-1], EDGES[i])``, the last from 8."""
+    """The index of `ratio`'s bucket: 0 below 1/8, `i` in `[EDGES[i-1], EDGES[i])`, the last from 8."""
     return sum(ratio >= edge for edge in EDGES)
 
 
@@ -48,7 +48,7 @@ def bucket_name(index: int) -> str:
 
 
 def run_rows(folder: Path) -> dict[str, dict[str, Row]]:
-    """Every table row's lines in the run folder ``folder``, by record id."""
+    """Every table row's lines in the run folder `folder`, by record id."""
     table: dict[str, dict[str, Row]] = {}
     for name, method in default_methods().items():
         lines = {str(row["id"]): row for row in read_rows(folder / "records", name)}

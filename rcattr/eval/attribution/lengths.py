@@ -2,18 +2,18 @@
 the documents beside it (issue 59).
 
 A document's score that grows with its length wins citations it does not deserve, and the attribution
-benchmark's files cannot show it: their sources have similar lengths. :func:`length_records` builds the two
-directions from the answerable questions of SQuAD v2 dev (``squad_v2/dev-v2.0.json``):
+benchmark's files cannot show it: their sources have similar lengths. [`length_records`][rcattr.eval.attribution.lengths.length_records] builds the two
+directions from the answerable questions of SQuAD v2 dev (`squad_v2/dev-v2.0.json`):
 
-* ``short_gold``: the gold source is the sentence of the question's paragraph that holds the answer, alone,
+* `short_gold`: the gold source is the sentence of the question's paragraph that holds the answer, alone,
   among whole paragraphs;
-* ``long_gold``: the gold source is the whole paragraph, among single sentences of other paragraphs.
+* `long_gold`: the gold source is the whole paragraph, among single sentences of other paragraphs.
 
 Distractors come from the paragraph's own article (up to half of them) and from the others, never the
 question's paragraph nor a text holding the answer. The answer, teacher-forced, is the question's first gold
 answer text, one output unit whose gold source is the record's gold document. Each record has 4 to 6
 documents, the gold one at a random place; one question per paragraph, in an order seeded by
-:data:`SEED`, so a run is reproducible and ``--limit`` takes the first of a fixed list. :func:`length_ratio`
+[`SEED`][rcattr.eval.attribution.lengths.SEED], so a run is reproducible and `--limit` takes the first of a fixed list. [`length_ratio`][rcattr.eval.attribution.lengths.length_ratio]
 is a record's gold document's characters over its distractors' mean.
 """
 
@@ -46,7 +46,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _question(paragraph: dict[str, Any]) -> tuple[str, str, str, str] | None:
-    """The first answerable question of ``paragraph`` whose first answer lies in one sentence: its id, text,
+    """The first answerable question of `paragraph` whose first answer lies in one sentence: its id, text,
     answer and that sentence; None when there is none."""
     context = paragraph["context"]
     for qa in paragraph["qas"]:
@@ -61,8 +61,8 @@ def _question(paragraph: dict[str, Any]) -> tuple[str, str, str, str] | None:
 
 
 def length_records(setting: str, limit: int | None = None, seed: int = SEED) -> list[AttributionRecord]:
-    """The first ``limit`` records of ``setting`` (``"short_gold"`` or ``"long_gold"``), one question per
-    paragraph of SQuAD v2 dev, in an order seeded by ``seed``."""
+    """The first `limit` records of `setting` (`"short_gold"` or `"long_gold"`), one question per
+    paragraph of SQuAD v2 dev, in an order seeded by `seed`."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
     articles = [article["paragraphs"] for article in squad_articles()]
@@ -114,8 +114,8 @@ def _texts(context: str, setting: str) -> Sequence[str]:
 
 
 def load_records(dataset: str, split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
-    """The attribution benchmark's records: a file of :func:`~rcattr.eval.common.datasets.load_attribution`,
-    or a direction of the length benchmark (``squad_short_gold``, ``squad_long_gold``: SQuAD v2 dev only)."""
+    """The attribution benchmark's records: a file of [`load_attribution`][rcattr.eval.common.datasets.load_attribution],
+    or a direction of the length benchmark (`squad_short_gold`, `squad_long_gold`: SQuAD v2 dev only)."""
     if dataset not in DATASETS:
         return load_attribution(dataset, split, limit)
     if split != "dev":

@@ -2,7 +2,7 @@
 row of the ablation still reproduces: a span scorer with span reductions, sink skipping and calibration
 against a content-free answer, margin weights, and heads selected per output unit.
 
-None of them is part of :class:`~rcattr.RCAttributor`; :class:`~rcattr.eval.attribution.recipes.Recipe`
+None of them is part of [`RCAttributor`][rcattr.attribution.attributor.RCAttributor]; [`Recipe`][rcattr.eval.attribution.recipes.Recipe]
 combines them with it.
 """
 
@@ -31,8 +31,8 @@ HEAD_WEIGHTINGS: tuple[str, ...] = ("equal", "margin")
 
 @dataclass(frozen=True)
 class PriorBlock(SpanBlock):
-    """A :class:`~rcattr.attribution.spans.SpanBlock` with ``prior [H, K]``: the attention each key receives from a
-    content-free answer, for a calibrated :class:`LeverScorer`."""
+    """A [`SpanBlock`][rcattr.attribution.spans.SpanBlock] with `prior [H, K]`: the attention each key receives from a
+    content-free answer, for a calibrated [`LeverScorer`][rcattr.eval.attribution.levers.LeverScorer]."""
 
     prior: torch.Tensor | None = None
 
@@ -43,22 +43,22 @@ class PriorBlock(SpanBlock):
 
 @dataclass
 class LeverScorer(AttentionScorer):
-    """:class:`~rcattr.attribution.scorers.AttentionScorer` with the span-length, sink and calibration levers.
+    """[`AttentionScorer`][rcattr.attribution.scorers.AttentionScorer] with the span-length, sink and calibration levers.
 
     Parameters
     ----------
     continuation : float in [0, 1), default 0.8
-        As :class:`~rcattr.attribution.scorers.AttentionScorer`'s.
+        As [`AttentionScorer`][rcattr.attribution.scorers.AttentionScorer]'s.
     reduce : {"sum", "mean", "top"}, default "sum"
         A span's score from its tokens' mass: the total; the mean (length-normalised); or the mean
-        of its ``top_m`` largest (AttnTrace's top-K averaging, insensitive to span length).
+        of its `top_m` largest (AttnTrace's top-K averaging, insensitive to span length).
     top_m : int, default 5
-        Tokens kept per span by ``reduce="top"``.
+        Tokens kept per span by `reduce="top"`.
     skip_first : bool, default False
         Leave out each span's first token, where attention sinks and format tokens sit.
     calibration : str, optional
-        A content-free answer (e.g. ``"N/A"``). The pass runs it after the prompt, reusing the prompt's
-        KV cache (:func:`prompt_priors`), and the attention it gives each context token is subtracted,
+        A content-free answer (e.g. `"N/A"`). The pass runs it after the prompt, reusing the prompt's
+        KV cache ([`prompt_priors`][rcattr.eval.attribution.levers.prompt_priors]), and the attention it gives each context token is subtracted,
         clamped at 0, before the spans are scored (the calibration of ICR and QRHead).
     """
 
@@ -113,7 +113,7 @@ def calibration_of(scorers: Iterable[SpanScorer]) -> str | None:
 
 
 class _PriorReducer:
-    """The attention a content-free answer gives each prompt key: ``[H, P]`` per layer, mean over its rows."""
+    """The attention a content-free answer gives each prompt key: `[H, P]` per layer, mean over its rows."""
 
     def __init__(self, n_prompt: int) -> None:
         self.n_prompt = n_prompt
@@ -135,8 +135,8 @@ class _PriorReducer:
 def prompt_priors(
     model: PreTrainedModel, tokenizer: TokenizerLike, cache: DynamicCache, n_prompt: int, calibration: str
 ) -> dict[int, torch.Tensor]:
-    """Per layer, ``[H, n_prompt]`` attention of the content-free answer to every prompt key, run over
-    ``cache`` (the prompt's; it is extended, so pass a copy)."""
+    """Per layer, `[H, n_prompt]` attention of the content-free answer to every prompt key, run over
+    `cache` (the prompt's; it is extended, so pass a copy)."""
     ids = tokenizer(calibration, add_special_tokens=False)["input_ids"]
     reducer = _PriorReducer(n_prompt)
     with LogitCapture(model, reducer, query_positions=slice(n_prompt, None)):
@@ -152,11 +152,11 @@ def prompt_priors(
 def unit_head_scores(
     statistics: LayerRC | LayerSuperiority, membership: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    """The head scores of each output unit alone, ``[U, H]`` each, from its rows ``membership [U, A]``.
+    """The head scores of each output unit alone, `[U, H]` each, from its rows `membership [U, A]`.
 
     A unit's score pools the pairs of its own rows (X = X(p_ctx, unit)) against the answer's Y(g, g), so
-    the per-unit and whole-answer scores are on one scale (all three kinds from a :class:`LayerRC`,
-    ``superiority`` from a :class:`LayerSuperiority`).
+    the per-unit and whole-answer scores are on one scale (all three kinds from a [`LayerRC`][rcattr.heads.scores.LayerRC],
+    `superiority` from a [`LayerSuperiority`][rcattr.heads.scores.LayerSuperiority]).
     """
     rows = membership.to(statistics.row_below.dtype)
     pairs = (rows @ statistics.row_pairs.to(rows.dtype)).clamp_min(1)[:, None]  # [U, 1]
@@ -170,8 +170,8 @@ def unit_head_scores(
 
 @dataclass(frozen=True)
 class UnitHeadSelection(HeadSelection):
-    """A :class:`~rcattr.heads.selection.HeadSelection` with the heads chosen for each output unit from its own
-    head scores (``heads`` serve the whole answer).
+    """A [`HeadSelection`][rcattr.heads.selection.HeadSelection] with the heads chosen for each output unit from its own
+    head scores (`heads` serve the whole answer).
 
     Attributes
     ----------
@@ -200,8 +200,8 @@ def per_unit_selection(
     weighting: HeadWeighting,
     reach: torch.Tensor | None = None,
 ) -> UnitHeadSelection:
-    """``selection`` with each output unit's own heads, chosen by ``heads`` from its ``[L, H, U]`` scores (among
-    the heads that see the context by the ``[L]`` reach)."""
+    """`selection` with each output unit's own heads, chosen by `heads` from its `[L, H, U]` scores (among
+    the heads that see the context by the `[L]` reach)."""
     per_unit = []
     for scores in unit_scores.unbind(-1):
         chosen = heads.select(scores, reach)

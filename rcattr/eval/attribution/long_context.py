@@ -1,9 +1,9 @@
 """Long-context attribution: each record's own sources hidden among distractor passages, to a fixed length.
 
-A RAG prompt holds dozens of retrieved chunks, most of them beside the point. :func:`long_records` turns the
+A RAG prompt holds dozens of retrieved chunks, most of them beside the point. [`long_records`][rcattr.eval.attribution.long_context.long_records] turns the
 benchmark's records into such prompts: each record's sources, kept together and in their order, go at the
-``start``, ``middle`` or ``end`` of a list of distractor documents (the "lost in the middle" axis), and
-distractors are added until the prompt with its answer reaches :attr:`LongContext.tokens` tokens of the
+`start`, `middle` or `end` of a list of distractor documents (the "lost in the middle" axis), and
+distractors are added until the prompt with its answer reaches [`LongContext.tokens`][rcattr.eval.attribution.long_context.LongContext.tokens] tokens of the
 model's tokenizer. The distractors are passages of the same file's other questions (never the record's own
 question: Veri-Gran's statements of one answer, QuoteSum's summaries of one question share their sources)
 taken in turn with SQuAD v2 paragraphs (other topics), in an order seeded by the run's seed and the record's
@@ -69,7 +69,7 @@ def distractor_passages(dataset: str, split: str) -> tuple[list[Passage], list[P
 def distractors_for(
     record: AttributionRecord, pools: Sequence[Sequence[Passage]], seed: int
 ) -> Iterator[str]:
-    """The distractors of ``record`` in the order they are tried: each pool shuffled (by ``seed`` and the
+    """The distractors of `record` in the order they are tried: each pool shuffled (by `seed` and the
     record's id) and taken in turn, leaving out the record's question and any passage it already holds."""
     rng = random.Random(f"{seed}:{record.id}")
     shuffled = [rng.sample(list(pool), len(pool)) for pool in pools]
@@ -81,7 +81,7 @@ def distractors_for(
 
 
 def placed(record: AttributionRecord, distractors: Sequence[str], position: str) -> AttributionRecord:
-    """``record`` with its sources at ``position`` among ``distractors``; the gold spans follow them."""
+    """`record` with its sources at `position` among `distractors`; the gold spans follow them."""
     before = {"start": 0, "middle": len(distractors) // 2, "end": len(distractors)}[position]
     return replace(
         record,
@@ -98,8 +98,8 @@ def stretched(
     length: Length,
     passage_tokens: Callable[[str], int],
 ) -> AttributionRecord:
-    """``record`` among as many distractors as fit ``context.tokens`` (measured with ``length``; each
-    passage's share estimated with ``passage_tokens`` and checked on the whole prompt)."""
+    """`record` among as many distractors as fit `context.tokens` (measured with `length`; each
+    passage's share estimated with `passage_tokens` and checked on the whole prompt)."""
     room = context.tokens - length(record)
     if room < 0:
         raise ValueError(f"record {record.id} is longer than {context.tokens} tokens on its own")
@@ -125,13 +125,13 @@ def long_records(
     length: Length,
     passage_tokens: Callable[[str], int],
 ) -> list[AttributionRecord]:
-    """The records that fit ``context.tokens`` on their own, stretched to it (:func:`stretched`)."""
+    """The records that fit `context.tokens` on their own, stretched to it ([`stretched`][rcattr.eval.attribution.long_context.stretched])."""
     fitting = [record for record in records if length(record) <= context.tokens]
     return [stretched(r, context, pools, length, passage_tokens) for r in fitting]
 
 
 def passage_tokens(tokenizer: TokenizerLike) -> Callable[[str], int]:
-    """A passage's share of the prompt in ``tokenizer``'s tokens: its ``Document [i]:`` line."""
+    """A passage's share of the prompt in `tokenizer`'s tokens: its `Document [i]:` line."""
     return lambda passage: len(
         tokenizer(f"Document [99]: {passage}\n", add_special_tokens=False)["input_ids"]
     )

@@ -1,11 +1,11 @@
-"""What a method of the attribution benchmark is: :class:`AttributionMethod`, and the common kind,
-:class:`SpanAttributorMethod`, one :class:`~rcattr.attribution.base.SpanAttributor` run on each record.
+"""What a method of the attribution benchmark is: [`AttributionMethod`][rcattr.eval.attribution.method.AttributionMethod], and the common kind,
+[`SpanAttributorMethod`][rcattr.eval.attribution.method.SpanAttributorMethod], one [`SpanAttributor`][rcattr.attribution.base.SpanAttributor] run on each record.
 
-A method builds what it runs once per run (:meth:`AttributionMethod.build`), turns each record into one
-JSON line (:meth:`AttributionMethod.row`; a batch of records at once with ``--batch-size``,
-:meth:`AttributionMethod.rows`), and says how its lines enter the results: the rows of the
-table they give (:meth:`AttributionMethod.table`; one, under the method's name, unless the method scores
-several recipes in one pass), the results of its own (:meth:`AttributionMethod.results`) and its figures.
+A method builds what it runs once per run ([`AttributionMethod.build`][rcattr.eval.attribution.method.AttributionMethod.build]), turns each record into one
+JSON line ([`AttributionMethod.row`][rcattr.eval.attribution.method.AttributionMethod.row]; a batch of records at once with `--batch-size`,
+[`AttributionMethod.rows`][rcattr.eval.attribution.method.AttributionMethod.rows]), and says how its lines enter the results: the rows of the
+table they give ([`AttributionMethod.table`][rcattr.eval.attribution.method.AttributionMethod.table]; one, under the method's name, unless the method scores
+several recipes in one pass), the results of its own ([`AttributionMethod.results`][rcattr.eval.attribution.method.AttributionMethod.results]) and its figures.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def context_input(record: AttributionRecord) -> ContextInput:
 
 
 def output_units(record: AttributionRecord) -> list[tuple[int, int]]:
-    """The record's gold spans as the output units, ``(start, end)`` characters of the answer."""
+    """The record's gold spans as the output units, `(start, end)` characters of the answer."""
     return [(span.start, span.end) for span in record.gold]
 
 
@@ -52,8 +52,8 @@ def scored_row(
     record: AttributionRecord,
     granularity: str,
 ) -> Row:
-    """A record's line: hits per gold span from ``units [n_gold, n_spans]``, and the chunk scores
-    ``answer [n_spans]`` when the context spans are chunks."""
+    """A record's line: hits per gold span from `units [n_gold, n_spans]`, and the chunk scores
+    `answer [n_spans]` when the context spans are chunks."""
     row: Row = {
         "source": source_hits(units, spans, record.gold),
         "location": location_hits(units, spans, record),
@@ -64,14 +64,14 @@ def scored_row(
 
 
 class AttributionMethod(ABC, Generic[A]):
-    """A method of the attribution benchmark; ``A`` is what :meth:`build` returns and :meth:`row` runs.
+    """A method of the attribution benchmark; `A` is what [`build`][rcattr.eval.attribution.method.AttributionMethod.build] returns and [`row`][rcattr.eval.attribution.method.AttributionMethod.row] runs.
 
     Attributes
     ----------
     name : str
-        The method's name on the command line, and the stem of its file of rows (``records/NAME.jsonl``).
+        The method's name on the command line, and the stem of its file of rows (`records/NAME.jsonl`).
     shared_pass : bool
-        Whether the table rows of the method come from one pass per record: each carries ``"from": name``,
+        Whether the table rows of the method come from one pass per record: each carries `"from": name`,
         and the pass's time and memory.
     """
 
@@ -84,29 +84,29 @@ class AttributionMethod(ABC, Generic[A]):
 
     @abstractmethod
     def row(self, built: A, record: AttributionRecord, config: BenchmarkConfig) -> Row:
-        """The record's JSON line (without its ``id`` and ``seconds``, which the runner adds)."""
+        """The record's JSON line (without its `id` and `seconds`, which the runner adds)."""
 
     def rows(self, built: A, records: Sequence[AttributionRecord], config: BenchmarkConfig) -> list[Row]:
-        """The lines of a batch of records (``config.batch_size`` of them at most): :meth:`row` of each,
+        """The lines of a batch of records (`config.batch_size` of them at most): [`row`][rcattr.eval.attribution.method.AttributionMethod.row] of each,
         unless the method attributes a batch at once."""
         return [self.row(built, record, config) for record in records]
 
     def table(self, done: dict[str, Row]) -> dict[str, dict[str, Row]]:
-        """The rows of the results table the method's lines ``done`` (by record id) give, each by record id
-        a line with ``source`` and ``location`` hits and, at chunk granularity, ``chunk_scores``."""
+        """The rows of the results table the method's lines `done` (by record id) give, each by record id
+        a line with `source` and `location` hits and, at chunk granularity, `chunk_scores`."""
         return {self.name: done}
 
     def results(self, done: dict[str, Row]) -> dict[str, Any]:
-        """Entries of ``results.json`` of the method's own, from its lines ``done`` (none by default)."""
+        """Entries of `results.json` of the method's own, from its lines `done` (none by default)."""
         return {}
 
     def figures(self, results: dict[str, Any], out: Path) -> None:
-        """Write the method's figures into the run folder ``out`` (none by default)."""
+        """Write the method's figures into the run folder `out` (none by default)."""
 
 
 @dataclass(frozen=True)
 class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
-    """A :class:`~rcattr.attribution.base.SpanAttributor` run on each record: ``builder(model, tokenizer, config)``
+    """A [`SpanAttributor`][rcattr.attribution.base.SpanAttributor] run on each record: `builder(model, tokenizer, config)`
     returns it, and each gold span of the answer is one output unit.
 
     Parameters
@@ -114,7 +114,7 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
     name : str
         The method's name.
     builder : callable
-        ``(model, tokenizer, config) -> SpanAttributor``.
+        `(model, tokenizer, config) -> SpanAttributor`.
     """
 
     name: str
@@ -137,7 +137,7 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
     def rows(
         self, built: SpanAttributor, records: Sequence[AttributionRecord], config: BenchmarkConfig
     ) -> list[Row]:
-        """The records' lines from one :meth:`~rcattr.attribution.base.SpanAttributor.attribute_many` call."""
+        """The records' lines from one [`attribute_many`][rcattr.attribution.base.SpanAttributor.attribute_many] call."""
         if len(records) == 1:  # attribute() itself: a run at batch size 1 is the run before batching
             return [self.row(built, records[0], config)]
         results = built.attribute_many(

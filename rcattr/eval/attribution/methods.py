@@ -1,19 +1,19 @@
-"""The built-in methods of the attribution benchmark, in the registry :func:`default_methods` builds.
+"""The built-in methods of the attribution benchmark, in the registry [`default_methods`][rcattr.eval.attribution.methods.default_methods] builds.
 
-* ``rc``: :class:`~rcattr.RCAttributor` with its defaults; ``rc_paper``: the paper's recipe;
-* ``sweep``: one RC pass per record for every recipe of the ablation and the top-k / bottom-k curve
-  (:class:`~rcattr.eval.attribution.sweep.SweepMethod`); ``heads``: the same for the head-selection rules
-  of :mod:`rcattr.eval.attribution.selection_rules`;
-* the baselines of :mod:`rcattr.baselines`: ``attention``, ``hidden_state``, ``ig``, ``bm25``, ``ablation``,
-  ``random`` and ``hybrid``;
-* the field's own tools, run when named: captum's ``shapley`` (Shapley value sampling) and ``kernel_shap``
-  at 64 forwards, ``context_cite`` (the ``context-cite`` package) and ``at2`` (the ``at2`` package, with the
-  estimator trained for the model, ``--at2-estimator``);
-* ``documents``, run when named: the default at sentence granularity, its sentences' scores added up per
-  document in several ways (:mod:`rcattr.eval.attribution.document_scores`).
+* `rc`: [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] with its defaults; `rc_paper`: the paper's recipe;
+* `sweep`: one RC pass per record for every recipe of the ablation and the top-k / bottom-k curve
+  ([`SweepMethod`][rcattr.eval.attribution.sweep.SweepMethod]); `heads`: the same for the head-selection rules
+  of [`rcattr.eval.attribution.selection_rules`][rcattr.eval.attribution.selection_rules];
+* the baselines of [`rcattr.baselines`][rcattr.baselines]: `attention`, `hidden_state`, `ig`, `bm25`, `ablation`,
+  `random` and `hybrid`;
+* the field's own tools, run when named: captum's `shapley` (Shapley value sampling) and `kernel_shap`
+  at 64 forwards, `context_cite` (the `context-cite` package) and `at2` (the `at2` package, with the
+  estimator trained for the model, `--at2-estimator`);
+* `documents`, run when named: the default at sentence granularity, its sentences' scores added up per
+  document in several ways ([`rcattr.eval.attribution.document_scores`][rcattr.eval.attribution.document_scores]).
 
-Add a method of your own to a registry with :meth:`~rcattr.eval.common.registry.MethodRegistry.add`, e.g. a
-:class:`~rcattr.eval.attribution.method.SpanAttributorMethod`, and give the registry to the runner.
+Add a method of your own to a registry with [`add`][rcattr.eval.common.registry.MethodRegistry.add], e.g. a
+[`SpanAttributorMethod`][rcattr.eval.attribution.method.SpanAttributorMethod], and give the registry to the runner.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ RUN_FILES = ("faithfulness", "peak_memory")  # the other row files of a run fold
 
 
 def rc_attributor(model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig) -> RCAttributor:
-    """The default RCAttributor at ``config.top_k`` heads (at most the model's)."""
+    """The default RCAttributor at `config.top_k` heads (at most the model's)."""
     text = model.config.get_text_config()
     top_k = config.top_k
     if isinstance(top_k, int):
@@ -63,7 +63,7 @@ def rc_attributor(model: PreTrainedModel, tokenizer: TokenizerLike, config: Benc
 def at2_attributor(
     model: PreTrainedModel, tokenizer: TokenizerLike, config: BenchmarkConfig
 ) -> AT2Attributor:
-    """AT2 with the score estimator ``config.at2_estimator`` (trained for the run's model)."""
+    """AT2 with the score estimator `config.at2_estimator` (trained for the run's model)."""
     if config.at2_estimator is None:
         raise ValueError(
             "at2 needs a score estimator trained for the model: --at2-estimator FILE (train one with "

@@ -1,10 +1,10 @@
 """Every head's span scores from one pass, for benchmarks that compare many head selections on it.
 
-:func:`head_span_scores` runs the reduction of :class:`~rcattr.RCAttributor` (:mod:`rcattr.attribution.reduction`)
-with the span scorers of every recipe at once and scores every head; :class:`HeadSpanScores` then gives
-any selection's scores (:meth:`HeadSpanScores.combine`), so the sweep's top-k / bottom-k curve and every
-recipe of the ablation see the same logits. :func:`lever_pass` is that pass with the experimental levers
-(per-unit head scores, calibration: :mod:`rcattr.eval.attribution.levers`), deferred or not.
+[`head_span_scores`][rcattr.eval.attribution.per_head.head_span_scores] runs the reduction of [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] ([`rcattr.attribution.reduction`][rcattr.attribution.reduction])
+with the span scorers of every recipe at once and scores every head; [`HeadSpanScores`][rcattr.eval.attribution.per_head.HeadSpanScores] then gives
+any selection's scores ([`HeadSpanScores.combine`][rcattr.eval.attribution.per_head.HeadSpanScores.combine]), so the sweep's top-k / bottom-k curve and every
+recipe of the ablation see the same logits. [`lever_pass`][rcattr.eval.attribution.per_head.lever_pass] is that pass with the experimental levers
+(per-unit head scores, calibration: [`rcattr.eval.attribution.levers`][rcattr.eval.attribution.levers]), deferred or not.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class HeadSpanScores:
     head_scores : Tensor, shape [L, H]
         The score heads are ranked by.
     every_head_score : dict of str to Tensor, shape [L, H]
-        Every head score computed in the pass (all three, ``superiority``, ``rc_std`` and ``rc``, when every
+        Every head score computed in the pass (all three, `superiority`, `rc_std` and `rc`, when every
         head was scored).
     answer : dict of str to Tensor, shape [L, H, n_spans]
         Per span scorer, each head's span scores for the whole answer.
@@ -63,7 +63,7 @@ class HeadSpanScores:
     lookback : Tensor, shape [L, H, A]
         Per answer token, the lookback ratio.
     n_self : Tensor of long, shape [L]
-        Each layer's ``|Y|``, the denominator of ``context_peak``.
+        Each layer's `|Y|`, the denominator of `context_peak`.
     token_logprob : Tensor, shape [A]
         Each answer token's log-probability.
     unit_head_scores : dict of str to Tensor, shape [L, H, U]
@@ -72,7 +72,7 @@ class HeadSpanScores:
         The heads whose span scores and row statistics were computed (the others hold 0), when not all
         of them were.
     reach : Tensor, shape [L], or None
-        Each layer's view of the context from the answer (:meth:`~rcattr.attribution.reduction.Reduction.reach`).
+        Each layer's view of the context from the answer ([`reach`][rcattr.attribution.reduction.Reduction.reach]).
     """
 
     example: Example
@@ -135,20 +135,20 @@ class HeadSpanScores:
         votes: HeadVotes = "mass",
         rc_mix: float = 0.0,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``([n_spans], [n_outputs, n_spans])`` scores of ``scorer`` over the selected heads, normalised.
+        """`([n_spans], [n_outputs, n_spans])` scores of `scorer` over the selected heads, normalised.
 
         Parameters
         ----------
         heads : Tensor of long, shape [k, 2], or HeadSelection
             The heads, summed with equal weights; or a selection, with its weights and, for a
-            :class:`~rcattr.eval.attribution.levers.UnitHeadSelection`, its per-unit heads for the unit
+            [`UnitHeadSelection`][rcattr.eval.attribution.levers.UnitHeadSelection], its per-unit heads for the unit
             scores.
         scorer : str
             The span scorer whose per-head scores are combined.
         votes : {"mass", "share"}, default "mass"
-            As :class:`~rcattr.RCAttributor`'s.
+            As [`RCAttributor`][rcattr.attribution.attributor.RCAttributor]'s.
         rc_mix : float in [0, 1], default 0
-            Share of RC expectation (scorer ``"rc"``, which must have been computed) in each head's
+            Share of RC expectation (scorer `"rc"`, which must have been computed) in each head's
             evidence; both are normalised over spans first.
         """
         selection = heads if isinstance(heads, HeadSelection) else HeadSelection(self.head_scores, heads, "")
@@ -176,7 +176,7 @@ class HeadSpanScores:
 
     @staticmethod
     def _mixed(table: dict[str, torch.Tensor], scorer: str, rc_mix: float) -> torch.Tensor:
-        """Each head's evidence ``[L, H, ..., S]``: shares of ``scorer`` mixed with those of RC expectation."""
+        """Each head's evidence `[L, H, ..., S]`: shares of `scorer` mixed with those of RC expectation."""
         if "rc" not in table:
             raise ValueError("rc_mix needs the 'rc' span scorer's scores; compute them in the same pass")
         return (1 - rc_mix) * normalise(table[scorer]) + rc_mix * normalise(
@@ -184,39 +184,39 @@ class HeadSpanScores:
         )
 
     def groundedness(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` share of each answer token's contextualization that comes from the context."""
+        """`[A]` share of each answer token's contextualization that comes from the context."""
         self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         context = self.context_rc[layers, index].sum(0)
         return context / (context + self.self_rc[layers, index].sum(0)).clamp_min(1e-30)
 
     def token_peak(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` each answer token's mean P(max X > Y) over ``heads``: does some context token match it?"""
+        """`[A]` each answer token's mean P(max X > Y) over `heads`: does some context token match it?"""
         self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         return self.context_peak[layers, index].mean(0)
 
     def token_support(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` each answer token's support log-odds on ``heads`` (:func:`rcattr.grounding.support.support_log_odds`)."""
+        """`[A]` each answer token's support log-odds on `heads` ([`rcattr.grounding.support.support_log_odds`][rcattr.grounding.support.support_log_odds])."""
         self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         return support_log_odds(self.token_logprob, self.context_peak[layers, index], self.n_self[layers])
 
     def lookback_ratio(self, heads: torch.Tensor) -> torch.Tensor:
-        """``[A]`` each answer token's lookback ratio averaged over ``heads``."""
+        """`[A]` each answer token's lookback ratio averaged over `heads`."""
         self._check_scored(heads)
         layers, index = heads.to(self.head_scores.device).unbind(1)
         return self.lookback[layers, index].mean(0)
 
 
 def _sum(evidence: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
-    """``[k, ..., S]`` evidence already in shares, summed with ``[k]`` weights and normalised."""
+    """`[k, ..., S]` evidence already in shares, summed with `[k]` weights and normalised."""
     return vote(evidence, weights, "mass")
 
 
 class PassReducer(Reducer):
-    """:class:`~rcattr.attribution.reduction.Reducer` with the levers' extras: each output unit's head scores
-    (``unit_scores``) and a calibration's per-layer priors ``[H, K]`` in the scorers' blocks."""
+    """[`Reducer`][rcattr.attribution.reduction.Reducer] with the levers' extras: each output unit's head scores
+    (`unit_scores`) and a calibration's per-layer priors `[H, K]` in the scorers' blocks."""
 
     def __init__(
         self,
@@ -262,7 +262,7 @@ def lever_pass(
     defer: bool = False,
     unit_scores: bool = False,
 ) -> PassReducer:
-    """The pass over ``example`` into a :class:`PassReducer`. A calibrated scorer's content-free answer runs
+    """The pass over `example` into a [`PassReducer`][rcattr.eval.attribution.per_head.PassReducer]. A calibrated scorer's content-free answer runs
     on a copy of the prompt's cache first (the prompt is run on its own when the example has no cache)."""
     layout = Layout.of(example)
     calibration = calibration_of(scorers.values())
@@ -293,10 +293,10 @@ def head_span_scores(
     span_scorers: Sequence[SpanScorer] | Mapping[str, SpanScorer] | None = None,
     unit_scores: bool = False,
 ) -> HeadSpanScores:
-    """Every head's scores and span scores from one forward of ``attributor``'s model, for any selection.
+    """Every head's scores and span scores from one forward of `attributor`'s model, for any selection.
 
-    ``span_scorers`` (default: the attributor's) are all computed in the same pass, keyed by their names
-    (or by the keys of a mapping, to compute one scorer with several settings); ``unit_scores`` adds each
+    `span_scorers` (default: the attributor's) are all computed in the same pass, keyed by their names
+    (or by the keys of a mapping, to compute one scorer with several settings); `unit_scores` adds each
     output unit's head scores (for per-unit heads).
     """
     example = attributor.prepare(inp, target, granularity, output_granularity, gen_args)

@@ -1,5 +1,5 @@
-"""The paper's RC-expectation span scorers: expected RC per span (:class:`RCScorer`) and its coupling-free upper
-bound (:class:`RCBoundScorer`). Both measured below the attention scorer on both dev files (docs/benchmarks.md,
+"""The paper's RC-expectation span scorers: expected RC per span ([`RCScorer`][rcattr.eval.attribution.rc_span_scorers.RCScorer]) and its coupling-free upper
+bound ([`RCBoundScorer`][rcattr.eval.attribution.rc_span_scorers.RCBoundScorer]). Both measured below the attention scorer on both dev files (docs/benchmarks.md,
 the ablation's "RC expectation scorer" row), so they live with the benchmark's recipes, not in the public API.
 """
 
@@ -20,7 +20,7 @@ class RCScorer(SpanScorer):
     """Expected relative contextualization E[Z(P_i, G')] (RCStat §3, docs/design.md §2 step 3).
 
     X = X(P_i, G'), the logits from the unit's rows to the span's tokens, and Y = Y(g, G'), the
-    unit's rows to the answer tokens they see. Exact: the block mean of ``phi_Y`` over X.
+    unit's rows to the answer tokens they see. Exact: the block mean of `phi_Y` over X.
 
     Parameters
     ----------

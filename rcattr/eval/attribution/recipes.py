@@ -1,11 +1,11 @@
 """The attribution ablation: RCAttributor recipes, every one scored from the same pass per record.
 
-A :class:`Recipe` is an :class:`~rcattr.RCAttributor` configuration (a span scorer, a head selector,
-votes) with, for the levers that lost, the experimental pieces of :mod:`rcattr.eval.attribution.levers`. :func:`ablation` lists the rows of the benchmark's ablation table: the
+A [`Recipe`][rcattr.eval.attribution.recipes.Recipe] is an [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] configuration (a span scorer, a head selector,
+votes) with, for the levers that lost, the experimental pieces of [`rcattr.eval.attribution.levers`][rcattr.eval.attribution.levers]. [`ablation`][rcattr.eval.attribution.recipes.ablation] lists the rows of the benchmark's ablation table: the
 paper's recipe, each lever added to it alone, rcattr's default (the heads' vote with BM25 where they disagree), the
-heads' vote alone with each of its parts taken out, and each remaining lever added to the heads' vote. The benchmark's ``sweep`` method runs one forward
-per record that computes every span scorer the recipes need (:func:`span_scorers`) and then
-combines them per recipe (:class:`RecipeScorer`), so every row sees the same logits.
+heads' vote alone with each of its parts taken out, and each remaining lever added to the heads' vote. The benchmark's `sweep` method runs one forward
+per record that computes every span scorer the recipes need ([`span_scorers`][rcattr.eval.attribution.recipes.span_scorers]) and then
+combines them per recipe ([`RecipeScorer`][rcattr.eval.attribution.recipes.RecipeScorer]), so every row sees the same logits.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ DEFAULT = "default"
 VOTE = "heads' vote"
 LEGACY_LEXICAL = f"{DEFAULT} + BM25 where the heads disagree"
 """The default's label in record files written while it was a lever (before 0.2.0, when the default was the heads'
-vote alone): :func:`current_labels` reads those files under today's labels."""
+vote alone): [`current_labels`][rcattr.eval.attribution.recipes.current_labels] reads those files under today's labels."""
 
 
 @dataclass(frozen=True)
@@ -58,22 +58,22 @@ class Recipe:
     label : str
         The row's name in the table.
     lever : str
-        What the row changes, for grouping (``"paper"``, ``"default"``, or the lever's name).
+        What the row changes, for grouping (`"paper"`, `"default"`, or the lever's name).
     scorer : SpanScorer
-        The span scorer (a :class:`~rcattr.eval.attribution.levers.LeverScorer` for its levers).
+        The span scorer (a [`LeverScorer`][rcattr.eval.attribution.levers.LeverScorer] for its levers).
     heads : HeadSelector
-        The head selector (a :class:`~rcattr.eval.attribution.selection_rules.SelectionRule` for a rule).
+        The head selector (a [`SelectionRule`][rcattr.eval.attribution.selection_rules.SelectionRule] for a rule).
     votes : {"mass", "share"}
     head_weighting : {"equal", "margin"}
-        ``"margin"``: :func:`~rcattr.eval.attribution.levers.margin_weights`.
+        `"margin"`: [`margin_weights`][rcattr.eval.attribution.levers.margin_weights].
     per_unit_heads : bool
         Select the heads of each output unit from that unit's own head scores, rather than once for the
         whole answer.
     rc_mix : float in [0, 1]
         Mix RC expectation into the attention evidence: each head's two span-score distributions,
-        weighted ``1 - rc_mix`` and ``rc_mix`` (computed in the same pass).
+        weighted `1 - rc_mix` and `rc_mix` (computed in the same pass).
     lexical_gate : bool
-        Fuse the vote with BM25 shares where the selected heads disagree (:mod:`rcattr.attribution.fusion`).
+        Fuse the vote with BM25 shares where the selected heads disagree ([`rcattr.attribution.fusion`][rcattr.attribution.fusion]).
     blind_heads : bool
         Choose heads among all of them, those whose sliding window does not reach the context too (rcattr's
         rule before issue 60), rather than among those that see the whole context from the answer.
@@ -114,7 +114,7 @@ class Recipe:
 
     @property
     def experimental(self) -> bool:
-        """Whether the recipe uses a lever that :class:`~rcattr.RCAttributor` does not have."""
+        """Whether the recipe uses a lever that [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] does not have."""
         return (
             isinstance(self.scorer, LeverScorer)
             or self.head_weighting != "equal"
@@ -124,7 +124,7 @@ class Recipe:
         )
 
     def attributor(self, model: PreTrainedModel, tokenizer: TokenizerLike) -> RCAttributor:
-        """The recipe's ``attribute()``: an RCAttributor, or a :class:`RecipeAttributor` for a lever."""
+        """The recipe's `attribute()`: an RCAttributor, or a [`RecipeAttributor`][rcattr.eval.attribution.recipes.RecipeAttributor] for a lever."""
         if self.experimental:
             return RecipeAttributor(model, tokenizer, self)
         return RCAttributor(
@@ -133,8 +133,8 @@ class Recipe:
 
     @property
     def name(self) -> str:
-        """A command-line name: ``"paper"``, ``"default"``, or the label in one word
-        (``"heads-vote+margin-weights"``, ``"heads-vote-continuation"``, ``"paper.top-5-heads"``)."""
+        """A command-line name: `"paper"`, `"default"`, or the label in one word
+        (`"heads-vote+margin-weights"`, `"heads-vote-continuation"`, `"paper.top-5-heads"`)."""
         if self.lever in (PAPER, DEFAULT):
             return self.lever
         name = self.label.lower().replace(" − ", "-").replace(" + ", "+").replace(" · ", ".")
@@ -142,15 +142,15 @@ class Recipe:
 
     @property
     def scorer_key(self) -> str:
-        """The scorer's key in the shared pass: one per distinct scorer setting (``"rc"`` for RC
+        """The scorer's key in the shared pass: one per distinct scorer setting (`"rc"` for RC
         expectation, the key the RC mix reads)."""
         return "rc" if self.scorer == RCScorer() else repr(self.scorer)
 
     def select(
         self, scores: torch.Tensor, unit_scores: torch.Tensor | None = None, reach: torch.Tensor | None = None
     ) -> HeadSelection:
-        """The recipe's heads from every head's ``[L, H]`` scores (and, for ``per_unit_heads``, each
-        unit's ``[L, H, U]``), among those that see the context by each layer's ``[L]`` reach."""
+        """The recipe's heads from every head's `[L, H]` scores (and, for `per_unit_heads`, each
+        unit's `[L, H, U]`), among those that see the context by each layer's `[L]` reach."""
         reach = None if self.blind_heads else reach
         selection = self.heads.select(scores, reach)
         if self.head_weighting == "margin":
@@ -162,17 +162,17 @@ class Recipe:
     def combine(
         self, scores: HeadSpanScores, scorer: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, HeadSelection]:
-        """The recipe's ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores and its head selection,
-        from a pass's per-head scores (``scorer``: the key of its span scorer there, default its own)."""
+        """The recipe's `[n_spans]` answer and `[n_outputs, n_spans]` unit scores and its head selection,
+        from a pass's per-head scores (`scorer`: the key of its span scorer there, default its own)."""
         kind = self.heads.score
         unit_scores = scores.unit_head_scores.get(kind) if self.per_unit_heads else None
         selection = self.select(scores.every_head_score[kind], unit_scores, scores.reach)
         return (*self.vote(scores, selection, scorer or self.scorer_key)[:2], selection)
 
     def vote(self, scores: HeadSpanScores, selection: HeadSelection, scorer: str) -> Voted:
-        """The selected heads' ``[n_spans]`` answer and ``[n_outputs, n_spans]`` unit scores (``scorer``: the
+        """The selected heads' `[n_spans]` answer and `[n_outputs, n_spans]` unit scores (`scorer`: the
         key of the span scorer in the pass), fused with BM25 where the heads disagree for a
-        ``lexical_gate``."""
+        `lexical_gate`."""
         seq_attr, token_attr = scores.combine(selection, scorer, votes=self.votes, rc_mix=self.rc_mix)
         if not self.lexical_gate:
             return Voted(seq_attr, token_attr)
@@ -184,9 +184,9 @@ class Recipe:
 
 
 class RecipeAttributor(RCAttributor):
-    """``attribute()`` of a recipe with experimental levers: :class:`~rcattr.RCAttributor`'s deferred pass
-    with the levers' extras (:func:`~rcattr.eval.attribution.per_head.lever_pass`), its selection and its
-    combination (:meth:`Recipe.combine`)."""
+    """`attribute()` of a recipe with experimental levers: [`RCAttributor`][rcattr.attribution.attributor.RCAttributor]'s deferred pass
+    with the levers' extras ([`lever_pass`][rcattr.eval.attribution.per_head.lever_pass]), its selection and its
+    combination ([`Recipe.combine`][rcattr.eval.attribution.recipes.Recipe.combine])."""
 
     batch_forward = False  # its pass keeps the levers' extras, one example at a time
 
@@ -233,7 +233,7 @@ PAPER_SCORER = AttentionScorer(continuation=0.0)
 
 
 def ablation(top_k: TopK = "outliers") -> list[Recipe]:
-    """The ablation's rows; ``top_k`` is the default recipe's head count (the runner's ``--top-k``)."""
+    """The ablation's rows; `top_k` is the default recipe's head count (the runner's `--top-k`)."""
     paper = Recipe(
         f"{PAPER}: attention · top-20 heads (RCAttributor.paper)", PAPER, PAPER_SCORER, TopHeads(20), "mass"
     )
@@ -342,7 +342,7 @@ def current_labels(labels: Iterable[str]) -> dict[str, str]:
 
 
 def span_scorers(recipes: list[Recipe]) -> dict[str, SpanScorer]:
-    """Every span scorer the recipes need, keyed as :attr:`Recipe.scorer_key` (plus ``"rc"`` for the RC mix)."""
+    """Every span scorer the recipes need, keyed as [`Recipe.scorer_key`][rcattr.eval.attribution.recipes.Recipe.scorer_key] (plus `"rc"` for the RC mix)."""
     scorers: dict[str, SpanScorer] = {recipe.scorer_key: recipe.scorer for recipe in recipes}
     if any(recipe.rc_mix for recipe in recipes):
         scorers["rc"] = RCScorer()
@@ -361,7 +361,7 @@ class RecipeScorer:
         self.unit_scores = any(recipe.per_unit_heads for recipe in recipes)
 
     def __call__(self, scores: HeadSpanScores) -> dict[str, tuple[torch.Tensor, torch.Tensor, int]]:
-        """Each recipe's ``([n_spans], [n_outputs, n_spans])`` scores and its number of heads, by label."""
+        """Each recipe's `([n_spans], [n_outputs, n_spans])` scores and its number of heads, by label."""
         out = {}
         for recipe in self.recipes:
             seq_attr, token_attr, selection = recipe.combine(scores)

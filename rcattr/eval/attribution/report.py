@@ -1,4 +1,4 @@
-"""The attribution benchmark's ``results.md``: the table of every method, and the notes a reader needs."""
+"""The attribution benchmark's `results.md`: the table of every method, and the notes a reader needs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The attribution benchmark's ``results.json``: every method's lines on disk aggregated into table rows,
+"""The attribution benchmark's `results.json`: every method's lines on disk aggregated into table rows,
 with bootstrap intervals and paired differences to the default RCAttributor and to the paper's recipe."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def summarise(
     peaks: Mapping[str, float],
     faithful: Lines,
 ) -> dict[str, Any]:
-    """The ``results.json`` structure: ``header``, then a table row per row each method's lines ``done``
-    give (:meth:`~rcattr.eval.attribution.method.AttributionMethod.table`) with its intervals, the methods'
-    own results, and the faithfulness metrics of the lines ``faithful``; ``peaks``: MiB per method."""
+    """The `results.json` structure: `header`, then a table row per row each method's lines `done`
+    give ([`table`][rcattr.eval.attribution.method.AttributionMethod.table]) with its intervals, the methods'
+    own results, and the faithfulness metrics of the lines `faithful`; `peaks`: MiB per method."""
     table: dict[str, Any] = {}
     hits: dict[str, dict[str, list[bool]]] = {}  # table row -> record id -> source hits
     extra: dict[str, Any] = {}
@@ -69,7 +69,7 @@ def summarise(
 def chunk_scores(
     record_id: str, methods: Mapping[str, AttributionMethod[Any]], done: Mapping[str, Lines]
 ) -> dict[str, torch.Tensor]:
-    """Every table row's chunk scores ``[n_chunks]`` of one record, by row name (those that have the record)."""
+    """Every table row's chunk scores `[n_chunks]` of one record, by row name (those that have the record)."""
     scores = {}
     for name, method in methods.items():
         for label, rows in method.table(done.get(name, {})).items():
@@ -79,22 +79,22 @@ def chunk_scores(
 
 
 def _reference(hits: dict[str, dict[str, list[bool]]], method: str, lever: str) -> str | None:
-    """The row a method is compared with: ``method`` run alone or its recipe row in the sweep,
+    """The row a method is compared with: `method` run alone or its recipe row in the sweep,
     whichever covers more records (the one run alone on a tie). A reference run on a subset
-    (``--method-limit rc_paper=20``) would pair every comparison on that subset only."""
+    (`--method-limit rc_paper=20`) would pair every comparison on that subset only."""
     recipe = next(recipe.label for recipe in ablation() if recipe.lever == lever)
     present = [name for name in (method, recipe) if name in hits]
     return max(present, key=lambda name: len(hits[name]), default=None)
 
 
 def _paired(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> tuple[float, float, float]:
-    """``(difference, low, high)`` of ``hits`` against ``reference`` on the records both have."""
+    """`(difference, low, high)` of `hits` against `reference` on the records both have."""
     shared = [key for key in hits if key in reference]
     return paired_difference([hits[key] for key in shared], [reference[key] for key in shared])
 
 
 def _against(hits: dict[str, list[bool]], reference: dict[str, list[bool]]) -> dict[str, Any]:
-    """The reference's accuracy on the records ``hits`` covers, and the paired difference to it."""
+    """The reference's accuracy on the records `hits` covers, and the paired difference to it."""
     theirs = [reference[key] for key in hits if key in reference]
     difference, low, high = _paired(hits, reference)
     return {
@@ -123,8 +123,8 @@ def _faithfulness_summary(
     rows: Sequence[dict[str, dict[str, float]]], reference: str | None
 ) -> dict[str, dict[str, Any]]:
     """Per method and metric, over the records where it is defined (nan left out): the mean with its bootstrap
-    interval (``METRIC_interval``) and, against ``reference`` on the records both have, the paired difference
-    (``METRIC_minus_reference`` and its ``_interval``)."""
+    interval (`METRIC_interval`) and, against `reference` on the records both have, the paired difference
+    (`METRIC_minus_reference` and its `_interval`)."""
     out: dict[str, dict[str, Any]] = {}
     for method in dict.fromkeys(name for row in rows for name in row):
         present = [row for row in rows if method in row]

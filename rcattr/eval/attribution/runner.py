@@ -1,4 +1,4 @@
-"""The attribution benchmark's runner: :class:`AttributionBenchmark` runs the methods of a registry over
+"""The attribution benchmark's runner: [`AttributionBenchmark`][rcattr.eval.attribution.runner.AttributionBenchmark] runs the methods of a registry over
 a dataset, one line per (method, record) in its run folder, then writes the report from every line there."""
 
 from __future__ import annotations
@@ -28,21 +28,21 @@ from rcattr.protocols import TokenizerLike
 
 
 class AttributionBenchmark(StoredRun):
-    """Runs the methods of ``config`` over a dataset (or over ``shard`` of its records), writing one line per
-    record and method under ``out/records`` (``METHOD.jsonl``, :class:`~rcattr.eval.common.run_store.RunStore`).
+    """Runs the methods of `config` over a dataset (or over `shard` of its records), writing one line per
+    record and method under `out/records` (`METHOD.jsonl`, [`RunStore`][rcattr.eval.common.run_store.RunStore]).
 
     Parameters
     ----------
     config : BenchmarkConfig
-        What the run measures; ``config.methods`` name methods of ``methods``.
+        What the run measures; `config.methods` name methods of `methods`.
     model, tokenizer
         The model whose answers are attributed, and its tokenizer.
     out : str or Path
-        The run folder; a run already there is resumed (its settings must match ``config``).
+        The run folder; a run already there is resumed (its settings must match `config`).
     shard : Shard, optional
         The records this process runs. Default: all of them.
     methods : MethodRegistry, optional
-        The methods the run may use, by name. Default: :func:`~rcattr.eval.attribution.methods.default_methods`.
+        The methods the run may use, by name. Default: [`default_methods`][rcattr.eval.attribution.methods.default_methods].
         The report covers every method of the registry with lines in the folder.
     """
 
@@ -65,7 +65,7 @@ class AttributionBenchmark(StoredRun):
         self.records, self.too_long = self._records()
 
     def _records(self) -> tuple[list[AttributionRecord], int]:
-        """Records with gold spans that fit ``max_tokens`` and the model's window (stretched to the run's long
+        """Records with gold spans that fit `max_tokens` and the model's window (stretched to the run's long
         context, when it has one), and how many did not."""
         loaded = load_records(self.config.dataset, self.config.split, self.config.lines())
         records = [r for r in loaded[self.config.skip or 0 :] if r.gold]
@@ -104,7 +104,7 @@ class AttributionBenchmark(StoredRun):
         return fitting, len(records) - len(fitting)
 
     def _done(self, step: str) -> dict[str, Row]:
-        """``step``'s lines on disk (every shard's), by record id in the records' order."""
+        """`step`'s lines on disk (every shard's), by record id in the records' order."""
         return self.store.done(step, [record.id for record in self.records], record_id)
 
     def _steps(self) -> dict[str, list[AttributionRecord]]:
@@ -133,7 +133,7 @@ class AttributionBenchmark(StoredRun):
             self._run_faithfulness()
 
     def report(self) -> dict[str, Any]:
-        """Write ``results.json``, ``results.md`` and the methods' figures from every line on disk; returns
+        """Write `results.json`, `results.md` and the methods' figures from every line on disk; returns
         the results."""
         results = self.results()
         self.store.write_report(results, markdown_table(results))
@@ -189,7 +189,7 @@ class AttributionBenchmark(StoredRun):
                 write({"id": record.id, "metrics": metrics})
 
     def results(self) -> dict[str, Any]:
-        """Aggregate every line on disk into the ``results.json`` structure."""
+        """Aggregate every line on disk into the `results.json` structure."""
         peaks: dict[str, float] = {}
         for row in self.store.rows("peak_memory"):  # the highest of every shard's runs
             peaks[row["method"]] = max(peaks.get(row["method"], 0.0), row["mib"])
@@ -209,7 +209,7 @@ class AttributionBenchmark(StoredRun):
 
 
 def _spread(values: list[int]) -> dict[str, float]:
-    """The mean, least and most of ``values`` (0s when there are none)."""
+    """The mean, least and most of `values` (0s when there are none)."""
     return {
         "mean": sum(values) / max(len(values), 1),
         "min": min(values, default=0),

@@ -1,14 +1,14 @@
-"""Head-selection rules measured across architectures (issue 35), as recipes of the ``heads`` method.
+"""Head-selection rules measured across architectures (issue 35), as recipes of the `heads` method.
 
 The default picks the *outlier* heads of each example: those scoring more than two standard deviations
 above the mean over all heads. That follows the shape of one model's score distribution (about 19 of
 SmolLM2's 270 heads, 3 to 4 of Gemma-3-270m's 72, and a single head of a held-out 24 x 14 model), and a
-single head's vote is fragile. Each rule here is one lever: a :class:`~rcattr.heads.selectors.HeadSelector` (a
-:class:`SelectionRule`) whose fields are its parameters. :func:`~rcattr.eval.attribution.recipes.selection_ablation`
-lists the rules of :data:`RULES` as recipes beside the default, so one ``heads`` pass per record scores every
-rule on the same logits (``python -m rcattr.eval.attribution --methods heads,bm25``). The rules are
+single head's vote is fragile. Each rule here is one lever: a [`HeadSelector`][rcattr.heads.selectors.HeadSelector] (a
+[`SelectionRule`][rcattr.eval.attribution.selection_rules.SelectionRule]) whose fields are its parameters. [`selection_ablation`][rcattr.eval.attribution.recipes.selection_ablation]
+lists the rules of [`RULES`][rcattr.eval.attribution.selection_rules.RULES] as recipes beside the default, so one `heads` pass per record scores every
+rule on the same logits (`python -m rcattr.eval.attribution --methods heads,bm25`). The rules are
 experimental: the one that wins on every model measured becomes rcattr's default, the others stay here as
-results. :class:`BottomHeads`, the paper's ablation (the lowest-scoring heads), is one too.
+results. [`BottomHeads`][rcattr.eval.attribution.selection_rules.BottomHeads], the paper's ablation (the lowest-scoring heads), is one too.
 """
 
 from __future__ import annotations
@@ -40,37 +40,37 @@ __all__ = [
 
 
 class SelectionRule(HeadSelector):
-    """A rule of issue 35: it chooses among all the heads of a ``[L, H]`` score table (it does not know
-    windows: ``reach`` is ignored) and may weigh them. A subclass is a frozen dataclass that implements
-    :meth:`choose`."""
+    """A rule of issue 35: it chooses among all the heads of a `[L, H]` score table (it does not know
+    windows: `reach` is ignored) and may weigh them. A subclass is a frozen dataclass that implements
+    [`choose`][rcattr.eval.attribution.selection_rules.SelectionRule.choose]."""
 
     def __post_init__(self) -> None:
         self._check_score()
 
     @abstractmethod
     def choose(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[L, H]`` head scores -> ``[k, 2]`` (layer, head) pairs best first and their ``[k]`` weights."""
+        """`[L, H]` head scores -> `[k, 2]` (layer, head) pairs best first and their `[k]` weights."""
 
     def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
-        """The rule's heads over all of them (``reach`` is ignored)."""
+        """The rule's heads over all of them (`reach` is ignored)."""
         heads, weights = self.choose(scores.cpu())
         return HeadSelection(scores.cpu(), heads, self.score, weights)
 
 
 def _top(scores: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``count`` best heads (1 to all of them), equal weights."""
+    """The `count` best heads (1 to all of them), equal weights."""
     return _equal(top_heads(scores, max(1, min(count, scores.numel()))), scores)
 
 
 def _equal(heads: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``heads`` with equal weights, in the scores' dtype."""
+    """`heads` with equal weights, in the scores' dtype."""
     return heads, torch.ones(len(heads), dtype=scores.dtype)
 
 
 @dataclass(frozen=True)
 class OutlierFloorHeads(SelectionRule):
-    """The outlier heads (:func:`~rcattr.heads.scores.outlier_heads`, as :class:`~rcattr.heads.selectors.OutlierHeads`):
-    those above ``sigmas`` standard deviations, and at least ``ceil(floor x heads)`` of them (at least 1)."""
+    """The outlier heads ([`outlier_heads`][rcattr.heads.scores.outlier_heads], as [`OutlierHeads`][rcattr.heads.selectors.OutlierHeads]):
+    those above `sigmas` standard deviations, and at least `ceil(floor x heads)` of them (at least 1)."""
 
     sigmas: float = OUTLIER_SIGMAS
     floor: float = 0.0
@@ -109,7 +109,7 @@ class KneeHeads(SelectionRule):
 
 @dataclass(frozen=True)
 class ZWeightedHeads(SelectionRule):
-    """Every head above ``offset`` standard deviations of the mean of all heads, weighted by its distance
+    """Every head above `offset` standard deviations of the mean of all heads, weighted by its distance
     above it (a soft cut)."""
 
     offset: float
@@ -128,7 +128,7 @@ class ZWeightedHeads(SelectionRule):
 
 @dataclass(frozen=True)
 class LayerCentredHeads(SelectionRule):
-    """The outliers (:func:`~rcattr.heads.scores.outlier_heads`) of the scores centred per layer: a layer whose
+    """The outliers ([`outlier_heads`][rcattr.heads.scores.outlier_heads]) of the scores centred per layer: a layer whose
     heads all score high (a model-wide depth trend) does not crowd the others out."""
 
     sigmas: float = OUTLIER_SIGMAS
@@ -141,8 +141,8 @@ class LayerCentredHeads(SelectionRule):
 
 @dataclass(frozen=True)
 class LayerStandardisedHeads(SelectionRule):
-    """Heads more than ``sigmas`` standard deviations above their own layer's mean, in their layer's standard
-    deviations: each layer's heads are compared with each other only (with fewer than ``sigmas**2 + 1``
+    """Heads more than `sigmas` standard deviations above their own layer's mean, in their layer's standard
+    deviations: each layer's heads are compared with each other only (with fewer than `sigmas**2 + 1`
     heads a layer cannot have such a head; the best head of all is then taken)."""
 
     sigmas: float = OUTLIER_SIGMAS
@@ -157,7 +157,7 @@ class LayerStandardisedHeads(SelectionRule):
 
 @dataclass(frozen=True)
 class RobustOutlierHeads(SelectionRule):
-    """Heads above the median of all heads by ``sigmas`` robust standard deviations (1.4826 x the median
+    """Heads above the median of all heads by `sigmas` robust standard deviations (1.4826 x the median
     absolute deviation), which one far outlier cannot inflate as it inflates the standard deviation."""
 
     sigmas: float = 3.0
@@ -184,7 +184,7 @@ class AboveHalfHeads(SelectionRule):
 @dataclass(frozen=True)
 class MixtureHeads(SelectionRule):
     """Heads more likely drawn from the upper of two Gaussians fitted to this example's scores (scikit-learn's
-    ``GaussianMixture``): the number of heads is where the two populations cross."""
+    `GaussianMixture`): the number of heads is where the two populations cross."""
 
     score: HeadScore = "superiority"
 
@@ -213,19 +213,19 @@ RULES: dict[str, SelectionRule] = {
     "heads with P(X > Y) above 1/2": AboveHalfHeads(),
     "upper component of a 2-Gaussian mixture": MixtureHeads(),
 }
-"""The rules of the ``heads`` table, by their row labels (the names the committed records use)."""
+"""The rules of the `heads` table, by their row labels (the names the committed records use)."""
 
 
 @dataclass(frozen=True)
 class BottomHeads(HeadSelector):
     """The lowest-scoring heads, worst first: the paper's ablation (a measured loser, docs/benchmarks.md).
-    Like :class:`~rcattr.heads.selectors.TopHeads`, it chooses among the heads that see the whole context.
+    Like [`TopHeads`][rcattr.heads.selectors.TopHeads], it chooses among the heads that see the whole context.
 
     Parameters
     ----------
     k : int, float or HeadSelector, default 20
-        A number of heads, a fraction of all heads (a float in ``(0, 1]``), or a selector: as many heads as
-        it selects from this example's scores (``OutlierHeads()``: as many as this example's outliers, the
+        A number of heads, a fraction of all heads (a float in `(0, 1]`), or a selector: as many heads as
+        it selects from this example's scores (`OutlierHeads()`: as many as this example's outliers, the
         ablation's "default · bottom heads"). A count above the model's heads is capped to all of them.
     score : {"superiority", "rc_std", "rc"}, default "superiority"
     """

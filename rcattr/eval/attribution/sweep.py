@@ -1,10 +1,10 @@
-"""The ``sweep`` method of the attribution benchmark: one RC pass per record that scores every head with
-every span scorer the ablation needs (:mod:`rcattr.eval.attribution.recipes`).
+"""The `sweep` method of the attribution benchmark: one RC pass per record that scores every head with
+every span scorer the ablation needs ([`rcattr.eval.attribution.recipes`][rcattr.eval.attribution.recipes]).
 
 Its line per record holds the top-k / bottom-k curve of the paper's Fig. 5 (source hits with the k heads of
 highest, or lowest, RC score, for both of the paper's span scorers) and one scored line per recipe of the
-ablation; each recipe becomes a row of the results table, and the curve ``results["sweep"]`` and
-``sweep.png``.
+ablation; each recipe becomes a row of the results table, and the curve `results["sweep"]` and
+`sweep.png`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class SweepPass:
     total_heads: int
 
     def heads(self, scores: HeadSpanScores, direction: str, k: str) -> torch.Tensor:
-        """The ``k`` (a number, or "all") heads of highest (``direction="top"``) or lowest RC score."""
+        """The `k` (a number, or "all") heads of highest (`direction="top"`) or lowest RC score."""
         count = self.total_heads if k == "all" else min(int(k), self.total_heads)
         return top_heads(scores.every_head_score["superiority"], count, bottom=direction == "bottom")
 
@@ -57,11 +57,11 @@ class SweepMethod(AttributionMethod[SweepPass]):
     Parameters
     ----------
     attributor : callable
-        ``(model, tokenizer, config) -> RCAttributor``: the attributor whose per-head pass is swept.
+        `(model, tokenizer, config) -> RCAttributor`: the attributor whose per-head pass is swept.
     name : str, optional
-        Default: ``"sweep"``.
+        Default: `"sweep"`.
     recipes : callable, optional
-        ``top_k -> recipes``: the table's rows (default: the ablation, :func:`~rcattr.eval.attribution.recipes.ablation`).
+        `top_k -> recipes`: the table's rows (default: the ablation, [`ablation`][rcattr.eval.attribution.recipes.ablation]).
     curve : mapping of str to SpanScorer, optional
         The span scorers of the top-k / bottom-k curve (default: the paper's two).
     """
@@ -92,7 +92,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
     def head_pass(
         self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig
     ) -> HeadSpanScores:
-        """The record's pass: every head's scores, and its span scores by every scorer of :meth:`scorers`."""
+        """The record's pass: every head's scores, and its span scores by every scorer of [`scorers`][rcattr.eval.attribution.sweep.SweepMethod.scorers]."""
         return head_span_scores(
             built.attributor,
             context_input(record),
@@ -133,7 +133,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
         return table
 
     def results(self, done: dict[str, Row]) -> dict[str, Any]:
-        """``NAME`` (``sweep``): the accuracy of each point of the curve, ``"SCORER/DIRECTION/K"``."""
+        """`NAME` (`sweep`): the accuracy of each point of the curve, `"SCORER/DIRECTION/K"`."""
         if not done:
             return {}
         rows = list(done.values())
@@ -145,7 +145,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
         }
 
     def figures(self, results: dict[str, Any], out: Path) -> None:
-        """``NAME.png`` (``sweep.png``): the curve."""
+        """`NAME.png` (`sweep.png`): the curve."""
         if self.name in results:
             plot_sweep(results, out / f"{self.name}.png", self.name)
 
@@ -160,7 +160,7 @@ def _shared(scorers: dict[str, SpanScorer]) -> dict[str, SpanScorer]:
 
 
 def shared_key(scorers: dict[str, SpanScorer], key: str) -> str:
-    """The key under which a pass's span scores of ``scorers[key]`` are kept (a scorer named twice is computed
+    """The key under which a pass's span scores of `scorers[key]` are kept (a scorer named twice is computed
     once, under its first key)."""
     return next(name for name, scorer in _shared(scorers).items() if scorer == scorers[key])
 
@@ -174,7 +174,7 @@ def _curve(sweep: dict[str, float], scorer: str, direction: str) -> Iterator[tup
 
 def plot_sweep(results: dict[str, Any], path: str | Path, method: str = "sweep") -> Path:
     """Accuracy against the number of heads k, top-k and bottom-k, for both span scorers (Fig. 5), from the
-    curve of ``results[method]``."""
+    curve of `results[method]`."""
     from matplotlib.figure import Figure  # not pyplot: no backend switch, no global figure state
 
     total = results["total_heads"]

@@ -1,4 +1,4 @@
-"""The citation benchmark (``python -m rcattr.eval.citations``): do the documents a result cites for each
+"""The citation benchmark (`python -m rcattr.eval.citations`): do the documents a result cites for each
 answer sentence match the gold labels of QuoteSum and Veri-Gran? The rule behind
-:meth:`RCAttributionResult.citations <rcattr.attribution.result.RCAttributionResult.citations>` is chosen on a dev part
-of each file and checked on the part held back (:mod:`rcattr.eval.citations.rules`)."""
+[`RCAttributionResult.citations`][rcattr.attribution.result.RCAttributionResult.citations] is chosen on a dev part
+of each file and checked on the part held back ([`rcattr.eval.citations.rules`][rcattr.eval.citations.rules])."""

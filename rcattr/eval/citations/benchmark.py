@@ -1,9 +1,9 @@
-"""The citation benchmark's run (:class:`CitationRun`): one line per record under ``OUT/records``, then the report
-(the command line: :mod:`rcattr.eval.citations.cli`).
+"""The citation benchmark's run ([`CitationRun`][rcattr.eval.citations.benchmark.CitationRun]): one line per record under `OUT/records`, then the report
+(the command line: [`rcattr.eval.citations.cli`][rcattr.eval.citations.cli]).
 
-Each record's gold answer is attributed by the default :class:`~rcattr.RCAttributor` to the record's
-documents (``granularity="chunk"``), one output unit per answer sentence, and its line keeps what any
-citation rule needs (:mod:`rcattr.eval.citations.rows`). The report (:mod:`rcattr.eval.citations.rules`)
+Each record's gold answer is attributed by the default [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] to the record's
+documents (`granularity="chunk"`), one output unit per answer sentence, and its line keeps what any
+citation rule needs ([`rcattr.eval.citations.rows`][rcattr.eval.citations.rows]). The report ([`rcattr.eval.citations.rules`][rcattr.eval.citations.rules])
 chooses the rule on the dev part and gives precision and recall of the cited documents on both parts.
 Rows are appended as they finish, so a run resumes where it stopped.
 """
@@ -33,7 +33,7 @@ STEMS = ("sentences", "appended")  # the rows files: the gold answer's sentences
 
 
 class CitationRun(StoredRun):
-    """The citation benchmark's rows under ``OUT/records`` (``sentences-DATASET`` and ``appended-DATASET``), each
+    """The citation benchmark's rows under `OUT/records` (`sentences-DATASET` and `appended-DATASET`), each
     record's computed when missing (the model loads only then), and the report from them.
 
     Parameters
@@ -41,7 +41,7 @@ class CitationRun(StoredRun):
     out : str or Path
         The run folder.
     datasets : sequence of str
-        From :data:`DATASETS`.
+        From `DATASETS`.
     limit : int or None
         The first records of each dataset.
     model : str or None
@@ -76,7 +76,7 @@ class CitationRun(StoredRun):
         return len(STEMS) * sum(map(len, self.records.values()))
 
     def compute(self) -> None:
-        """Each dataset's missing lines: each answer sentence, and in ``appended`` the sentence of another
+        """Each dataset's missing lines: each answer sentence, and in `appended` the sentence of another
         question appended to the answer."""
         if not self.missing():
             return
@@ -98,7 +98,7 @@ class CitationRun(StoredRun):
                             write(_line(attributor, record, sentence, self.max_tokens))
 
     def lines(self, dataset: str) -> list[dict[str, Any]]:
-        """The lines of ``dataset`` on disk, each with the ``foreign`` sentences of its appended line."""
+        """The lines of `dataset` on disk, each with the `foreign` sentences of its appended line."""
         keys = [record.id for record in self.records[dataset]]
         answers, foreign = (self.store.done(f"{stem}-{dataset}", keys, key=record_id) for stem in STEMS)
         return [
@@ -123,7 +123,7 @@ class CitationRun(StoredRun):
 def _line(
     attributor: RCAttributor, record: AttributionRecord, foreign: str | None, max_tokens: int
 ) -> dict[str, Any]:
-    """One record's line: its answer's sentences, or with ``foreign`` appended, that sentence alone."""
+    """One record's line: its answer's sentences, or with `foreign` appended, that sentence alone."""
     inp = context_input(record)
     answer = record.answer if foreign is None else f"{record.answer} {foreign}"
     length = attributor.prepare(inp, answer, "chunk").ids.shape[1]

@@ -2,7 +2,7 @@
 
     python -m rcattr.eval.citations --out runs/citations
 
-The run itself is :class:`rcattr.eval.citations.benchmark.CitationRun`.
+The run itself is [`rcattr.eval.citations.benchmark.CitationRun`][rcattr.eval.citations.benchmark.CitationRun].
 """
 
 from __future__ import annotations

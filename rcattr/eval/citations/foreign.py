@@ -3,9 +3,9 @@ not hold?
 
 Per dataset, the labelled sentences of the gold answers (label 1) against the sentences of other questions'
 answers appended to them (0): the sentence-level AUROC of every signal of
-:mod:`rcattr.eval.groundedness.sentence_signals`, records resampled whole, each against the log-probability
-with a paired interval; and the shares that ``result.citations()`` marks partial, weak or unsupported
-(:data:`rcattr.grounding.vouching.WEAK_BELOW`, :data:`rcattr.grounding.vouching.UNSUPPORTED_BELOW`) on each side.
+[`rcattr.eval.groundedness.sentence_signals`][rcattr.eval.groundedness.sentence_signals], records resampled whole, each against the log-probability
+with a paired interval; and the shares that `result.citations()` marks partial, weak or unsupported
+([`rcattr.grounding.vouching.WEAK_BELOW`][rcattr.grounding.vouching.WEAK_BELOW], [`rcattr.grounding.vouching.UNSUPPORTED_BELOW`][rcattr.grounding.vouching.UNSUPPORTED_BELOW]) on each side.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _status_shares(sentences: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def foreign_tables(lines: Mapping[str, Sequence[Mapping[str, Any]]], seed: int = 0) -> dict[str, Any]:
-    """Per dataset with vouched rows (lines of :func:`rcattr.eval.citations.rules.labelled`, both parts): the
+    """Per dataset with vouched rows (lines of [`rcattr.eval.citations.rules.labelled`][rcattr.eval.citations.rules.labelled], both parts): the
     AUROC table and the status shares of the answers' and the appended sentences."""
     tables: dict[str, Any] = {}
     for dataset, rows in lines.items():
@@ -53,7 +53,7 @@ def foreign_tables(lines: Mapping[str, Sequence[Mapping[str, Any]]], seed: int =
 
 
 def foreign_markdown(tables: Mapping[str, Any]) -> str:
-    """The tables of :func:`foreign_tables`."""
+    """The tables of [`foreign_tables`][rcattr.eval.citations.foreign.foreign_tables]."""
     parts = []
     for dataset, table in tables.items():
         shares = "; ".join(

@@ -15,19 +15,19 @@ from rcattr.grounding.support import SUPPORT_THRESHOLD
 from rcattr.text.segmentation import TextSpan, sentence_spans, tokens_within
 
 HELD_BACK = 3
-"""One question in ``HELD_BACK`` (by a hash of its text) is held back: its records check the chosen rule."""
+"""One question in `HELD_BACK` (by a hash of its text) is held back: its records check the chosen rule."""
 
 
 def held_back(record: AttributionRecord) -> bool:
-    """Whether ``record`` is in the held-back part. Records are split by question, so the summaries and
+    """Whether `record` is in the held-back part. Records are split by question, so the summaries and
     statements of one question stay in one part."""
     digest = hashlib.sha256(record.question.encode()).digest()
     return int.from_bytes(digest[:8], "big") % HELD_BACK == 0
 
 
 def foreign_sentence(record: AttributionRecord, pool: Sequence[AttributionRecord], seed: int) -> str:
-    """A sentence of the answer of another question in ``pool`` (the whole file, so that ``--limit`` changes
-    no draw), drawn with ``seed`` and the record's id: appended to the record's answer, a sentence its
+    """A sentence of the answer of another question in `pool` (the whole file, so that `--limit` changes
+    no draw), drawn with `seed` and the record's id: appended to the record's answer, a sentence its
     documents do not support (gold: no document), for the no-citation rule."""
     rng = random.Random(f"{seed}:{record.id}")
     others = [other for other in pool if other.question != record.question]
@@ -36,7 +36,7 @@ def foreign_sentence(record: AttributionRecord, pool: Sequence[AttributionRecord
 
 
 def gold_documents(sentence: TextSpan, gold: Sequence[GoldSpan]) -> list[int]:
-    """The sources of the gold spans that overlap ``sentence`` (character offsets of the answer)."""
+    """The sources of the gold spans that overlap `sentence` (character offsets of the answer)."""
     return sorted({span.source for span in gold if span.start < sentence.end and sentence.start < span.end})
 
 
@@ -45,8 +45,8 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def sentence_rows(result: RCAttributionResult, record: AttributionRecord) -> list[dict[str, Any]]:
-    """Per output unit (answer sentence) of ``result``: its offsets, gold documents (the sources of the
-    record's gold spans it overlaps), the ``[n_documents]`` shares of its attribution, and its context reliance,
+    """Per output unit (answer sentence) of `result`: its offsets, gold documents (the sources of the
+    record's gold spans it overlaps), the `[n_documents]` shares of its attribution, and its context reliance,
     mean and least token support, share of unsupported tokens and mean groundedness."""
     rc = RCSignals.of(result)
     support, groundedness = rc.token_support.tolist(), rc.groundedness.tolist()

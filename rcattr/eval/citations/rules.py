@@ -1,8 +1,8 @@
 """Citation rules measured on the benchmark's lines: precision, recall and F1 of the cited documents.
 
-A rule cites, per answer sentence, the documents whose share of its attribution is at least ``min_share``
-of the best one's, at most ``max_sources``, and none when the sentence's signal is below ``threshold``
-(:func:`rcattr.grounding.citations.cited_sources`). The sentences measured are the gold answers' labelled ones (all of
+A rule cites, per answer sentence, the documents whose share of its attribution is at least `min_share`
+of the best one's, at most `max_sources`, and none when the sentence's signal is below `threshold`
+([`rcattr.grounding.citations.cited_sources`][rcattr.grounding.citations.cited_sources]). The sentences measured are the gold answers' labelled ones (all of
 QuoteSum's; Veri-Gran marks only its record's statement, so its other sentences are unlabelled and left
 out) and, per record, one sentence of another question's answer appended to the answer, whose gold is no
 document. Counts are micro over sentences: precision is the cited documents of the answers' sentences that
@@ -16,8 +16,8 @@ draws).
 The ablation keeps the best rule of each family, on the dev part too: the one-document baseline (the top
 document, always), no withholding, each withholding signal (context reliance, the sentence's mean token
 support, its mean groundedness), and shares counted against 1 rather than against the best document; and,
-on rows that have it, the chosen rule with the sentences :meth:`~rcattr.attribution.result.RCAttributionResult.citations`
-finds unsupported left uncited (its fixed cut-off, :data:`rcattr.grounding.vouching.UNSUPPORTED_BELOW`), as the
+on rows that have it, the chosen rule with the sentences [`citations`][rcattr.attribution.result.RCAttributionResult.citations]
+finds unsupported left uncited (its fixed cut-off, [`rcattr.grounding.vouching.UNSUPPORTED_BELOW`][rcattr.grounding.vouching.UNSUPPORTED_BELOW]), as the
 library cites.
 """
 
@@ -49,7 +49,7 @@ Lines = Mapping[str, Sequence[Mapping[str, Any]]]  # dataset -> its records' lin
 
 @dataclass(frozen=True)
 class Rule:
-    """One citation rule; ``relative=False`` counts ``min_share`` against 1 (the ablation's)."""
+    """One citation rule; `relative=False` counts `min_share` against 1 (the ablation's)."""
 
     min_share: float
     max_sources: int
@@ -76,12 +76,12 @@ class Rule:
 
 
 def part_lines(lines: Sequence[Mapping[str, Any]], part: str) -> list[Mapping[str, Any]]:
-    """The lines of ``part`` (``"dev"`` or ``"held_back"``), without the records skipped as too long."""
+    """The lines of `part` (`"dev"` or `"held_back"`), without the records skipped as too long."""
     return [line for line in lines if "skipped" not in line and line["held_back"] == (part == "held_back")]
 
 
 def labelled(lines: Lines) -> dict[str, list[Mapping[str, Any]]]:
-    """Each dataset's lines with only its labelled answer sentences kept in ``sentences``."""
+    """Each dataset's lines with only its labelled answer sentences kept in `sentences`."""
     return {
         dataset: [
             line
@@ -97,7 +97,7 @@ COUNTS = ("correct", "cited", "gold", "sentences", "foreign", "foreign_cited", "
 
 
 def counts(rule: Rule, lines: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """``[n_records, 7]`` per record, the :data:`COUNTS`: on the answer's sentences, the cited documents that
+    """`[n_records, 7]` per record, the [`COUNTS`][rcattr.eval.citations.rules.COUNTS]: on the answer's sentences, the cited documents that
     are gold, the cited ones, the gold ones and the sentences; on the appended sentences, how many, the
     documents cited, and the sentences left uncited."""
     out = np.zeros((len(lines), len(COUNTS)))
@@ -112,7 +112,7 @@ def counts(rule: Rule, lines: Sequence[Mapping[str, Any]]) -> np.ndarray:
 
 
 def scores(totals: np.ndarray) -> np.ndarray:
-    """From ``[..., 7]`` summed counts, ``[..., 4]``: precision and recall on the answers' sentences, the
+    """From `[..., 7]` summed counts, `[..., 4]`: precision and recall on the answers' sentences, the
     share of appended sentences left uncited, and the F1 of precision and recall (NaN where undefined)."""
     correct, cited, gold, _, foreign, _, foreign_uncited = np.moveaxis(totals, -1, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -124,14 +124,14 @@ def scores(totals: np.ndarray) -> np.ndarray:
 
 
 def mean_f1(rule: Rule, lines: Lines, part: str) -> float:
-    """The rule's F1 averaged over the datasets, on ``part``."""
+    """The rule's F1 averaged over the datasets, on `part`."""
     return float(
         np.nanmean([scores(counts(rule, part_lines(rows, part)).sum(0))[3] for rows in lines.values()])
     )
 
 
 def thresholds(lines: Lines, signal: str) -> list[float]:
-    """Withholding thresholds of ``signal``: its :data:`QUANTILES` over the dev sentences of every dataset."""
+    """Withholding thresholds of `signal`: its [`QUANTILES`][rcattr.eval.citations.rules.QUANTILES] over the dev sentences of every dataset."""
     values = [
         s[signal]
         for rows in lines.values()

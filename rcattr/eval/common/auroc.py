@@ -14,7 +14,7 @@ Score = Callable[[np.ndarray, np.ndarray], float]
 
 
 def auroc(labels: Sequence[int] | np.ndarray, values: Sequence[float] | np.ndarray) -> float:
-    """sklearn's ``roc_auc_score(labels, values)`` for 0/1 (or boolean) labels, by the same arithmetic (the ROC
+    """sklearn's `roc_auc_score(labels, values)` for 0/1 (or boolean) labels, by the same arithmetic (the ROC
     curve's corners, the trapezoidal rule), so that the figures are sklearn's to the last bit; without its input
     checks, which cost milliseconds a call in bootstraps of tens of thousands of calls. NaN where one class only
     is present (as sklearn, less its warning); ValueError for values that are not finite or lengths that differ."""
@@ -49,9 +49,9 @@ def auroc_table(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict[str, dict[str, float]]:
-    """Per signal of ``items``, the AUROC of telling the ``labels`` 1 (supported) from 0, with a 95%
-    bootstrap interval, and its difference to ``reference`` with the paired interval (the same draws).
-    ``groups`` (e.g. the record of each item) are resampled whole, each item its own by default; a draw with
+    """Per signal of `items`, the AUROC of telling the `labels` 1 (supported) from 0, with a 95%
+    bootstrap interval, and its difference to `reference` with the paired interval (the same draws).
+    `groups` (e.g. the record of each item) are resampled whole, each item its own by default; a draw with
     one label only is dropped. Empty when the items do not have both labels."""
     return paired_table(items, labels, reference, auroc, "auroc", groups, n_boot, seed)
 
@@ -66,7 +66,7 @@ def paired_table(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict[str, dict[str, float]]:
-    """:func:`auroc_table` for any ``score(labels, values)`` (macro-F1 of predictions, say), under ``key``."""
+    """[`auroc_table`][rcattr.eval.common.auroc.auroc_table] for any `score(labels, values)` (macro-F1 of predictions, say), under `key`."""
     y = np.asarray(labels, dtype=int)
     if not items or y.min() == y.max():
         return {}

@@ -1,20 +1,20 @@
-"""Loaders for the two attribution benchmarks shipped in the checkout's ``data/`` (QuoteSum and Veri-Gran).
+"""Loaders for the two attribution benchmarks shipped in the checkout's `data/` (QuoteSum and Veri-Gran).
 
-Both files mark attributed spans inline in the answer text (the ``summary`` field):
+Both files mark attributed spans inline in the answer text (the `summary` field):
 
-* **QuoteSum** (``quotesum/<split>.jsonl``): ``[ i span ]``, ``i`` the 1-based slot of ``source1..8``
-  (``title1..8`` alongside; unused slots are ``""``). The markup is space-delimited, so a marker followed by
-  punctuation is written ``[ 2 Denitrification ] .``; outside markers punctuation is tight.
-* **Veri-Gran** (``veri_gran/<split>.jsonl``): ``[ n text ]`` attributes ``text`` to ``passages[n-1]``. The
-  marker is ``[ n `` plus the original text, so the original space before a word shows up as a double space
-  (``filmed[ 24  at Oheka Castle ]``) and markers may cut words (``gut ]ters``, ``U.S[ 62 . tax ]``). Each
-  record is one statement of a longer answer: ``chunk`` is the statement (a sentence of the stripped
+* **QuoteSum** (`quotesum/<split>.jsonl`): `[ i span ]`, `i` the 1-based slot of `source1..8`
+  (`title1..8` alongside; unused slots are `""`). The markup is space-delimited, so a marker followed by
+  punctuation is written `[ 2 Denitrification ] .`; outside markers punctuation is tight.
+* **Veri-Gran** (`veri_gran/<split>.jsonl`): `[ n text ]` attributes `text` to `passages[n-1]`. The
+  marker is `[ n ` plus the original text, so the original space before a word shows up as a double space
+  (`filmed[ 24  at Oheka Castle ]`) and markers may cut words (`gut ]ters`, `U.S[ 62 . tax ]`). Each
+  record is one statement of a longer answer: `chunk` is the statement (a sentence of the stripped
   summary), not the whole stripped summary, and only its spans are marked (two records have no marker and
-  load with empty gold). Spans may start with punctuation (``, allowed for ...``): kept as annotated.
+  load with empty gold). Spans may start with punctuation (`, allowed for ...`): kept as annotated.
 
-:func:`strip_markers` turns either markup into a plain answer plus :class:`GoldSpan` offsets; the loaders
-return :class:`AttributionRecord` lists, and :func:`as_hf_dataset` turns them into a ``datasets.Dataset``.
-Spans citing a source the record does not have are dropped with a :class:`SkippedSpanWarning` (the shipped
+[`strip_markers`][rcattr.eval.common.datasets.strip_markers] turns either markup into a plain answer plus [`GoldSpan`][rcattr.eval.common.datasets.GoldSpan] offsets; the loaders
+return [`AttributionRecord`][rcattr.eval.common.datasets.AttributionRecord] lists, and [`as_hf_dataset`][rcattr.eval.common.datasets.as_hf_dataset] turns them into a `datasets.Dataset`.
+Spans citing a source the record does not have are dropped with a [`SkippedSpanWarning`][rcattr.eval.common.datasets.SkippedSpanWarning] (the shipped
 files have none).
 """
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 _FOLDERS = {"quotesum": "quotesum", "verigran": "veri_gran"}
 _QUOTESUM_SLOTS = 8
-# ``[`` optional spaces, the 1-based index, one separating whitespace, the span, one optional space, ``]``.
+# `[` optional spaces, the 1-based index, one separating whitespace, the span, one optional space, `]`.
 _MARKER = re.compile(r"\[\s*(\d+)\s([^\[\]]*?)\s?\]")
 _PUNCT_AFTER = re.compile(r"^\s+(?=[.,;:!?)])")  # space between a marker and punctuation
 _WORD = re.compile(r"\w")
@@ -75,7 +75,7 @@ DATA_HELP = (
 
 
 def data_dir() -> Path:
-    """The benchmark data folder: ``$RCATTR_DATA``, else ``data/`` of the source checkout (shipped with it)."""
+    """The benchmark data folder: `$RCATTR_DATA`, else `data/` of the source checkout (shipped with it)."""
     env = os.environ.get("RCATTR_DATA")
     path = Path(env) if env else Path(__file__).resolve().parents[3] / "data"
     if not path.is_dir():
@@ -109,14 +109,14 @@ def _skip(reason: str) -> None:
 
 
 def strip_markers(summary: str, n_sources: int | None = None) -> tuple[str, list[GoldSpan]]:
-    """Strip ``[ i span ]`` markers from ``summary``; return the normalised answer and its gold spans.
+    """Strip `[ i span ]` markers from `summary`; return the normalised answer and its gold spans.
 
     Indices are 1-based in the markup and 0-based in the spans. A marker glued to a preceding word char
-    whose span starts with a word char gets a space inserted (``is[ 2 a]`` -> ``is a``); whitespace between
-    a marker and following punctuation is dropped (``[ 1 foo ] .`` -> ``foo.``); whitespace runs collapse.
-    Spans citing index 0 or above ``n_sources`` (when given), or with no text, are dropped with a
-    :class:`SkippedSpanWarning`; their text stays in the answer. A ``[`` or ``]`` that is not part of a
-    well-formed marker (e.g. ``[ 1, 2 span ]``) raises ``ValueError``.
+    whose span starts with a word char gets a space inserted (`is[ 2 a]` -> `is a`); whitespace between
+    a marker and following punctuation is dropped (`[ 1 foo ] .` -> `foo.`); whitespace runs collapse.
+    Spans citing index 0 or above `n_sources` (when given), or with no text, are dropped with a
+    [`SkippedSpanWarning`][rcattr.eval.common.datasets.SkippedSpanWarning]; their text stays in the answer. A `[` or `]` that is not part of a
+    well-formed marker (e.g. `[ 1, 2 span ]`) raises `ValueError`.
     """
     raw = ""
     spans: list[tuple[int, int, int]] = []  # raw start, raw end, 0-based source
@@ -164,7 +164,7 @@ def _read_jsonl(name: str, split: str, limit: int | None) -> Iterator[dict[str, 
 
 
 def load_quotesum(split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
-    """QuoteSum records: chunks are the non-empty ``source`` slots (titles in ``titles``), ids ``unique_id``."""
+    """QuoteSum records: chunks are the non-empty `source` slots (titles in `titles`), ids `unique_id`."""
     records = []
     for row in _read_jsonl("quotesum", split, limit):
         slots = [row[f"source{i}"] for i in range(1, _QUOTESUM_SLOTS + 1)]
@@ -187,7 +187,7 @@ def load_quotesum(split: str = "dev", limit: int | None = None) -> list[Attribut
 
 
 def load_verigran(split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
-    """Veri-Gran records: chunks are ``passages``; ids are ``verigran-<split>-<line>`` (the file has none)."""
+    """Veri-Gran records: chunks are `passages`; ids are `verigran-<split>-<line>` (the file has none)."""
     records = []
     for i, row in enumerate(_read_jsonl("verigran", split, limit)):
         answer, gold = strip_markers(row["summary"], n_sources=len(row["passages"]))
@@ -204,7 +204,7 @@ def load_verigran(split: str = "dev", limit: int | None = None) -> list[Attribut
 
 
 def load_attribution(name: str, split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
-    """Load ``"quotesum"`` or ``"verigran"``."""
+    """Load `"quotesum"` or `"verigran"`."""
     loaders = {"quotesum": load_quotesum, "verigran": load_verigran}
     if name not in loaders:
         raise ValueError(f"unknown attribution benchmark {name!r}; choose one of {sorted(loaders)}")
@@ -212,19 +212,19 @@ def load_attribution(name: str, split: str = "dev", limit: int | None = None) ->
 
 
 def as_hf_dataset(records: list[AttributionRecord]) -> datasets.Dataset:
-    """A ``datasets.Dataset`` with columns id, question, chunks, answer, gold (dicts), titles."""
+    """A `datasets.Dataset` with columns id, question, chunks, answer, gold (dicts), titles."""
     import datasets
 
     return datasets.Dataset.from_list([asdict(r) for r in records])
 
 
 def load_attribution_dataset(name: str, split: str = "dev", limit: int | None = None) -> datasets.Dataset:
-    """:func:`load_attribution` as a ``datasets.Dataset`` (built locally, no hub access)."""
+    """[`load_attribution`][rcattr.eval.common.datasets.load_attribution] as a `datasets.Dataset` (built locally, no hub access)."""
     return as_hf_dataset(load_attribution(name, split, limit))
 
 
 def record_from_row(row: dict[str, Any]) -> AttributionRecord:
-    """Inverse of :func:`as_hf_dataset` for one row."""
+    """Inverse of [`as_hf_dataset`][rcattr.eval.common.datasets.as_hf_dataset] for one row."""
     return AttributionRecord(
         id=row["id"],
         question=row["question"],

@@ -1,4 +1,4 @@
-"""Peak resident memory of a block of code, sampled by a background thread (Linux ``/proc``)."""
+"""Peak resident memory of a block of code, sampled by a background thread (Linux `/proc`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def resident_bytes() -> int:
-    """Current resident set size of this process (peak RSS where ``/proc`` is missing)."""
+    """Current resident set size of this process (peak RSS where `/proc` is missing)."""
     try:
         with open("/proc/self/statm") as statm:
             return int(statm.read().split()[1]) * _PAGE
@@ -20,7 +20,7 @@ def resident_bytes() -> int:
 
 
 class PeakMemory:
-    """``with PeakMemory() as peak: ...`` then ``peak.mib``: the largest RSS growth seen inside the block.
+    """`with PeakMemory() as peak: ...` then `peak.mib`: the largest RSS growth seen inside the block.
 
     Memory the process freed earlier and reuses inside the block is not counted, so run the
     heaviest part first or in a fresh process when the figure matters.

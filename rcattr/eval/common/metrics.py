@@ -3,8 +3,8 @@
 The paper's Table 1 metric is chunk-level: an answer span is attributed correctly when the context
 span with the highest score belongs to the span's gold source. With sentence or token context
 spans the same rule scores the source of the top sentence or token, and, where the gold text is a
-verbatim quote of its source (about 92% of QuoteSum spans), :func:`location_hits` also checks that
-the top span overlaps the quoted location. Ties go to the lowest span index (``torch.argmax``).
+verbatim quote of its source (about 92% of QuoteSum spans), [`location_hits`][rcattr.eval.common.metrics.location_hits] also checks that
+the top span overlaps the quoted location. Ties go to the lowest span index (`torch.argmax`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rcattr.text.segmentation import TextSpan
 
 
 def top_spans(scores: torch.Tensor) -> list[int]:
-    """Index of the highest-scoring context span per output unit; ``scores [n_outputs, n_spans]``."""
+    """Index of the highest-scoring context span per output unit; `scores [n_outputs, n_spans]`."""
     return torch.argmax(scores.float(), dim=-1).tolist()
 
 
@@ -35,7 +35,7 @@ def source_hits(
 
 
 def quote_location(span: GoldSpan, chunks: Sequence[str]) -> tuple[int, int] | None:
-    """``(start, end)`` of the gold text in its source chunk, or None when it is not a verbatim quote."""
+    """`(start, end)` of the gold text in its source chunk, or None when it is not a verbatim quote."""
     start = chunks[span.source].find(span.text)
     return None if start < 0 else (start, start + len(span.text))
 
@@ -69,7 +69,7 @@ def _per_record(hits: Sequence[Sequence[bool | None]]) -> tuple[np.ndarray, np.n
 
 
 def resample_records(n_records: int, n_boot: int, seed: int) -> np.ndarray:
-    """``[n_boot, n_records]`` record indices drawn with replacement: the bootstrap's resamples."""
+    """`[n_boot, n_records]` record indices drawn with replacement: the bootstrap's resamples."""
     return np.random.default_rng(seed).integers(0, n_records, size=(n_boot, n_records))
 
 
@@ -80,7 +80,7 @@ def bootstrap_interval(
 
     Spans of one record share its context, so they are not independent: the records are the unit
     resampled (a cluster bootstrap), and each resample's accuracy is its correct spans over its
-    defined ones. ``hits`` holds one list of per-span hits (None: undefined) per record.
+    defined ones. `hits` holds one list of per-span hits (None: undefined) per record.
     """
     correct, defined = _per_record(hits)
     if defined.sum() == 0:
@@ -100,11 +100,11 @@ def paired_difference(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> tuple[float, float, float]:
-    """Accuracy of ``hits`` minus that of ``reference`` on the same records, with a paired interval.
+    """Accuracy of `hits` minus that of `reference` on the same records, with a paired interval.
 
     Both lists hold the same records in the same order, with the same defined spans; the bootstrap
     draws records once for both methods, so what the two share (a hard record) cancels out.
-    Returns ``(difference, low, high)``.
+    Returns `(difference, low, high)`.
     """
     if len(hits) != len(reference):
         raise ValueError(f"paired comparison needs the same records: {len(hits)} against {len(reference)}")
@@ -124,7 +124,7 @@ def paired_difference(
 def mean_interval(
     values: Sequence[float] | np.ndarray, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
-    """Mean of per-record ``values`` with its percentile bootstrap interval: ``(mean, low, high)``."""
+    """Mean of per-record `values` with its percentile bootstrap interval: `(mean, low, high)`."""
     return paired_mean_difference(values, np.zeros(len(values)), level=level, n_boot=n_boot, seed=seed)
 
 
@@ -136,10 +136,10 @@ def paired_mean_difference(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> tuple[float, float, float]:
-    """Mean of ``values - reference`` over the same records, with a paired percentile bootstrap interval.
+    """Mean of `values - reference` over the same records, with a paired percentile bootstrap interval.
 
     For per-record measurements (a value error rate, an answer match) of two methods on the same
-    records in the same order; a resample draws records once for both. Returns ``(difference, low, high)``.
+    records in the same order; a resample draws records once for both. Returns `(difference, low, high)`.
     """
     if len(values) != len(reference):
         raise ValueError(f"paired comparison needs the same records: {len(values)} against {len(reference)}")
@@ -160,8 +160,8 @@ def resampled_summary(
     name: str,
     key: str = "auroc",
 ) -> dict[str, float]:
-    """A statistic (under ``key``) with its 95% percentile interval over bootstrap resamples, and its
-    difference to the ``name`` reference with the paired interval (``resampled`` and ``reference_resampled``
+    """A statistic (under `key`) with its 95% percentile interval over bootstrap resamples, and its
+    difference to the `name` reference with the paired interval (`resampled` and `reference_resampled`
     come from the same draws)."""
     low, high = np.percentile(resampled, [2.5, 97.5])
     difference_low, difference_high = np.percentile(resampled - reference_resampled, [2.5, 97.5])
@@ -176,7 +176,7 @@ def resampled_summary(
 
 
 def macro_f1(labels: np.ndarray, predictions: np.ndarray) -> float:
-    """sklearn's ``f1_score(labels, predictions, average="macro")`` for 0/1 labels, without its overhead (the
+    """sklearn's `f1_score(labels, predictions, average="macro")` for 0/1 labels, without its overhead (the
     bootstrap calls it thousands of times): the mean F1 of the classes either array has."""
     labels, predictions = np.asarray(labels, dtype=bool), np.asarray(predictions, dtype=bool)
     scores = []

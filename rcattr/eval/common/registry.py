@@ -7,7 +7,7 @@ from typing import Protocol, TypeVar
 
 
 class Named(Protocol):
-    """Anything with a ``name``: a method of a benchmark."""
+    """Anything with a `name`: a method of a benchmark."""
 
     @property
     def name(self) -> str: ...
@@ -25,13 +25,13 @@ def check_methods(methods: Sequence[str], known: Sequence[str]) -> None:
 
 class MethodRegistry(Mapping[str, M]):
     """Methods by name, in the order they were added; each runner builds its default one with a function
-    (e.g. :func:`rcattr.eval.attribution.methods.default_methods`) and runs the methods of a registry it is
+    (e.g. [`rcattr.eval.attribution.methods.default_methods`][rcattr.eval.attribution.methods.default_methods]) and runs the methods of a registry it is
     given, so a user's method runs beside the built-in ones without changing any module's state.
 
     Parameters
     ----------
     methods : iterable of methods
-        The first methods, each with a ``name``.
+        The first methods, each with a `name`.
     reserved : sequence of str, optional
         Names no method may take (e.g. those of other files of a run folder).
 
@@ -48,7 +48,7 @@ class MethodRegistry(Mapping[str, M]):
             self.add(method)
 
     def add(self, method: M) -> M:
-        """Add ``method`` under its name; returns it.
+        """Add `method` under its name; returns it.
 
         Raises
         ------
@@ -64,7 +64,7 @@ class MethodRegistry(Mapping[str, M]):
         return method
 
     def check(self, names: Sequence[str]) -> None:
-        """ValueError naming those of ``names`` that are not methods of the registry, and the known ones."""
+        """ValueError naming those of `names` that are not methods of the registry, and the known ones."""
         check_methods(names, list(self._methods))
 
     def __getitem__(self, name: str) -> M:

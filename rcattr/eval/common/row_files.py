@@ -1,9 +1,9 @@
 """JSON-lines files of rows that survive a run killed mid-write.
 
-Each row is appended with one ``write`` system call of the whole line, newline included, on a file opened
+Each row is appended with one `write` system call of the whole line, newline included, on a file opened
 for appending: a process killed at any point leaves every earlier row whole and at most one partial line
 at the end. Readers leave such a trailing line out (it is a row still being written, or the remains of a
-killed one); the next writer of the file moves it aside, to ``FILE.partial``, before appending, and says so.
+killed one); the next writer of the file moves it aside, to `FILE.partial`, before appending, and says so.
 Any other line that is not a JSON object is an error naming the file and the line.
 """
 
@@ -27,7 +27,7 @@ class RowFileError(ValueError):
 
 
 def parse_rows(path: Path) -> Iterator[Row]:
-    """The rows of one JSON-lines file (gzipped if its name ends in ``.gz``), a partial last line left out.
+    """The rows of one JSON-lines file (gzipped if its name ends in `.gz`), a partial last line left out.
 
     Raises
     ------
@@ -53,8 +53,8 @@ def parse_rows(path: Path) -> Iterator[Row]:
 
 
 def set_aside_partial_line(path: Path) -> bytes:
-    """Move the partial last line of ``path`` (bytes after its last newline, left by a killed writer) to the
-    end of ``PATH.partial`` and cut it from ``path``; returns those bytes (empty when the file ends whole)."""
+    """Move the partial last line of `path` (bytes after its last newline, left by a killed writer) to the
+    end of `PATH.partial` and cut it from `path`; returns those bytes (empty when the file ends whole)."""
     if not path.exists():
         return b""
     with open(path, "rb+") as file:
@@ -77,7 +77,7 @@ def set_aside_partial_line(path: Path) -> bytes:
 
 
 def _end_of_last_line(file: Any, size: int, block: int = 1 << 16) -> int:
-    """The offset just after the last newline of an open binary file of ``size`` bytes (0 if it has none)."""
+    """The offset just after the last newline of an open binary file of `size` bytes (0 if it has none)."""
     position = size
     while position > 0:
         start = max(0, position - block)
@@ -91,7 +91,7 @@ def _end_of_last_line(file: Any, size: int, block: int = 1 << 16) -> int:
 
 @contextmanager
 def appending_rows(path: Path) -> Iterator[Callable[[Row], None]]:
-    """A function that appends a row to ``path`` as one line in one system call (a partial last line left by a
+    """A function that appends a row to `path` as one line in one system call (a partial last line left by a
     killed writer is set aside first): a run killed at any point keeps every row it wrote whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     set_aside_partial_line(path)

@@ -1,5 +1,5 @@
 """What the benchmark runners' command lines share: their common arguments and the model's placement (the
-run folder itself is :class:`rcattr.eval.common.run_store.RunStore`)."""
+run folder itself is [`rcattr.eval.common.run_store.RunStore`][rcattr.eval.common.run_store.RunStore])."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def add_folder_arguments(parser: argparse.ArgumentParser, default_out: str | None = None) -> None:
-    """What every benchmark's command line takes: ``--out`` (required without ``default_out``), ``--model`` and
-    ``--report-only``."""
+    """What every benchmark's command line takes: `--out` (required without `default_out`), `--model` and
+    `--report-only`."""
     parser.add_argument(
         "--out",
         required=default_out is None,
@@ -44,8 +44,8 @@ def add_folder_arguments(parser: argparse.ArgumentParser, default_out: str | Non
 def add_run_arguments(
     parser: argparse.ArgumentParser, methods: Sequence[str], optional: Sequence[str] = ()
 ) -> None:
-    """:func:`add_folder_arguments`, ``--limit``, ``--methods`` (comma-separated, from ``methods``; by default all
-    but the ``optional`` ones), ``--shard`` and ``--device-map``."""
+    """[`add_folder_arguments`][rcattr.eval.common.run_args.add_folder_arguments], `--limit`, `--methods` (comma-separated, from `methods`; by default all
+    but the `optional` ones), `--shard` and `--device-map`."""
     add_folder_arguments(parser)
     parser.add_argument("--limit", type=positive_int, help="first N records only (N >= 1; default: all)")
     default = [name for name in methods if name not in optional]
@@ -81,7 +81,7 @@ def _shard(text: str) -> Shard:
 def load_run_model(
     name: str | None, device_map: str | None, processes: Processes
 ) -> tuple[PreTrainedModel, TokenizerLike]:
-    """The model of a run, on this process's device, or spread by ``device_map`` when one process runs."""
+    """The model of a run, on this process's device, or spread by `device_map` when one process runs."""
     from rcattr.runtime.models import load_model
 
     if device_map is None:
@@ -95,7 +95,7 @@ def load_run_model(
 
 
 def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
-    """The names of a ``--methods`` value; unknown ones end the command with the list of known ones."""
+    """The names of a `--methods` value; unknown ones end the command with the list of known ones."""
     methods = tuple(name.strip() for name in text.split(",") if name.strip())
     try:
         check_methods(methods, known)
@@ -106,10 +106,10 @@ def parse_methods(text: str, known: Sequence[str]) -> tuple[str, ...]:
 
 @contextmanager
 def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iterator[Path]:
-    """The run folder of a command line, held for ``shard``'s writes while the command runs (not with
-    ``--report-only``, which only reads), with the lock its ``__main__`` took before torch loaded
-    (:func:`~rcattr.eval.common.run_lock.command_lock`) when there is one. What stops a run ends the command
-    with one line: an ``--out`` that is a file or cannot be made (checked first), a folder another live run
+    """The run folder of a command line, held for `shard`'s writes while the command runs (not with
+    `--report-only`, which only reads), with the lock its `__main__` took before torch loaded
+    ([`command_lock`][rcattr.eval.common.run_lock.command_lock]) when there is one. What stops a run ends the command
+    with one line: an `--out` that is a file or cannot be made (checked first), a folder another live run
     writes, a folder holding a run with other settings, a file of rows with a damaged line."""
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
@@ -127,8 +127,8 @@ def run_folder(out: str | Path, shard: Shard, report_only: bool = False) -> Iter
 
 def run_stored(args: argparse.Namespace, build: Callable[[], ShardedRun]) -> int:
     """What a benchmark command of one process does once its settings are checked: hold the run folder
-    (:func:`run_folder`), ``build()`` the run (it claims the folder's settings; the model loads only when rows
-    are missing), compute what is not on disk unless ``--report-only``, and write the report; returns the exit
+    ([`run_folder`][rcattr.eval.common.run_args.run_folder]), `build()` the run (it claims the folder's settings; the model loads only when rows
+    are missing), compute what is not on disk unless `--report-only`, and write the report; returns the exit
     status."""
     with run_folder(args.out, Shard(), args.report_only):
         run = build()
@@ -146,8 +146,8 @@ def run_command(
     table: Callable[[dict[str, Any]], str],
 ) -> int:
     """What a benchmark command does once its settings are checked: join the processes, hold the run folder
-    (:func:`run_folder`), load the model, run this process's shard of ``build(model, tokenizer, shard)`` (or
-    only report, with ``--report-only``), and print ``table`` of the results; returns the exit status."""
+    ([`run_folder`][rcattr.eval.common.run_args.run_folder]), load the model, run this process's shard of `build(model, tokenizer, shard)` (or
+    only report, with `--report-only`), and print `table` of the results; returns the exit status."""
     processes = Processes.start(args.shard)
     with run_folder(args.out, processes.shard, args.report_only):
         model, tokenizer = load_run_model(model_name, args.device_map, processes)

@@ -1,12 +1,12 @@
 """One writer per run folder (and shard): a lock file that names its holder.
 
-A process that writes a run's rows holds ``OUT/.lock`` (``OUT/.lock.shard-I-of-N`` for shard ``I/N``) with an
-exclusive ``flock`` and keeps its pid, host, start time and command line in it. A second process on the same
+A process that writes a run's rows holds `OUT/.lock` (`OUT/.lock.shard-I-of-N` for shard `I/N`) with an
+exclusive `flock` and keeps its pid, host, start time and command line in it. A second process on the same
 folder refuses at once, naming the holder, when its shard shares a record with a live lock's shard (a whole
-run shares every record; shards ``0/2`` and ``1/2`` none, so they write side by side). The kernel drops the
-``flock`` of a process that dies, however it dies: a lock file left by a dead process is taken over, with a
+run shares every record; shards `0/2` and `1/2` none, so they write side by side). The kernel drops the
+`flock` of a process that dies, however it dies: a lock file left by a dead process is taken over, with a
 warning naming it. This module needs only the standard library, so a benchmark command takes its folder's
-lock (:func:`command_lock`) before it imports torch, loads its model or reads its data: a second run on the
+lock ([`command_lock`][rcattr.eval.common.run_lock.command_lock]) before it imports torch, loads its model or reads its data: a second run on the
 folder is refused within a second, whatever the first is doing.
 """
 
@@ -42,12 +42,12 @@ class RunLockedError(RuntimeError):
 
 
 def lock_path(folder: Path, shard: Shard) -> Path:
-    """The lock file of ``shard``'s writes in ``folder``."""
+    """The lock file of `shard`'s writes in `folder`."""
     return folder / (LOCK_NAME if shard.whole else f"{LOCK_NAME}.shard-{shard.index}-of-{shard.count}")
 
 
 class RunLock:
-    """The lock of ``shard``'s writes in the run folder ``folder``; a context manager.
+    """The lock of `shard`'s writes in the run folder `folder`; a context manager.
 
     Examples
     --------
@@ -111,8 +111,8 @@ class RunLock:
 
 
 def check_unlocked(folder: str | Path, shard: Shard | None = None) -> None:
-    """Raise :class:`RunLockedError` if a live process holds a lock of ``folder`` sharing records with
-    ``shard``; takes nothing (:class:`RunLock` decides)."""
+    """Raise [`RunLockedError`][rcattr.eval.common.run_lock.RunLockedError] if a live process holds a lock of `folder` sharing records with
+    `shard`; takes nothing ([`RunLock`][rcattr.eval.common.run_lock.RunLock] decides)."""
     folder = Path(folder)
     held = _live_lock(folder, shard or Shard()) if folder.is_dir() else None
     if held is not None:
@@ -121,13 +121,13 @@ def check_unlocked(folder: str | Path, shard: Shard | None = None) -> None:
 
 @contextmanager
 def command_lock(argv: Sequence[str], default_out: str | None = None) -> Iterator[None]:
-    """Hold the lock of the run folder that the ``--out`` (and ``--shard``) of the benchmark command line
-    ``argv`` name, from before the command's slow start (torch, the model, the data) to its end; a folder
+    """Hold the lock of the run folder that the `--out` (and `--shard`) of the benchmark command line
+    `argv` name, from before the command's slow start (torch, the model, the data) to its end; a folder
     another live run writes ends the command at once with one line naming the holder.
 
-    The command's :func:`rcattr.eval.common.run_args.run_folder` goes on with this lock
-    (:func:`run_folder_lock`). Nothing is held with ``--report-only`` (it only reads), ``--help``, no
-    ``--out``, or an ``--out`` or ``--shard`` the command's own checks refuse. A folder made here and still
+    The command's [`rcattr.eval.common.run_args.run_folder`][rcattr.eval.common.run_args.run_folder] goes on with this lock
+    ([`run_folder_lock`][rcattr.eval.common.run_lock.run_folder_lock]). Nothing is held with `--report-only` (it only reads), `--help`, no
+    `--out`, or an `--out` or `--shard` the command's own checks refuse. A folder made here and still
     empty at the end (a command line its parser refused) is removed.
     """
     global _command_lock
@@ -154,8 +154,8 @@ def command_lock(argv: Sequence[str], default_out: str | None = None) -> Iterato
 
 
 def run_folder_lock(folder: Path, shard: Shard) -> AbstractContextManager[object]:
-    """The lock of ``shard``'s writes in ``folder`` for a command to hold while it runs: the one it took at
-    its start (:func:`command_lock`) when that names this folder and shard, else a new :class:`RunLock`
+    """The lock of `shard`'s writes in `folder` for a command to hold while it runs: the one it took at
+    its start ([`command_lock`][rcattr.eval.common.run_lock.command_lock]) when that names this folder and shard, else a new [`RunLock`][rcattr.eval.common.run_lock.RunLock]
     (after giving back a lock of the command's that names another, e.g. processes that split the run
     otherwise than the command line said)."""
     global _command_lock
@@ -193,8 +193,8 @@ def _lock_of_command_line(argv: Sequence[str], default_out: str | None) -> RunLo
 
 
 def _live_lock(folder: Path, shard: Shard, skip: Path | None = None) -> Path | None:
-    """The first lock file of ``folder`` (but ``skip``) that a live process holds for a shard sharing records
-    with ``shard``, or None."""
+    """The first lock file of `folder` (but `skip`) that a live process holds for a shard sharing records
+    with `shard`, or None."""
     for path in sorted(folder.glob(f"{LOCK_NAME}*")):
         other = _lock_shard(path)
         if path != skip and other is not None and other.overlaps(shard) and _is_held(path):
@@ -203,9 +203,9 @@ def _live_lock(folder: Path, shard: Shard, skip: Path | None = None) -> Path | N
 
 
 def _lock_file(path: Path) -> int | None:
-    """An open handle on ``path`` locked with an exclusive ``flock`` (None if another process holds it):
+    """An open handle on `path` locked with an exclusive `flock` (None if another process holds it):
     retried when the holder deleted the file between our open and our lock, so the handle is on the file at
-    ``path``."""
+    `path`."""
     if fcntl is None:
         raise OSError("no flock on this platform")
     while True:
@@ -224,7 +224,7 @@ def _lock_file(path: Path) -> int | None:
 
 
 def _is_held(path: Path) -> bool:
-    """Whether a live process holds the lock file ``path``."""
+    """Whether a live process holds the lock file `path`."""
     if fcntl is None:
         return False
     try:

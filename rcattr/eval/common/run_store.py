@@ -1,14 +1,14 @@
 """The run folder both benchmark runners keep their work in: its settings, its rows, its report.
 
-A run folder holds ``config.json`` (the settings of the run, claimed by the first process and checked
+A run folder holds `config.json` (the settings of the run, claimed by the first process and checked
 by every later one), JSON-lines files of rows, one row per finished piece of work, written as it goes,
 and the report files rewritten from every row on disk. A file of rows is named by a stem (the attribution
-runner has one per method, ``records/METHOD.jsonl``; the KV runner one for everything, ``records.jsonl``)
-and by the shard that wrote it (``STEM.shard-I-of-N.jsonl``, :mod:`rcattr.eval.common.sharding`); reading a stem
-reads every shard's file, and ``STEM.jsonl.gz`` too, the form in which runs are committed under
-``docs/records/``. A runner resumes by asking the store what is done and running the rest. Rows are
-written so that a killed run loses at most the row it was writing (:mod:`rcattr.eval.common.row_files`), and
-the command lines hold the folder's lock while they write (:mod:`rcattr.eval.common.run_lock`).
+runner has one per method, `records/METHOD.jsonl`; the KV runner one for everything, `records.jsonl`)
+and by the shard that wrote it (`STEM.shard-I-of-N.jsonl`, [`rcattr.eval.common.sharding`][rcattr.eval.common.sharding]); reading a stem
+reads every shard's file, and `STEM.jsonl.gz` too, the form in which runs are committed under
+`docs/records/`. A runner resumes by asking the store what is done and running the rest. Rows are
+written so that a killed run loses at most the row it was writing ([`rcattr.eval.common.row_files`][rcattr.eval.common.row_files]), and
+the command lines hold the folder's lock while they write ([`rcattr.eval.common.run_lock`][rcattr.eval.common.run_lock]).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RunSettingsError(ValueError):
 
 
 def record_id(row: Row) -> str:
-    """The key of a row of one record: its ``id``."""
+    """The key of a row of one record: its `id`."""
     return str(row["id"])
 
 
@@ -46,7 +46,7 @@ class RunStore:
     out : str or Path
         The run folder; created if missing.
     rows : str, optional
-        The folder of the row files, relative to ``out``. Default: ``"."`` (``out`` itself).
+        The folder of the row files, relative to `out`. Default: `"."` (`out` itself).
     shard : Shard, optional
         The share of the work this process writes. Default: the whole run.
 
@@ -66,8 +66,8 @@ class RunStore:
         self.shard = shard or Shard()
 
     def claim(self, settings: dict[str, Any], resumable: Sequence[str] = ()) -> None:
-        """Write ``settings`` to ``config.json``; refuse a folder whose run has other settings, but for the
-        keys in ``resumable`` (which a resumed run may change, e.g. adding methods).
+        """Write `settings` to `config.json`; refuse a folder whose run has other settings, but for the
+        keys in `resumable` (which a resumed run may change, e.g. adding methods).
 
         Raises
         ------
@@ -92,37 +92,37 @@ class RunStore:
         write_atomically(path, json.dumps(settings, indent=2))  # the processes of a sharded run all claim it
 
     def rows(self, stem: str) -> Iterator[Row]:
-        """Every shard's rows of ``stem``, in file order (the whole run's files first, then by name)."""
+        """Every shard's rows of `stem`, in file order (the whole run's files first, then by name)."""
         return read_rows(self.folder, stem)
 
     def done(self, stem: str, order: Sequence[K], key: Callable[[Row], K]) -> dict[K, Row]:
-        """The rows of ``stem`` on disk whose ``key`` is in ``order``, by key in that order (every shard's;
-        the last row of a key written twice), e.g. ``key=record_id``."""
+        """The rows of `stem` on disk whose `key` is in `order`, by key in that order (every shard's;
+        the last row of a key written twice), e.g. `key=record_id`."""
         rows = {key(row): row for row in self.rows(stem)}
         return {k: rows[k] for k in order if k in rows}
 
     def todo(self, stem: str, order: Sequence[K], key: Callable[[Row], K]) -> list[K]:
-        """The keys of ``order`` without a row of ``stem`` on disk yet, in their order."""
+        """The keys of `order` without a row of `stem` on disk yet, in their order."""
         done = self.done(stem, order, key)
         return [k for k in order if k not in done]
 
     @contextmanager
     def appending(self, stem: str) -> Iterator[Callable[[Row], None]]:
-        """A function that appends a row to this shard's file of ``stem``, one whole line at a time, so that a
-        run cut short keeps every row written (:func:`~rcattr.eval.common.row_files.appending_rows`)."""
+        """A function that appends a row to this shard's file of `stem`, one whole line at a time, so that a
+        run cut short keeps every row written ([`appending_rows`][rcattr.eval.common.row_files.appending_rows])."""
         with appending_rows(self.shard.path(self.folder, stem)) as write:
             yield write
 
     def write_report(self, results: dict[str, Any], markdown: str) -> None:
-        """Write ``results.json`` and ``results.md`` (each in one step), and say where."""
+        """Write `results.json` and `results.md` (each in one step), and say where."""
         write_atomically(self.out / "results.json", json.dumps(results, indent=2))
         write_atomically(self.out / "results.md", markdown)
         print(f"report written to {self.out / 'results.md'} (and results.json)")
 
 
 def read_rows(folder: Path, stem: str) -> Iterator[Row]:
-    """The rows of every shard's ``stem`` file in ``folder`` (the whole run's first, then by name), the
-    committed ``stem.jsonl.gz`` before them; a partial last line (a row being written, or a killed run's)
+    """The rows of every shard's `stem` file in `folder` (the whole run's first, then by name), the
+    committed `stem.jsonl.gz` before them; a partial last line (a row being written, or a killed run's)
     is left out.
 
     Raises
@@ -146,7 +146,7 @@ def announce_resume(out: Path, done: int, total: int, unit: str) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` in one step, so a process reading it never sees half a file."""
+    """Replace `path` by `text` in one step, so a process reading it never sees half a file."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(handle, "w") as sink:
         sink.write(text)
@@ -154,19 +154,19 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 class StoredRun(ABC):
-    """A benchmark run kept in a :class:`RunStore`: :meth:`compute` runs this shard's work that is not on
-    disk yet, :meth:`report` writes the report from every shard's rows.
+    """A benchmark run kept in a [`RunStore`][rcattr.eval.common.run_store.RunStore]: [`compute`][rcattr.eval.common.run_store.StoredRun.compute] runs this shard's work that is not on
+    disk yet, [`report`][rcattr.eval.common.run_store.StoredRun.report] writes the report from every shard's rows.
 
     Parameters
     ----------
     out : str or Path
-        The run folder; a run already there is resumed, if its settings are ``settings``.
+        The run folder; a run already there is resumed, if its settings are `settings`.
     settings : dict
-        What the run measures, claimed as the folder's ``config.json``.
+        What the run measures, claimed as the folder's `config.json`.
     resumable : sequence of str
-        The keys of ``settings`` a resumed run may change.
+        The keys of `settings` a resumed run may change.
     rows : str, optional
-        The folder of the row files, relative to ``out``. Default: ``"."``.
+        The folder of the row files, relative to `out`. Default: `"."`.
     shard : Shard, optional
         The share of the work this process runs. Default: all of it.
     """
@@ -201,16 +201,16 @@ class StoredRun(ABC):
 
     def run(self) -> dict[str, Any]:
         """Run what is not on disk yet, holding the folder's lock for this shard (a second writer is refused:
-        :class:`~rcattr.eval.common.run_lock.RunLock`), then write the report; returns the results."""
+        [`RunLock`][rcattr.eval.common.run_lock.RunLock]), then write the report; returns the results."""
         with RunLock(self.out, self.shard):
             self.compute()
             return self.report()
 
 
 class MethodRecordRun(StoredRun):
-    """A :class:`StoredRun` of every method on every record, one row per (method label, record id) in the
-    run's one file of rows, ``OUT/records.jsonl``. Subclasses set ``records`` and ``methods`` (each with a
-    ``label``) and run one record's missing methods in :meth:`run_record`."""
+    """A [`StoredRun`][rcattr.eval.common.run_store.StoredRun] of every method on every record, one row per (method label, record id) in the
+    run's one file of rows, `OUT/records.jsonl`. Subclasses set `records` and `methods` (each with a
+    `label`) and run one record's missing methods in [`run_record`][rcattr.eval.common.run_store.MethodRecordRun.run_record]."""
 
     ROWS = "records"
     records: Sequence[Any]
@@ -223,11 +223,11 @@ class MethodRecordRun(StoredRun):
 
     @abstractmethod
     def record_key(self, record: Any) -> str:
-        """The id of ``record`` in the rows."""
+        """The id of `record` in the rows."""
 
     @abstractmethod
     def run_record(self, record: Any, methods: Sequence[Any], progress: Any) -> list[Row]:
-        """The rows of ``methods`` on ``record`` (``progress``: the tqdm bar, one step per method)."""
+        """The rows of `methods` on `record` (`progress`: the tqdm bar, one step per method)."""
 
     def done(self) -> dict[tuple[str, str], Row]:
         """Every result on disk (every shard's), by (method label, record id), in the order of the records
@@ -274,7 +274,7 @@ def _method_and_record(row: Row) -> tuple[str, str]:
 
 
 class ShardedRun(Protocol):
-    """A benchmark whose work splits by record: :meth:`compute` one shard, :meth:`report` from disk."""
+    """A benchmark whose work splits by record: [`compute`][rcattr.eval.common.run_store.StoredRun.compute] one shard, [`report`][rcattr.eval.common.run_store.StoredRun.report] from disk."""
 
     @property
     def out(self) -> Path: ...
@@ -290,9 +290,9 @@ class ShardedRun(Protocol):
 
 def run_sharded(run: ShardedRun, processes: Processes, report_only: bool = False) -> dict[str, Any] | None:
     """Compute this process's shard; after every process has, the main one writes the report of a whole
-    run (a job given ``--shard`` leaves the merge to a run without it). Returns the results, or None.
+    run (a job given `--shard` leaves the merge to a run without it). Returns the results, or None.
 
-    ``report_only``: run nothing, and write the report of what is on disk now (every shard's rows; the
+    `report_only`: run nothing, and write the report of what is on disk now (every shard's rows; the
     records every method has finished), e.g. to look at a run that other processes are still writing."""
     if report_only:
         return run.report() if processes.is_main else None

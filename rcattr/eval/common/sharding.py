@@ -1,9 +1,9 @@
 """Data-parallel benchmark runs: each process takes a shard of the records, the report merges them all.
 
-A runner's process runs the records ``i`` with ``i % N == I`` (``--shard I/N``, or its rank among the
-processes of ``accelerate launch`` / ``torchrun``, or both: ``--shard`` then splits the jobs and each
-job's processes split its shard) and appends its rows to files of its own (``NAME.shard-I-of-N.jsonl``).
-The report reads every file of the run folder (:class:`rcattr.eval.common.run_store.RunStore`) and orders rows by
+A runner's process runs the records `i` with `i % N == I` (`--shard I/N`, or its rank among the
+processes of `accelerate launch` / `torchrun`, or both: `--shard` then splits the jobs and each
+job's processes split its shard) and appends its rows to files of its own (`NAME.shard-I-of-N.jsonl`).
+The report reads every file of the run folder ([`rcattr.eval.common.run_store.RunStore`][rcattr.eval.common.run_store.RunStore]) and orders rows by
 the records' order, so it does not depend on how the work was split: a sharded run gives the same results
 as a single one.
 """
@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard ``index`` of ``count``: the records ``i`` with ``i % count == index``."""
+    """Shard `index` of `count`: the records `i` with `i % count == index`."""
 
     index: int = 0
     count: int = 1
@@ -35,7 +35,7 @@ class Shard:
 
     @classmethod
     def parse(cls, text: str) -> Shard:
-        """``"I/N"`` (0-based I) as a shard."""
+        """`"I/N"` (0-based I) as a shard."""
         index, slash, count = text.partition("/")
         if not slash or not index.strip().isdigit() or not count.strip().isdigit():
             raise ValueError(f"a shard is I/N with 0 <= I < N (e.g. 0/4), got {text!r}")
@@ -46,7 +46,7 @@ class Shard:
         return self.count == 1
 
     def split(self, index: int, count: int) -> Shard:
-        """Part ``index`` of ``count`` of this shard (a job's shard split among its processes): together the
+        """Part `index` of `count` of this shard (a job's shard split among its processes): together the
         parts take exactly this shard's records, however many processes each job has."""
         return Shard(self.index + index * self.count, self.count * count)
 
@@ -55,7 +55,7 @@ class Shard:
         return list(items[self.index :: self.count])
 
     def path(self, folder: Path, stem: str) -> Path:
-        """The JSON-lines file this shard appends ``stem``'s rows to."""
+        """The JSON-lines file this shard appends `stem`'s rows to."""
         return folder / (
             f"{stem}.jsonl" if self.whole else f"{stem}.shard-{self.index}-of-{self.count}.jsonl"
         )
@@ -66,8 +66,8 @@ class Shard:
         return "" if self.whole else f" [shard {self}]"
 
     def overlaps(self, other: Shard) -> bool:
-        """Whether a record belongs to both shards (``i % N == I`` and ``i % M == J`` have a common solution
-        exactly when ``I - J`` is a multiple of ``gcd(N, M)``)."""
+        """Whether a record belongs to both shards (`i % N == I` and `i % M == J` have a common solution
+        exactly when `I - J` is a multiple of `gcd(N, M)`)."""
         return (self.index - other.index) % math.gcd(self.count, other.count) == 0
 
     def __str__(self) -> str:
@@ -81,12 +81,12 @@ class Processes:
     shard: Shard
     device: torch.device
     is_main: bool
-    requested: Shard  # the job's own shard (``--shard``), before the split among its processes
+    requested: Shard  # the job's own shard (`--shard`), before the split among its processes
     _state: Any = None  # accelerate's PartialState when several processes run
 
     @classmethod
     def start(cls, shard: Shard | None = None) -> Processes:
-        """Join the processes ``accelerate launch`` / ``torchrun`` started (or be the only one)."""
+        """Join the processes `accelerate launch` / `torchrun` started (or be the only one)."""
         import torch
         from accelerate import PartialState
 

@@ -1,4 +1,4 @@
-"""The groundedness benchmarks (``python -m rcattr.eval.groundedness``): context relevance on SQuAD v2 and
+"""The groundedness benchmarks (`python -m rcattr.eval.groundedness`): context relevance on SQuAD v2 and
 unsupported tokens in edited QuoteSum / Veri-Gran answers.
 """
 

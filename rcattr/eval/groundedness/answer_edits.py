@@ -1,17 +1,17 @@
 """Seeded edits of quoted content: gold answers with facts the sources do not support.
 
 The *unsupported tokens* benchmark (issue 20) needs answers in which some tokens are known not to come
-from the context. :func:`edit_answers` takes attribution records (QuoteSum, Veri-Gran), finds the
+from the context. [`edit_answers`][rcattr.eval.groundedness.answer_edits.edit_answers] takes attribution records (QuoteSum, Veri-Gran), finds the
 numbers, dates and named entities inside their gold spans (the text the annotators attributed to a
-source, i.e. the quoted content), and swaps up to ``max_edits`` of them per record for values that appear
+source, i.e. the quoted content), and swaps up to `max_edits` of them per record for values that appear
 nowhere in the record's sources:
 
-- ``date``: a year (1000-2099) is shifted by 3 to 60 years; a month name becomes another month;
-- ``number``: each digit is redrawn (same length and separators, a different leading digit);
-- ``entity``: a run of capitalised words not at a sentence start becomes an entity of the same word count
+- `date`: a year (1000-2099) is shifted by 3 to 60 years; a month name becomes another month;
+- `number`: each digit is redrawn (same length and separators, a different leading digit);
+- `entity`: a run of capitalised words not at a sentence start becomes an entity of the same word count
   drawn from the other records' gold spans.
 
-Every edit is recorded (:class:`Edit`: kind, character offsets in the edited answer, original and
+Every edit is recorded ([`Edit`][rcattr.eval.groundedness.answer_edits.Edit]: kind, character offsets in the edited answer, original and
 replacement text), so the edited tokens are known exactly and the original answer can be rebuilt. Draws
 are seeded per record (the record's id and the seed), so a record's edits do not depend on which other
 records are loaded.
@@ -51,7 +51,7 @@ _ATTEMPTS = 50
 
 @dataclass(frozen=True)
 class Edit:
-    """One swapped value: ``answer[start:end] == replacement`` in the edited answer."""
+    """One swapped value: `answer[start:end] == replacement` in the edited answer."""
 
     kind: str  # one of EDIT_KINDS
     start: int
@@ -158,7 +158,7 @@ def entity_pool(records: Sequence[AttributionRecord]) -> dict[int, list[str]]:
 def edit_record(
     record: AttributionRecord, entities: dict[int, list[str]], rng: random.Random, max_edits: int = 2
 ) -> EditedAnswer | None:
-    """Swap up to ``max_edits`` of the record's candidates (drawn with ``rng``) for absent values; None when
+    """Swap up to `max_edits` of the record's candidates (drawn with `rng`) for absent values; None when
     no candidate could be swapped."""
     pool = candidates(record)
     rng.shuffle(pool)
@@ -187,7 +187,7 @@ def edit_record(
 def edit_answers(
     records: Sequence[AttributionRecord], seed: int = 0, max_edits: int = 2
 ) -> list[EditedAnswer]:
-    """The records that have a swappable value, each with up to ``max_edits`` seeded edits; entity
+    """The records that have a swappable value, each with up to `max_edits` seeded edits; entity
     replacements come from the other records' entities (never the record's own sources)."""
     entities = entity_pool(records)
     edited = (edit_record(r, entities, random.Random(f"{seed}:{r.id}"), max_edits) for r in records)

@@ -1,20 +1,20 @@
-"""Answer-level groundedness signals and their paired AUROC (the tasks of :mod:`rcattr.eval.groundedness.pairs`).
+"""Answer-level groundedness signals and their paired AUROC (the tasks of [`rcattr.eval.groundedness.pairs`][rcattr.eval.groundedness.pairs]).
 
 Signals, one per answer (higher: more reliant on the context):
 
-- ``context_reliance``: the result's :attr:`~rcattr.attribution.result.RCAttributionResult.context_reliance`, the lookback
+- `context_reliance`: the result's [`context_reliance`][rcattr.attribution.result.RCAttributionResult.context_reliance], the lookback
   ratio (Chuang et al. 2024) on the RC-selected heads, averaged over the answer's tokens;
-- ``supported_share``: the share of the answer's non-blank tokens that the result does not flag
-  (``1 - len(result.unsupported_tokens()) / tokens``); ``token_support``: their mean token support;
-- ``rc_groundedness``: the answer tokens' mean groundedness on the RC-selected heads (the former
-  ``context_reliance``);
-- ``rc_context_heads``: the share of all the model's heads whose P(X > Y) exceeds 1/2;
-- ``rc_superiority``: the mean P(X > Y) over all heads; ``rc_selected``: over the RC-selected heads;
-- ``rc_peak`` / ``rc_peak_selected``: per head and answer token, P(max X > Y), averaged over all heads / the
+- `supported_share`: the share of the answer's non-blank tokens that the result does not flag
+  (`1 - len(result.unsupported_tokens()) / tokens`); `token_support`: their mean token support;
+- `rc_groundedness`: the answer tokens' mean groundedness on the RC-selected heads (the former
+  `context_reliance`);
+- `rc_context_heads`: the share of all the model's heads whose P(X > Y) exceeds 1/2;
+- `rc_superiority`: the mean P(X > Y) over all heads; `rc_selected`: over the RC-selected heads;
+- `rc_peak` / `rc_peak_selected`: per head and answer token, P(max X > Y), averaged over all heads / the
   RC-selected heads and the tokens;
-- ``logprob`` and ``neg_entropy``: the answer tokens' mean log-probability and minus their mean entropy;
-- ``lookback``: the lookback ratio averaged over all heads and tokens;
-- ``random``: a seeded uniform draw.
+- `logprob` and `neg_entropy`: the answer tokens' mean log-probability and minus their mean entropy;
+- `lookback`: the lookback ratio averaged over all heads and tokens;
+- `random`: a seeded uniform draw.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def auroc_table(
 ) -> dict[str, dict[str, float]]:
     """Per signal, the AUROC of the first condition (positive) against the second, with a 95% bootstrap
     interval over pairs (a resample keeps a pair's two answers together), and its paired difference to
-    ``reference``. Rows carry ``id`` (the pair), ``condition`` and the signals; pairs missing a condition are
+    `reference`. Rows carry `id` (the pair), `condition` and the signals; pairs missing a condition are
     left out, as are signals the rows lack."""
     by_id: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:

@@ -3,16 +3,16 @@ attributable to its references or not, and what the library says of each.
 
 Each claim (one sentence of an ExpertQA, Stanford-GenSearch, LFQA or AttributedQA answer) is teacher-forced
 as the answer over its references (the documents) and its question. A row keeps what the library's
-citations say (:attr:`Citation.support <rcattr.grounding.citations.Citation.support>` and ``status`` of its weakest
-sentence) and, so that every lever of :mod:`rcattr.eval.groundedness.claim_levers` is computed from the rows
+citations say ([`Citation.support`][rcattr.grounding.citations.Citation.support] and `status` of its weakest
+sentence) and, so that every lever of [`rcattr.eval.groundedness.claim_levers`][rcattr.eval.groundedness.claim_levers] is computed from the rows
 without the model, the pieces: each token's support log-odds and log-probability, the claim's content words
 (stop words and citation markers left out) and whether the references hold each by its surface form, and
 the baselines from the same tokens (lexical coverage, log-probability, entropy, the lookback ratio over
-every head) and the model asked as a judge (:mod:`rcattr.eval.groundedness.judge`). The claims' own citation
-markers (``[5]``) are the library's to handle (:func:`rcattr.grounding.claims.citation_markers`); a claim whose prompt
+every head) and the model asked as a judge ([`rcattr.eval.groundedness.judge`][rcattr.eval.groundedness.judge]). The claims' own citation
+markers (`[5]`) are the library's to handle ([`rcattr.grounding.claims.citation_markers`][rcattr.grounding.claims.citation_markers]); a claim whose prompt
 does not fit the model's window is skipped, and the row says why.
 
-The file is evaluation data, read by path and never shipped (``../shared/data/README.md``).
+The file is evaluation data, read by path and never shipped (`../shared/data/README.md`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ClaimRecord:
-    """One labelled claim: ``attributable`` is the people's label, ``source`` the dataset it came from."""
+    """One labelled claim: `attributable` is the people's label, `source` the dataset it came from."""
 
     id: str
     question: str
@@ -68,7 +68,7 @@ class ClaimRecord:
 def load_claims(
     path: str | Path = DEFAULT_PATH, limit: int | None = None, seed: int = 0
 ) -> list[ClaimRecord]:
-    """The claims of an AttributionBench file (one JSON object per line), in file order; with ``limit``, a
+    """The claims of an AttributionBench file (one JSON object per line), in file order; with `limit`, a
     seeded draw of that many (the file is sorted by source and label, so its head is not a sample)."""
     path = Path(path)
     if not path.is_file():
@@ -97,9 +97,9 @@ def load_claims(
 
 
 def content_words(text: str, references: tuple[str, ...]) -> list[tuple[int, int, bool]]:
-    """The ``(start, end, held)`` of each content word of ``text`` (a word with a part that is no stop word,
-    :func:`~rcattr.grounding.claims.claim_parts`) outside its citation markers; ``held``: every part of it occurs in the
-    ``references``."""
+    """The `(start, end, held)` of each content word of `text` (a word with a part that is no stop word,
+    [`claim_parts`][rcattr.grounding.claims.claim_parts]) outside its citation markers; `held`: every part of it occurs in the
+    `references`."""
     markers = citation_markers(text)
     known = {part for reference in references for part in claim_parts(reference)}
     words = []
@@ -126,9 +126,9 @@ def _rounded(values: torch.Tensor) -> list[float]:
 def claim_row(
     attributor: RCAttributor, record: ClaimRecord, time_forward: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What the library and the baselines say of ``record``'s claim, teacher-forced over its references (or
-    ``skipped`` with the reason when its prompt does not fit the model's window), and its :func:`heads_row`
-    from the same statistics. Each part's seconds are kept, and with ``time_forward`` those of one plain
+    """What the library and the baselines say of `record`'s claim, teacher-forced over its references (or
+    `skipped` with the reason when its prompt does not fit the model's window), and its [`heads_row`][rcattr.eval.groundedness.attributionbench.heads_row]
+    from the same statistics. Each part's seconds are kept, and with `time_forward` those of one plain
     forward of the prompt and claim, the unit of cost."""
     head = {
         "id": record.id,
@@ -187,9 +187,9 @@ def claim_row(
 
 
 def heads_row(attributor: RCAttributor, record: ClaimRecord) -> dict[str, Any]:
-    """Per head, the mean lookback ratio and peak superiority over ``record``'s claim tokens (the support probe's
-    per-head features, :class:`~rcattr.grounding.probe.ClaimFeatures`) from one forward, for a claim whose
-    :func:`claim_row` was written before the rows had them; ``skipped`` as :func:`claim_row`'s."""
+    """Per head, the mean lookback ratio and peak superiority over `record`'s claim tokens (the support probe's
+    per-head features, [`ClaimFeatures`][rcattr.grounding.probe.ClaimFeatures]) from one forward, for a claim whose
+    [`claim_row`][rcattr.eval.groundedness.attributionbench.claim_row] was written before the rows had them; `skipped` as [`claim_row`][rcattr.eval.groundedness.attributionbench.claim_row]'s."""
     inp = ContextInput(list(record.references), record.question)
     try:
         example = attributor.prepare(inp, record.claim, "sentence")

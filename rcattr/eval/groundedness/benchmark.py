@@ -1,24 +1,24 @@
-"""The groundedness benchmarks (``python -m rcattr.eval.groundedness``): is the answer supported by the context?
+"""The groundedness benchmarks (`python -m rcattr.eval.groundedness`): is the answer supported by the context?
 
     python -m rcattr.eval.groundedness --out runs/groundedness
 
-Tasks, ``--task`` any of them (default all but ``errors`` and ``attributionbench``):
+Tasks, `--task` any of them (default all but `errors` and `attributionbench`):
 
-- answer level, paired (:mod:`rcattr.eval.groundedness.pairs`): ``relevance`` (own paragraph vs another
-  article's), ``unanswerable`` (an answerable vs an unanswerable SQuAD v2 question over one paragraph) and
-  ``removed`` (the paragraph with and without the answer's sentence). The model answers every question
-  (greedy, up to ``--max-new-tokens``); each answer-level signal (:mod:`rcattr.eval.groundedness.answer_level`)
+- answer level, paired ([`rcattr.eval.groundedness.pairs`][rcattr.eval.groundedness.pairs]): `relevance` (own paragraph vs another
+  article's), `unanswerable` (an answerable vs an unanswerable SQuAD v2 question over one paragraph) and
+  `removed` (the paragraph with and without the answer's sentence). The model answers every question
+  (greedy, up to `--max-new-tokens`); each answer-level signal ([`rcattr.eval.groundedness.answer_level`][rcattr.eval.groundedness.answer_level])
   gets the AUROC of telling the supported answer from the other, with a 95% bootstrap interval over pairs
   and the paired difference to the lookback ratio over all heads;
-- token level: ``unsupported`` (:mod:`rcattr.eval.groundedness.unsupported_tokens`): edited QuoteSum and
+- token level: `unsupported` ([`rcattr.eval.groundedness.unsupported_tokens`][rcattr.eval.groundedness.unsupported_tokens]): edited QuoteSum and
   Veri-Gran gold answers, the token AUROC of every token signal and the flag rates of the result's cut-off;
-- claim level: ``errors`` (:mod:`rcattr.eval.groundedness.natural_errors`), the model's own SQuAD answers, and
-  ``attributionbench`` (:mod:`rcattr.eval.groundedness.attributionbench`), sentences of real answer engines
+- claim level: `errors` ([`rcattr.eval.groundedness.natural_errors`][rcattr.eval.groundedness.natural_errors]), the model's own SQuAD answers, and
+  `attributionbench` ([`rcattr.eval.groundedness.attributionbench`][rcattr.eval.groundedness.attributionbench]), sentences of real answer engines
   labelled by people, the AUROC and macro-F1 of the library's support and marks, its levers and baselines
-  (:mod:`rcattr.eval.groundedness.claim_report`).
+  ([`rcattr.eval.groundedness.claim_report`][rcattr.eval.groundedness.claim_report]).
 
-Rows are appended to ``OUT/records/*.jsonl`` as they finish, so a run resumes where it stopped;
-``OUT/results.json`` and ``results.md`` are rewritten at the end.
+Rows are appended to `OUT/records/*.jsonl` as they finish, so a run resumes where it stopped;
+`OUT/results.json` and `results.md` are rewritten at the end.
 """
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ if TYPE_CHECKING:
 
 
 def rows_stem(task: PairedTask) -> str:
-    """The rows file of a paired task (``signals`` for context relevance, as the first runs wrote it)."""
+    """The rows file of a paired task (`signals` for context relevance, as the first runs wrote it)."""
     return "signals" if task.name == "relevance" else f"signals-{task.name}"
 
 
 class GroundednessRun(StoredRun):
-    """The groundedness benchmarks' rows under ``OUT/records``, those missing computed with the default
-    :class:`~rcattr.RCAttributor` (the model loads only then), and the report of every task asked for.
+    """The groundedness benchmarks' rows under `OUT/records`, those missing computed with the default
+    [`RCAttributor`][rcattr.attribution.attributor.RCAttributor] (the model loads only then), and the report of every task asked for.
 
-    ``args`` holds the command line's settings (:mod:`rcattr.eval.groundedness.cli`): ``task``, ``limit``,
-    ``records``, ``model``, ``max_new_tokens``, ``datasets``, ``max_edits``, ``claims_file`` and ``seed``.
+    `args` holds the command line's settings ([`rcattr.eval.groundedness.cli`][rcattr.eval.groundedness.cli]): `task`, `limit`,
+    `records`, `model`, `max_new_tokens`, `datasets`, `max_edits`, `claims_file` and `seed`.
     """
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -202,7 +202,7 @@ class GroundednessRun(StoredRun):
         return list(self.store.done(stem, self.keys[stem], key=record_id).values())
 
     def report(self) -> dict[str, Any]:
-        """Each task's tables from the rows on disk, written as ``results.json`` and ``results.md``."""
+        """Each task's tables from the rows on disk, written as `results.json` and `results.md`."""
         seed = self.args.seed
         results: dict[str, Any] = {}
         report = []

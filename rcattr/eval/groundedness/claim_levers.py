@@ -1,28 +1,28 @@
 """What each signal says of an AttributionBench claim (issue 61), from its stored row
-(:func:`rcattr.eval.groundedness.attributionbench.claim_row`), with no model.
+([`rcattr.eval.groundedness.attributionbench.claim_row`][rcattr.eval.groundedness.attributionbench.claim_row]), with no model.
 
 Every signal is a probability-like score, higher for a claim the references support:
 
-- ``support``: the library's, :attr:`Citation.support <rcattr.grounding.citations.Citation.support>` of the claim's
+- `support`: the library's, [`Citation.support`][rcattr.grounding.citations.Citation.support] of the claim's
   weakest sentence (the reference every other signal is compared with); its mark is the citation's
-  ``status`` (anything but ``"supported"``);
+  `status` (anything but `"supported"`);
 - levers, one idea each, none fitted:
 
-  - ``content_words``: the mean token support of the claim's content words only (stop words, punctuation and
-    citation markers left out), its claims read as :func:`rcattr.grounding.vouching.sentence_support` reads them;
-  - ``heads_coverage``: the share of content words the references hold, by their surface form or, for a
+  - `content_words`: the mean token support of the claim's content words only (stop words, punctuation and
+    citation markers left out), its claims read as [`rcattr.grounding.vouching.sentence_support`][rcattr.grounding.vouching.sentence_support] reads them;
+  - `heads_coverage`: the share of content words the references hold, by their surface form or, for a
     word they do not hold so (a paraphrase), by the pass: none of its tokens flagged (token support at or
-    above :data:`rcattr.grounding.support.SUPPORT_THRESHOLD`, the heads' peak with the model's expectation);
-  - ``fused_coverage``: lexical coverage fused where the heads are unsure, as the attribution's gate fuses
-    BM25: ``g * support + (1 - g) * coverage`` with ``g = |2 support - 1|``;
-  - ``support_judge``: the judge's log-odds added to the support's, ``sigmoid(logit support + judge)``;
+    above [`rcattr.grounding.support.SUPPORT_THRESHOLD`][rcattr.grounding.support.SUPPORT_THRESHOLD], the heads' peak with the model's expectation);
+  - `fused_coverage`: lexical coverage fused where the heads are unsure, as the attribution's gate fuses
+    BM25: `g * support + (1 - g) * coverage` with `g = |2 support - 1|`;
+  - `support_judge`: the judge's log-odds added to the support's, `sigmoid(logit support + judge)`;
 
-- baselines: ``coverage`` (the share of content words the references hold), ``logprob``, ``neg_entropy``,
-  ``lookback`` (over every head) and ``judge`` (``sigmoid`` of the model's log-odds of "yes",
-  :mod:`rcattr.eval.groundedness.judge`).
+- baselines: `coverage` (the share of content words the references hold), `logprob`, `neg_entropy`,
+  `lookback` (over every head) and `judge` (`sigmoid` of the model's log-odds of "yes",
+  [`rcattr.eval.groundedness.judge`][rcattr.eval.groundedness.judge]).
 
-``MARK_SIGNALS`` have a cut-off of their own, even odds; the others are cut where cross-validation puts them
-(:mod:`rcattr.eval.groundedness.claim_report`).
+`MARK_SIGNALS` have a cut-off of their own, even odds; the others are cut where cross-validation puts them
+([`rcattr.eval.groundedness.claim_report`][rcattr.eval.groundedness.claim_report]).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def sigmoid(x: float) -> float:
 
 
 def logit(p: float) -> float:
-    """The log-odds of ``p``, kept finite (a support of 0 or 1, which the claims' floors give)."""
+    """The log-odds of `p`, kept finite (a support of 0 or 1, which the claims' floors give)."""
     return float(special_logit(min(max(p, _EPSILON), 1 - _EPSILON)))
 
 
@@ -77,7 +77,7 @@ def heads_coverage(row: dict[str, Any]) -> float:
 
 
 def claim_signals(row: dict[str, Any]) -> dict[str, float]:
-    """Every signal of :data:`SIGNALS` for one row."""
+    """Every signal of [`SIGNALS`][rcattr.eval.groundedness.claim_levers.SIGNALS] for one row."""
     support, coverage, judge = row["support"], row["coverage"], row["judge"]
     certainty = abs(2 * support - 1)
     return {
@@ -95,8 +95,8 @@ def claim_signals(row: dict[str, Any]) -> dict[str, float]:
 
 
 def marked(row: dict[str, Any], signals: dict[str, float]) -> dict[str, bool]:
-    """Per signal with a cut-off of its own, whether it marks the claim: the library's ``status`` for
-    ``support``, below even odds for the :data:`MARK_SIGNALS`."""
+    """Per signal with a cut-off of its own, whether it marks the claim: the library's `status` for
+    `support`, below even odds for the [`MARK_SIGNALS`][rcattr.eval.groundedness.claim_levers.MARK_SIGNALS]."""
     return {
         REFERENCE: row["status"] != "supported",
         **{name: signals[name] < 0.5 for name in SIGNALS if name in MARK_SIGNALS},
@@ -104,5 +104,5 @@ def marked(row: dict[str, Any], signals: dict[str, float]) -> dict[str, bool]:
 
 
 def signal_matrix(rows: Sequence[dict[str, Any]], names: Sequence[str] = SIGNALS) -> list[list[float]]:
-    """``[n_rows, n_names]`` the rows' signals, for a combiner's features."""
+    """`[n_rows, n_names]` the rows' signals, for a combiner's features."""
     return [[signals[name] for name in names] for signals in map(claim_signals, rows)]

@@ -1,20 +1,20 @@
 """The AttributionBench tables (issue 61): how well each signal of
-:mod:`rcattr.eval.groundedness.claim_levers` tells the claims people judged attributable (1) from those they
+[`rcattr.eval.groundedness.claim_levers`][rcattr.eval.groundedness.claim_levers] tells the claims people judged attributable (1) from those they
 did not (0).
 
 - **AUROC** of every signal, its 95% bootstrap interval over claims, and its difference to the library's
   support, to lexical coverage and to the log-probability, each with its paired interval (the same draws);
-- **marks**: macro-F1 and accuracy of each signal's own cut-off (the library's ``status`` for support, even
+- **marks**: macro-F1 and accuracy of each signal's own cut-off (the library's `status` for support, even
   odds for the probabilities), with the paired interval to the library's marks; the share of unattributable
   claims marked (caught) and of attributable ones marked; and for every signal the macro-F1 of a cut-off
   chosen by 10-fold cross-validation (on nine folds, applied to the tenth) beside the best single cut-off
   chosen on all the rows (optimistic: an upper bound, not a figure to publish);
-- ``combined``: a logistic regression over every signal, its probabilities out of fold (10-fold
+- `combined`: a logistic regression over every signal, its probabilities out of fold (10-fold
   cross-validation), marked below 0.5; the coefficients of the fit on all rows come with it;
-  ``combined_one_pass`` the same over the signals the attribution pass has without a second forward (no
+  `combined_one_pass` the same over the signals the attribution pass has without a second forward (no
   judge, entropy or all-heads lookback);
 - every fold holds whole questions, and every bootstrap draw resamples whole questions, when the rows say their
-  question (``question``, written since issue 75): a question's claims share its references and its answer, so
+  question (`question`, written since issue 75): a question's claims share its references and its answer, so
   a cut or a fit that saw some of them would be judged on their neighbours, and they do not vary apart; rows
   without it (older runs) are folded and resampled claim by claim, and the report says which;
 - per source dataset, the AUROC of every signal;
@@ -71,7 +71,7 @@ COST = {
 
 
 def best_cut(values: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """The cut-off (attributable at or above it) with the best macro-F1 over ``values``, and that F1."""
+    """The cut-off (attributable at or above it) with the best macro-F1 over `values`, and that F1."""
     candidates = np.append(np.unique(values), np.inf)  # inf: nothing attributable
     scores = [macro_f1(labels, (values >= cut).astype(int)) for cut in candidates]
     best = int(np.argmax(scores))
@@ -81,7 +81,7 @@ def best_cut(values: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 def folds(
     labels: np.ndarray, seed: int, groups: Sequence[str] | None = None
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The ``(train, test)`` indices of up to :data:`FOLDS` stratified folds; with ``groups`` (each claim's
+    """The `(train, test)` indices of up to [`FOLDS`][rcattr.eval.groundedness.claim_report.FOLDS] stratified folds; with `groups` (each claim's
     question), a group's claims all fall in one fold."""
     n_splits = min(FOLDS, int(np.bincount(labels).min()))
     if groups is None:
@@ -94,7 +94,7 @@ def folds(
 def cross_validated_predictions(
     values: np.ndarray, labels: np.ndarray, seed: int, groups: Sequence[str] | None = None
 ) -> np.ndarray:
-    """Each claim's prediction (1: attributable) by the :func:`best_cut` of the other folds."""
+    """Each claim's prediction (1: attributable) by the [`best_cut`][rcattr.eval.groundedness.claim_report.best_cut] of the other folds."""
     predictions = np.zeros(len(values), dtype=int)
     for train, test in folds(labels, seed, groups):
         cut, _ = best_cut(values[train], labels[train])
@@ -109,8 +109,8 @@ def combiner(
     seed: int,
     groups: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Out-of-fold probabilities of a standardised logistic regression over the ``[n, k]`` features, and the
-    fit on all rows (per signal of ``names``, its coefficient on the standardised signal)."""
+    """Out-of-fold probabilities of a standardised logistic regression over the `[n, k]` features, and the
+    fit on all rows (per signal of `names`, its coefficient on the standardised signal)."""
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
     splits = folds(labels, seed, groups)
     probabilities = cross_val_predict(model, features, labels, cv=splits, method="predict_proba")[:, 1]
@@ -126,7 +126,7 @@ def combiner(
 
 
 def own_marks(kept: Sequence[dict[str, Any]], signals: list[dict[str, float]]) -> list[dict[str, bool]]:
-    """Per claim, whether each signal with a cut-off of its own marks it (:func:`marked`; the combiners and
+    """Per claim, whether each signal with a cut-off of its own marks it ([`marked`][rcattr.eval.groundedness.claim_levers.marked]; the combiners and
     the probe below even odds)."""
     own = [marked(row, values) for row, values in zip(kept, signals, strict=True)]
     for mark, row_signals in zip(own, signals, strict=True):
@@ -142,8 +142,8 @@ def add_probe(
     seed: int,
     groups: Sequence[str] | None,
 ) -> dict[str, int] | None:
-    """Each claim's out-of-fold probe probability written into its ``signals`` (:data:`PROBE`), and how often
-    each penalty was chosen; None, and nothing written, unless every claim has its ``heads`` row."""
+    """Each claim's out-of-fold probe probability written into its `signals` ([`PROBE`][rcattr.eval.groundedness.claim_report.PROBE]), and how often
+    each penalty was chosen; None, and nothing written, unless every claim has its `heads` row."""
     by_id = {row["id"]: row for row in heads if "skipped" not in row}
     if not by_id or not all(row["id"] in by_id for row in kept):
         return None
@@ -163,9 +163,9 @@ def source_marks(
     groups: Sequence[str] | None,
     cut: float | None,
 ) -> tuple[list[dict[str, float]], list[dict[str, bool]]]:
-    """The values and marks of the per-source table: the ``own`` marks, the log-probability's by a
-    cross-validated cut (it has no cut-off of its own), and with a self-made ``cut``, the support's marks
-    below it (``calibrated``)."""
+    """The values and marks of the per-source table: the `own` marks, the log-probability's by a
+    cross-validated cut (it has no cut-off of its own), and with a self-made `cut`, the support's marks
+    below it (`calibrated`)."""
     logprob = np.array([values["logprob"] for values in signals])
     said = cross_validated_predictions(logprob, labels, seed, groups)
     marks = [dict(mark, logprob=not attributable) for mark, attributable in zip(own, said, strict=True)]
@@ -184,7 +184,7 @@ def marks_table(
     n_boot: int,
     groups: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per signal, its ``own`` marks' macro-F1 (paired to the library's), accuracy and marking rates where it
+    """Per signal, its `own` marks' macro-F1 (paired to the library's), accuracy and marking rates where it
     has a cut-off, the cross-validated cut's macro-F1 and the best single cut's."""
     predictions = [{name: float(not value) for name, value in mark.items()} for mark in own]
     own_f1 = paired_table(
@@ -245,11 +245,11 @@ def claim_report(
     heads: Sequence[dict[str, Any]] | None = None,
     made: Sequence[dict[str, Any]] = (),
 ) -> tuple[dict[str, Any], str]:
-    """The AttributionBench tables of the rows, and their markdown (``n_boot`` bootstrap draws); with every
-    claim's ``heads`` row (:func:`rcattr.eval.groundedness.attributionbench.heads_row`), the support probe's
-    out-of-fold probabilities too (:func:`rcattr.eval.groundedness.probe_report.probe_probabilities`); with the
-    rows of the claims the model made for itself (``made``), the marks of its own cut-off on the support
-    (``calibrated``, :func:`rcattr.eval.groundedness.self_calibration.self_cut`)."""
+    """The AttributionBench tables of the rows, and their markdown (`n_boot` bootstrap draws); with every
+    claim's `heads` row ([`rcattr.eval.groundedness.attributionbench.heads_row`][rcattr.eval.groundedness.attributionbench.heads_row]), the support probe's
+    out-of-fold probabilities too ([`rcattr.eval.groundedness.probe_report.probe_probabilities`][rcattr.eval.groundedness.probe_report.probe_probabilities]); with the
+    rows of the claims the model made for itself (`made`), the marks of its own cut-off on the support
+    (`calibrated`, [`rcattr.eval.groundedness.self_calibration.self_cut`][rcattr.eval.groundedness.self_calibration.self_cut])."""
     kept = [row for row in rows if "skipped" not in row]
     skipped = Counter(row["source"] for row in rows if "skipped" in row)
     labels = np.array([row["label"] for row in kept], dtype=int)
@@ -295,7 +295,7 @@ def auroc_lines(
     aurocs: dict[str, dict[str, float]], against: dict[str, dict[str, dict[str, float]]]
 ) -> list[str]:
     """The AUROC table: per signal, its AUROC and interval, and its paired difference to support and to each
-    baseline of :data:`AGAINST`."""
+    baseline of [`AGAINST`][rcattr.eval.groundedness.claim_report.AGAINST]."""
     references = (REFERENCE, *against)
     tables = {REFERENCE: aurocs, **against}
 

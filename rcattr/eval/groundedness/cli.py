@@ -2,12 +2,12 @@
 
     python -m rcattr.eval.groundedness --out runs/groundedness
 
-Tasks, ``--task`` any of them (default all but ``errors`` and ``attributionbench``): the paired answer-level
-tasks of :mod:`rcattr.eval.groundedness.pairs` (``relevance``, ``unanswerable``, ``removed``), ``unsupported``
-tokens in edited QuoteSum / Veri-Gran answers, ``errors``, the model's own SQuAD answers, and
-``attributionbench``, claims of real answer engines against people's labels (read from ``--claims-file``). The
+Tasks, `--task` any of them (default all but `errors` and `attributionbench`): the paired answer-level
+tasks of [`rcattr.eval.groundedness.pairs`][rcattr.eval.groundedness.pairs] (`relevance`, `unanswerable`, `removed`), `unsupported`
+tokens in edited QuoteSum / Veri-Gran answers, `errors`, the model's own SQuAD answers, and
+`attributionbench`, claims of real answer engines against people's labels (read from `--claims-file`). The
 run itself is
-:class:`rcattr.eval.groundedness.benchmark.GroundednessRun`.
+[`rcattr.eval.groundedness.benchmark.GroundednessRun`][rcattr.eval.groundedness.benchmark.GroundednessRun].
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The model asked as a judge: the field's zero-shot groundedness check, one extra forward.
 
-The references are laid out as the library lays out documents (:func:`rcattr.text.prompting.render_prompt`, the
+The references are laid out as the library lays out documents ([`rcattr.text.prompting.render_prompt`][rcattr.text.prompting.render_prompt], the
 model's chat template where it has one), under an instruction to judge, and the question is whether they
 support the claim. The judge's answer is its next-token distribution: the log-odds of "yes" against "no"
 (each word's probability summed over its spellings: capitalised or not, with a leading space or not).
@@ -24,7 +24,7 @@ JUDGE_QUESTION = "Is the following claim supported by the documents? Answer yes 
 
 
 def answer_ids(tokenizer: TokenizerLike) -> tuple[list[int], list[int]]:
-    """The first token of each spelling of "yes" and of "no" (``yes``, ``Yes``, `` yes``, `` Yes``), once
+    """The first token of each spelling of "yes" and of "no" (`yes`, `Yes`, `` yes``, `` Yes``), once
     each; a token both start with (a lone space) is neither's."""
 
     def first_tokens(word: str) -> set[int]:
@@ -37,7 +37,7 @@ def answer_ids(tokenizer: TokenizerLike) -> tuple[list[int], list[int]]:
 
 @torch.no_grad()
 def judge_log_odds(attributor: RCAttributor, references: Sequence[str], claim: str) -> float:
-    """log P(yes) - log P(no) of the attributor's model asked whether ``references`` support ``claim``."""
+    """log P(yes) - log P(no) of the attributor's model asked whether `references` support `claim`."""
     inp = ContextInput(list(references), JUDGE_QUESTION.format(claim=claim), instruction=JUDGE_INSTRUCTION)
     example = attributor.prepare(inp, "yes", "chunk")
     prompt = example.ids[:, : example.answer_start]

@@ -6,13 +6,14 @@ articles and spaces dropped):
 
 - an answer is **right** when it holds every token of one gold answer, **wrong** when it shares no token with
   any (token F1 = 0); an answer in between (partly right) is counted and left out;
-- a claim (:mod:`rcattr.grounding.claims`) of a right answer is **right** when a gold answer holds it whole; a claim of
+- a claim ([`rcattr.grounding.claims`][rcattr.grounding.claims]) of a right answer is **right** when a gold answer holds it whole; a claim of
   a wrong answer is **contradicted** when a gold answer makes a claim of the same kind (a number, a date, a
   name) and none holds this one. Other claims are left out, as are a claim the question holds (the answer
   restating it) and one the token cap cut (at the end of an answer that stops mid-sentence).
 
-Each answer's sentences are scored as ``result.citations()`` scores them (:mod:`rcattr.eval.groundedness.
-sentence_signals`); the answer's signal is its weakest sentence's (the one a reader is warned about).
+Each answer's sentences are scored as `result.citations()` scores them ([`rcattr.eval.groundedness.
+sentence_signals`][rcattr.eval.groundedness.
+sentence_signals]); the answer's signal is its weakest sentence's (the one a reader is warned about).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def normalised_tokens(text: str) -> list[str]:
 
 
 def token_f1(prediction: str, gold: str) -> tuple[float, float]:
-    """SQuAD's token F1 of ``prediction`` against ``gold``, and the share of ``gold``'s tokens it holds."""
+    """SQuAD's token F1 of `prediction` against `gold`, and the share of `gold`'s tokens it holds."""
     predicted, wanted = normalised_tokens(prediction), normalised_tokens(gold)
     common = sum((Counter(predicted) & Counter(wanted)).values())
     if not common:
@@ -56,7 +57,7 @@ def token_f1(prediction: str, gold: str) -> tuple[float, float]:
 
 
 def correctness(answer: str, golds: Sequence[str]) -> str:
-    """``"right"`` (every token of a gold answer in it), ``"wrong"`` (F1 0 against each) or ``"partly"``."""
+    """`"right"` (every token of a gold answer in it), `"wrong"` (F1 0 against each) or `"partly"`."""
     scores = [token_f1(answer, gold) for gold in golds]
     if any(recall == 1.0 for _, recall in scores):
         return "right"
@@ -64,14 +65,14 @@ def correctness(answer: str, golds: Sequence[str]) -> str:
 
 
 def questions(limit: int, seed: int) -> list[kv_data.KVRecord]:
-    """``limit`` answerable SQuAD v2 dev questions drawn with ``seed`` over the whole file (every article)."""
+    """`limit` answerable SQuAD v2 dev questions drawn with `seed` over the whole file (every article)."""
     pool = kv_data.load_squad()
     return random.Random(seed).sample(pool, min(limit, len(pool)))
 
 
 def claim_label(text: str, kind: str, answer_label: str, record: kv_data.KVRecord) -> str | None:
-    """``"right"``, ``"contradicted"`` or None (left out) for one claim of an answer labelled ``answer_label``
-    to ``record``'s question."""
+    """`"right"`, `"contradicted"` or None (left out) for one claim of an answer labelled `answer_label`
+    to `record`'s question."""
     parts, golds = set(claim_parts(text)), record.answers
     if parts <= set(claim_parts(record.question)):
         return None
@@ -85,7 +86,7 @@ def claim_label(text: str, kind: str, answer_label: str, record: kv_data.KVRecor
 def answer_row(
     attributor: RCAttributor, record: kv_data.KVRecord, gen_args: dict[str, Any]
 ) -> dict[str, Any]:
-    """The model's answer to ``record``, its sentences' signals and its claims' (each claim: kind, text,
+    """The model's answer to `record`, its sentences' signals and its claims' (each claim: kind, text,
     held, least token support, whether the token cap cut it, and the baselines over its tokens)."""
     inp = ContextInput(record.context, record.question)
     result = attributor.attribute(inp, target=None, granularity="sentence", gen_args=gen_args)
@@ -113,8 +114,8 @@ def answer_row(
 
 
 def labelled(rows: Sequence[dict[str, Any]], records: Sequence[kv_data.KVRecord]) -> list[dict[str, Any]]:
-    """The rows with their answer's :func:`correctness` in ``label`` and each claim's :func:`claim_label`
-    (None for a claim the token cap cut), by the gold answers of ``records`` (the rows' ``id``)."""
+    """The rows with their answer's [`correctness`][rcattr.eval.groundedness.natural_errors.correctness] in `label` and each claim's [`claim_label`][rcattr.eval.groundedness.natural_errors.claim_label]
+    (None for a claim the token cap cut), by the gold answers of `records` (the rows' `id`)."""
     by_id = {record.id: record for record in records}
     out = []
     for row in rows:
@@ -132,13 +133,13 @@ def labelled(rows: Sequence[dict[str, Any]], records: Sequence[kv_data.KVRecord]
 
 
 def answer_signals(row: dict[str, Any]) -> dict[str, float]:
-    """An answer's signals: per signal, its weakest sentence's value (:func:`sentence_signals.derived`)."""
+    """An answer's signals: per signal, its weakest sentence's value (`sentence_signals.derived`)."""
     per_sentence = [derived(sentence) for sentence in row["sentences"]]
     return {name: min(values[name] for values in per_sentence) for name in SIGNALS} if per_sentence else {}
 
 
 def claim_signals(claim: dict[str, Any]) -> dict[str, float]:
-    """A claim's signals: ``held`` (0 or 1), ``rc`` (its least token support), ``held_rc`` (``rc`` when held,
+    """A claim's signals: `held` (0 or 1), `rc` (its least token support), `held_rc` (`rc` when held,
     else 0, what a citation reads) and the baselines over its tokens."""
     rc = 1.0 if claim["rc"] is None else claim["rc"]
     return {
@@ -172,7 +173,7 @@ def claim_table(rows: Sequence[dict[str, Any]], seed: int = 0) -> dict[str, dict
 def report(
     rows: Sequence[dict[str, Any]], records: Sequence[kv_data.KVRecord], seed: int = 0
 ) -> tuple[dict[str, Any], str]:
-    """The natural-error tables of the SQuAD rows of ``records`` (:func:`labelled`), and their markdown."""
+    """The natural-error tables of the SQuAD rows of `records` ([`labelled`][rcattr.eval.groundedness.natural_errors.labelled]), and their markdown."""
     rows = labelled(rows, records)
     labels = Counter(row["label"] for row in rows)
     answers, claims = answer_table(rows, seed), claim_table(rows, seed)

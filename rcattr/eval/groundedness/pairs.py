@@ -2,12 +2,12 @@
 context that supports an answer and once over one that does not. Built from SQuAD v2 dev, without labels
 written by hand:
 
-- ``relevance``: an answerable question over its own paragraph, and over a paragraph drawn (seeded) from
+- `relevance`: an answerable question over its own paragraph, and over a paragraph drawn (seeded) from
   another article;
-- ``unanswerable``: over one paragraph, an answerable question and an unanswerable one (``is_impossible``:
+- `unanswerable`: over one paragraph, an answerable question and an unanswerable one (`is_impossible`:
   written to look answerable from the paragraph, which does not hold the answer), the n-th of each kind of
   the paragraph paired;
-- ``removed``: an answerable question over its paragraph, and over the same paragraph with the sentence
+- `removed`: an answerable question over its paragraph, and over the same paragraph with the sentence
   that holds the answer removed (kept only when no gold answer's text is left in the rest).
 
 The second answer is the model's own error when it answers anyway: a natural error, not an edit.
@@ -34,8 +34,8 @@ class Answering:
 
 @dataclass(frozen=True)
 class ContextPair:
-    """One item of a paired task: the ``supported`` condition (its context supports an answer) and the
-    ``unsupported`` one."""
+    """One item of a paired task: the `supported` condition (its context supports an answer) and the
+    `unsupported` one."""
 
     id: str
     supported: Answering
@@ -63,7 +63,7 @@ def _questions(articles: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, 
 
 
 def relevance_pairs(limit: int | None = None, seed: int = 0) -> list[ContextPair]:
-    """The first ``limit`` answerable SQuAD v2 dev questions, each over its own paragraph and over one drawn
+    """The first `limit` answerable SQuAD v2 dev questions, each over its own paragraph and over one drawn
     (seeded) from another article."""
     squad = kv_data.squad_articles()
     articles = [[paragraph["context"] for paragraph in article["paragraphs"]] for article in squad]
@@ -82,7 +82,7 @@ def relevance_pairs(limit: int | None = None, seed: int = 0) -> list[ContextPair
 
 def unanswerable_pairs(limit: int | None = None, seed: int = 0) -> list[ContextPair]:
     """Per SQuAD v2 dev paragraph, its n-th answerable question paired with its n-th unanswerable one, over
-    the paragraph; the first ``limit`` pairs (``seed`` is unused: nothing is drawn)."""
+    the paragraph; the first `limit` pairs (`seed` is unused: nothing is drawn)."""
     pairs: list[ContextPair] = []
     for article in kv_data.squad_articles():
         for paragraph in article["paragraphs"]:
@@ -103,7 +103,7 @@ def unanswerable_pairs(limit: int | None = None, seed: int = 0) -> list[ContextP
 
 
 def without_answer_sentence(context: str, qa: dict[str, Any]) -> str | None:
-    """``context`` with the sentence that holds the first gold answer removed, or None when no sentence
+    """`context` with the sentence that holds the first gold answer removed, or None when no sentence
     holds it whole, the paragraph has one sentence, or a gold answer's text is still in what is left."""
     answer = qa["answers"][0]
     start, end = answer["answer_start"], answer["answer_start"] + len(answer["text"])
@@ -118,8 +118,8 @@ def without_answer_sentence(context: str, qa: dict[str, Any]) -> str | None:
 
 
 def removed_sentence_pairs(limit: int | None = None, seed: int = 0) -> list[ContextPair]:
-    """The first ``limit`` answerable SQuAD v2 dev questions whose answer sentence can be removed
-    (:func:`without_answer_sentence`), over the full paragraph and over the rest (``seed`` is unused)."""
+    """The first `limit` answerable SQuAD v2 dev questions whose answer sentence can be removed
+    ([`without_answer_sentence`][rcattr.eval.groundedness.pairs.without_answer_sentence]), over the full paragraph and over the rest (`seed` is unused)."""
     pairs: list[ContextPair] = []
     for _, paragraph, qa in _questions(kv_data.squad_articles()):
         if qa["is_impossible"]:

@@ -1,13 +1,13 @@
 """The support probe on AttributionBench (issue 75): its out-of-fold probabilities, and its transfer to other
 models.
 
-- :func:`probe_probabilities`: each claim's probability of being attributable from a
-  :class:`~rcattr.grounding.probe.SupportProbe` fitted on the other folds (whole questions per fold), its
-  penalty chosen on those folds alone (an inner question-grouped cross-validation over :data:`C_GRID`), so
+- [`probe_probabilities`][rcattr.eval.groundedness.probe_report.probe_probabilities]: each claim's probability of being attributable from a
+  [`SupportProbe`][rcattr.grounding.probe.SupportProbe] fitted on the other folds (whole questions per fold), its
+  penalty chosen on those folds alone (an inner question-grouped cross-validation over [`C_GRID`][rcattr.eval.groundedness.probe_report.C_GRID]), so
   the figure is what a user fitting on their own labelled claims would get on new questions;
-- :func:`pooled_features`: a claim's features without the heads' identities (quantiles over the heads of
+- [`pooled_features`][rcattr.eval.groundedness.probe_report.pooled_features]: a claim's features without the heads' identities (quantiles over the heads of
   their lookback ratios and peaks, the support and the log-probability), the same length on every model, so a
-  probe fitted on one model's claims can be applied to another's (:func:`transfer_probabilities`).
+  probe fitted on one model's claims can be applied to another's ([`transfer_probabilities`][rcattr.eval.groundedness.probe_report.transfer_probabilities]).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
 def row_features(row: dict[str, Any]) -> ClaimFeatures:
-    """The probe's features of one claim row joined with its heads row (``head_shape``, ``head_lookback``,
-    ``head_peak``): its coverage and its claims (``[kind, held, support]``) beside the heads'."""
+    """The probe's features of one claim row joined with its heads row (`head_shape`, `head_lookback`,
+    `head_peak`): its coverage and its claims (`[kind, held, support]`) beside the heads'."""
     shape = tuple(row["head_shape"])
     claims = row["claims"]
     return ClaimFeatures(
@@ -49,8 +49,8 @@ def row_features(row: dict[str, Any]) -> ClaimFeatures:
 
 
 def best_c(claims: Sequence[ClaimFeatures], labels: np.ndarray, groups: Sequence[str], seed: int) -> float:
-    """The heads' penalty: the ``c`` of :data:`C_GRID` whose heads' level alone has the least mean log-loss
-    over :data:`INNER_FOLDS` question-grouped folds; the probe's default where there are too few questions or
+    """The heads' penalty: the `c` of [`C_GRID`][rcattr.eval.groundedness.probe_report.C_GRID] whose heads' level alone has the least mean log-loss
+    over [`INNER_FOLDS`][rcattr.eval.groundedness.probe_report.INNER_FOLDS] question-grouped folds; the probe's default where there are too few questions or
     claims of a label to fold."""
     n_splits = min(INNER_FOLDS, len(set(groups)), int(np.bincount(labels).min()))
     if n_splits < 2:
@@ -75,8 +75,8 @@ def probe_probabilities(
     groups: Sequence[str],
     seed: int,
 ) -> tuple[np.ndarray, dict[str, int]]:
-    """``[n]`` each claim's out-of-fold probability over the outer ``splits``, each fold's probe with the
-    penalty :func:`best_c` chose on its training claims, and how often each ``c`` was chosen."""
+    """`[n]` each claim's out-of-fold probability over the outer `splits`, each fold's probe with the
+    penalty [`best_c`][rcattr.eval.groundedness.probe_report.best_c] chose on its training claims, and how often each `c` was chosen."""
     probabilities = np.zeros(len(labels))
     chosen: Counter[str] = Counter()
     for train, test in splits:
@@ -89,7 +89,7 @@ def probe_probabilities(
 
 
 def pooled_features(claim: ClaimFeatures) -> np.ndarray:
-    """``[2 len(QUANTILES) + 7]``: the quantiles over the heads and the mean of the lookback ratios and of the
+    """`[2 len(QUANTILES) + 7]`: the quantiles over the heads and the mean of the lookback ratios and of the
     peaks, and the claim's other features (`ClaimFeatures.combined_vector` without the heads' log-odds); no
     head's identity, so every model has the same."""
     parts = []
@@ -105,8 +105,8 @@ def transfer_probabilities(
     applied_to: Sequence[ClaimFeatures],
     c: float = 1.0,
 ) -> np.ndarray:
-    """``[m]`` the probabilities a probe on :func:`pooled_features`, fitted on one model's claims and
-    ``labels``, gives another model's claims ``applied_to``."""
+    """`[m]` the probabilities a probe on [`pooled_features`][rcattr.eval.groundedness.probe_report.pooled_features], fitted on one model's claims and
+    `labels`, gives another model's claims `applied_to`."""
     model = make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))
     model.fit(np.stack([pooled_features(claim) for claim in fitted_on]), labels)
     return model.predict_proba(np.stack([pooled_features(claim) for claim in applied_to]))[:, 1]

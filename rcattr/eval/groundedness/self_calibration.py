@@ -1,13 +1,13 @@
 """Cut-offs without labels (issue 75, item 1): each model's support cut-off from claims it makes for itself.
 
-For a seeded draw of :data:`DRAWN` claims of the run, two claims whose answer is known without a person:
+For a seeded draw of [`DRAWN`][rcattr.eval.groundedness.self_calibration.DRAWN] claims of the run, two claims whose answer is known without a person:
 
 - a **negative**: the claim read over the references of a claim of another question (nothing there supports
   it);
-- a **positive**: a sentence of the claim's own references (:data:`MIN_WORDS` words or more, drawn) read as the
+- a **positive**: a sentence of the claim's own references ([`MIN_WORDS`][rcattr.eval.groundedness.self_calibration.MIN_WORDS] words or more, drawn) read as the
   answer over those references (copied, so supported).
 
-:func:`self_cut` is the support cut-off that best tells the two apart (the most of Youden's J, half-way
+[`self_cut`][rcattr.eval.groundedness.self_calibration.self_cut] is the support cut-off that best tells the two apart (the most of Youden's J, half-way
 between neighbouring values), so a mark below it says "this model, on this kind of context, supports the claim
 no more than a claim over unrelated documents" whatever the model's scale. No person's label is read.
 """
@@ -33,8 +33,8 @@ KINDS = ("negative", "positive")
 
 
 def made_claims(claims: Sequence[ClaimRecord], seed: int) -> list[tuple[str, ContextInput, str]]:
-    """``(key, inputs, answer)`` of the negative and the positive of each of :data:`DRAWN` claims drawn with
-    ``seed`` (a claim whose references have no sentence of :data:`MIN_WORDS` words gives its negative only)."""
+    """`(key, inputs, answer)` of the negative and the positive of each of [`DRAWN`][rcattr.eval.groundedness.self_calibration.DRAWN] claims drawn with
+    `seed` (a claim whose references have no sentence of [`MIN_WORDS`][rcattr.eval.groundedness.self_calibration.MIN_WORDS] words gives its negative only)."""
     rng = random.Random(f"self-calibration:{seed}")
     drawn = rng.sample(list(claims), min(DRAWN, len(claims)))
     made = []
@@ -57,7 +57,7 @@ def made_claims(claims: Sequence[ClaimRecord], seed: int) -> list[tuple[str, Con
 
 
 def made_row(attributor: RCAttributor, key: str, inputs: ContextInput, answer: str) -> dict[str, Any]:
-    """The support the library gives ``answer`` over ``inputs`` (its weakest sentence's), or ``skipped``."""
+    """The support the library gives `answer` over `inputs` (its weakest sentence's), or `skipped`."""
     kind = key.rsplit(":", 1)[1]
     try:
         citations = attributor.attribute(inputs, target=answer).citations()
@@ -68,7 +68,7 @@ def made_row(attributor: RCAttributor, key: str, inputs: ContextInput, answer: s
 
 def self_cut(rows: Sequence[dict[str, Any]]) -> float | None:
     """The support cut-off (supported at or above it) that best separates the positives from the negatives of
-    the ``rows`` (the most of Youden's J; half-way between the two values around it), or None without both."""
+    the `rows` (the most of Youden's J; half-way between the two values around it), or None without both."""
     support = {
         kind: np.array([r["support"] for r in rows if r["kind"] == kind and "skipped" not in r])
         for kind in KINDS

@@ -1,15 +1,15 @@
 """Per answer sentence, what the natural-error benchmark compares (issue 50): the support of its citation and
 the pieces it is made of, and the baselines from the same tokens.
 
-- ``vouch``: :attr:`Citation.support <rcattr.grounding.citations.Citation.support>`, what ``result.citations()`` says
-  (its ``status`` too, and ``held_support``, :attr:`Citation.held_support
-  <rcattr.grounding.citations.Citation.held_support>`, which decides whether it cites);
-- ``support``: the sentence's mean token support alone; ``claims``: its claims as ``[kind, held, least token
-  support]`` (:mod:`rcattr.grounding.claims`);
-- baselines: ``logprob`` (the mean log-probability of its tokens after its first, which says more about the
+- `vouch`: [`Citation.support`][rcattr.grounding.citations.Citation.support], what `result.citations()` says
+  (its `status` too, and `held_support`, [`Citation.held_support`][rcattr.grounding.citations.Citation.held_support],
+which decides whether it cites);
+- `support`: the sentence's mean token support alone; `claims`: its claims as `[kind, held, least token
+  support]` ([`rcattr.grounding.claims`][rcattr.grounding.claims]);
+- baselines: `logprob` (the mean log-probability of its tokens after its first, which says more about the
   boundary before it than the sentence: the answer's first token is left out of token support for the same
-  reason), ``neg_entropy`` (minus the mean entropy),
-  ``lookback`` (the lookback ratio over all heads, Chuang et al. 2024) and ``coverage``, a lexical check: the
+  reason), `neg_entropy` (minus the mean entropy),
+  `lookback` (the lookback ratio over all heads, Chuang et al. 2024) and `coverage`, a lexical check: the
   share of the sentence's content words (not stop words) found anywhere in the documents.
 """
 
@@ -35,7 +35,7 @@ def _mean(values: Sequence[float]) -> float:
 def citation_signals(
     result: RCAttributionResult, citation: Citation, statistics: TokenStatistics
 ) -> dict[str, Any]:
-    """The signals of one citation's sentence (``statistics``: every head's, from a pass over the same
+    """The signals of one citation's sentence (`statistics`: every head's, from a pass over the same
     prompt and answer)."""
     tokens = tokens_within(result.answer_tokens, citation.start, citation.end)
     support = RCSignals.of(result).token_support
@@ -54,8 +54,8 @@ def citation_signals(
 
 
 def derived(row: dict[str, Any]) -> dict[str, float]:
-    """The signals a row's stored pieces give, by name (:data:`SIGNALS`): ``claims_held`` is 0 when a claim
-    is not held (1 otherwise), ``claims_rc`` the least token support of its claims (1 with none)."""
+    """The signals a row's stored pieces give, by name ([`SIGNALS`][rcattr.eval.groundedness.sentence_signals.SIGNALS]): `claims_held` is 0 when a claim
+    is not held (1 otherwise), `claims_rc` the least token support of its claims (1 with none)."""
     claims = row["claims"]
     return {
         **{

@@ -2,9 +2,9 @@
 its marks' macro-F1, the share of unattributable claims its marks catch and the share of attributable ones
 they mark, each with a 95% bootstrap interval (whole questions drawn where the rows say their question).
 
-A signal's marks are its own cut-off's where it has one (the library's ``status`` for support, below even odds
+A signal's marks are its own cut-off's where it has one (the library's `status` for support, below even odds
 for the probabilities); the log-probability has none, so its marks are those of a cut chosen by
-cross-validation (:func:`rcattr.eval.groundedness.claim_report.cross_validated_predictions`), and the table says
+cross-validation ([`rcattr.eval.groundedness.claim_report.cross_validated_predictions`][rcattr.eval.groundedness.claim_report.cross_validated_predictions]), and the table says
 so.
 """
 
@@ -44,9 +44,9 @@ def source_table(
     n_boot: int,
     seed: int,
 ) -> dict[str, dict[str, float]]:
-    """Per signal, its AUROC and each of :data:`MEASURES` of its ``marks`` (True: marked), each with
-    ``low`` and ``high`` of its interval, and its AUROC's paired difference to the first signal's
-    (``auroc_minus``), over the claims whose ``values`` and ``labels`` are given."""
+    """Per signal, its AUROC and each of [`MEASURES`][rcattr.eval.groundedness.source_report.MEASURES] of its `marks` (True: marked), each with
+    `low` and `high` of its interval, and its AUROC's paired difference to the first signal's
+    (`auroc_minus`), over the claims whose `values` and `labels` are given."""
     names = [name for name in SIGNALS if name in values[0]]
     table = {
         name: {
@@ -79,7 +79,7 @@ def source_tables(
     n_boot: int,
     seed: int,
 ) -> dict[str, dict[str, Any]]:
-    """:func:`source_table` pooled (``"all"``) and per source dataset with both labels, each with its count
+    """[`source_table`][rcattr.eval.groundedness.source_report.source_table] pooled (`"all"`) and per source dataset with both labels, each with its count
     of claims."""
     groups = list(groups) if groups is not None else [str(i) for i in range(len(kept))]
     subsets = {"all": list(range(len(kept)))}
@@ -105,7 +105,7 @@ def source_tables(
 
 
 def markdown(tables: dict[str, dict[str, Any]], cross_validated: Sequence[str]) -> list[str]:
-    """The table's lines: one row per source and signal; ``cross_validated`` names the signals whose marks are
+    """The table's lines: one row per source and signal; `cross_validated` names the signals whose marks are
     a cross-validated cut's."""
 
     def cell(v: dict[str, float], key: str, form: str = "{:.3f}") -> str:

@@ -1,27 +1,27 @@
 """Unsupported tokens: does a token-level RC signal find the answer tokens the context does not support?
 
 *Unsupported tokens* (issue 20): QuoteSum and Veri-Gran gold answers with seeded edits of their quoted
-numbers, dates and named entities (:mod:`rcattr.eval.groundedness.answer_edits`), teacher-forced over the record's
+numbers, dates and named entities ([`rcattr.eval.groundedness.answer_edits`][rcattr.eval.groundedness.answer_edits]), teacher-forced over the record's
 sources. Every answer token gets each signal below (higher: less supported); a token is positive when it
 overlaps an edit. The AUROC pools the tokens of all records; its 95% percentile bootstrap interval
 resamples records, and each signal's paired difference to the reference is taken on the same resamples.
 The table also gives the result's flag rates: the share of untouched and of edited non-blank tokens whose
-token support is below :data:`rcattr.grounding.support.SUPPORT_THRESHOLD`.
+token support is below [`rcattr.grounding.support.SUPPORT_THRESHOLD`][rcattr.grounding.support.SUPPORT_THRESHOLD].
 
 Signals, per answer token t:
 
-- ``token_support``: minus the token's support log-odds, the result's ``token_support`` (:mod:`rcattr.grounding.support`):
+- `token_support`: minus the token's support log-odds, the result's `token_support` ([`rcattr.grounding.support`][rcattr.grounding.support]):
   its log-probability plus the log-odds of its mean P(max X > Y) over the 20 best heads, the two pieces of
   evidence the pass has that the token comes from the context, added with no fitted weight;
-- ``rc_peak_support``: 1 - that mean P(max X > Y) alone (the result's ``token_peak``);
-- ``rc_groundedness``: 1 - the token's groundedness (the attribution's, on the RC-selected heads);
-- ``rc_peak`` / ``rc_peak_selected``: 1 - P(max X > Y) at row t, X the row's context logits, Y the
+- `rc_peak_support`: 1 - that mean P(max X > Y) alone (the result's `token_peak`);
+- `rc_groundedness`: 1 - the token's groundedness (the attribution's, on the RC-selected heads);
+- `rc_peak` / `rc_peak_selected`: 1 - P(max X > Y) at row t, X the row's context logits, Y the
   answer's self logits (all heads / RC-selected heads);
-- ``rc_support_logprob``: as ``token_support`` on the RC-selected heads (the combination of issue 20);
-- ``neg_logprob``: minus the token's log-probability; ``entropy``: the entropy of the distribution it was
+- `rc_support_logprob`: as `token_support` on the RC-selected heads (the combination of issue 20);
+- `neg_logprob`: minus the token's log-probability; `entropy`: the entropy of the distribution it was
   drawn from;
-- ``lookback`` / ``lookback_rc``: 1 - the lookback ratio at row t (all heads / RC-selected heads);
-- ``random``: a seeded uniform draw.
+- `lookback` / `lookback_rc`: 1 - the lookback ratio at row t (all heads / RC-selected heads);
+- `random`: a seeded uniform draw.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ TOKEN_SIGNALS = (
 
 
 def edited_token_kinds(edited: EditedAnswer, tokens: Sequence[tuple[int, int]]) -> list[str]:
-    """Per answer token ``(start, end)``, the kind of the edit it overlaps, or ``""`` for an untouched one."""
+    """Per answer token `(start, end)`, the kind of the edit it overlaps, or `""` for an untouched one."""
     kinds = []
     for start, end in tokens:
         hit = [e.kind for e in edited.edits if start < e.end and e.start < end]
@@ -103,9 +103,9 @@ def token_auroc_table(
     seed: int = 0,
     signals: Sequence[str] = TOKEN_SIGNALS,
 ) -> dict[str, dict[str, float]]:
-    """Per signal of ``signals``, the pooled token AUROC of edited (positive) against untouched tokens, with a
-    95% bootstrap interval over records, the paired difference to ``reference``, and the AUROC per edit kind
-    (that kind's edited tokens against every untouched token); for ``token_support``, the result's flag
+    """Per signal of `signals`, the pooled token AUROC of edited (positive) against untouched tokens, with a
+    95% bootstrap interval over records, the paired difference to `reference`, and the AUROC per edit kind
+    (that kind's edited tokens against every untouched token); for `token_support`, the result's flag
     rates."""
     kinds = [np.array(row["kinds"]) for row in rows]
     draws = np.random.default_rng(seed).integers(0, len(rows), size=(n_boot, len(rows)))

@@ -45,9 +45,9 @@ def nested_verdicts(
     seed: int,
     c: float = DEFAULT_C,
 ) -> dict[str, np.ndarray]:
-    """Out of fold, per claim: ``probe`` (the probability), ``heads`` (the heads' level's log-odds) and, per
-    operating point, whether the fold's probe marks it (``marked_<point>``, the veto applied;
-    ``marked_balanced_without_veto``, the probability alone at the balanced cut)."""
+    """Out of fold, per claim: `probe` (the probability), `heads` (the heads' level's log-odds) and, per
+    operating point, whether the fold's probe marks it (`marked_<point>`, the veto applied;
+    `marked_balanced_without_veto`, the probability alone at the balanced cut)."""
     out = {"probe": np.zeros(len(claims)), "heads": np.zeros(len(claims))}
     out |= {f"marked_{point}": np.zeros(len(claims), dtype=bool) for point in OPERATING_POINTS}
     out["marked_balanced_without_veto"] = np.zeros(len(claims), dtype=bool)
@@ -72,8 +72,8 @@ def signal_table(
     n_boot: int,
     seed: int,
 ) -> dict[str, dict[str, float]]:
-    """Per signal of ``values`` (``coverage`` among them), its AUROC with interval and paired difference to
-    coverage's; per signal of ``marks`` (True: marked), each of `MEASURES` with its interval."""
+    """Per signal of `values` (`coverage` among them), its AUROC with interval and paired difference to
+    coverage's; per signal of `marks` (True: marked), each of `MEASURES` with its interval."""
     names, label_list = list(values), [int(label) for label in labels]
     items = [{name: float(values[name][i]) for name in names} for i in range(len(labels))]
     table: dict[str, dict[str, float]] = {
@@ -153,7 +153,7 @@ def stability(
     n_refits: int = 10,
     c: float = DEFAULT_C,
 ) -> dict[str, Any]:
-    """The verdict refitted ``n_refits`` times on bootstrap resamples of the questions: the mean and standard
+    """The verdict refitted `n_refits` times on bootstrap resamples of the questions: the mean and standard
     deviation of each combined coefficient (`COMBINED`) on all claims, and of each held-out source's AUROC
     (fitted on a resample of the other sources' questions)."""
     rng = np.random.default_rng(seed)

@@ -1,4 +1,4 @@
-"""The KV-compression benchmark (``python -m rcattr.eval.kv``): RCKVCache against kvpress's presses on SQuAD v2,
+"""The KV-compression benchmark (`python -m rcattr.eval.kv`): RCKVCache against kvpress's presses on SQuAD v2,
 QMSum and needles; its settings, data, methods and registry, protocol, metrics, runner, tables and plots.
 """
 

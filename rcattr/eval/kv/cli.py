@@ -2,9 +2,9 @@
 
     python -m rcattr.eval.kv --dataset squad --limit 20 --out runs/kv-squad
 
-Tasks: SQuAD v2 dev (short paragraphs), QMSum val (1,024-token meeting excerpts), and ``needle``: RULER-style
+Tasks: SQuAD v2 dev (short paragraphs), QMSum val (1,024-token meeting excerpts), and `needle`: RULER-style
 key-value needles at depths 0.1-0.9 of about 1k, 2k and 4k tokens of SQuAD prose, generated from a seed
-(``rcattr.eval.kv.needle``; 60 prompts unless ``--limit``), scored by whether the answer holds the value.
+(`rcattr.eval.kv.needle`; 60 prompts unless `--limit`), scored by whether the answer holds the value.
 
 Protocol (the RCStat paper's, on kvpress's question-after-context pipeline): the context is compressed at
 prefill; the question follows uncompressed; greedy decoding with the full cache gives the reference answer
@@ -12,21 +12,21 @@ g; each cache is then teacher-forced on g for the **value error rate** (VER: las
 docs/design.md §3), and decodes greedily on its own for **ROUGE-1/ROUGE-L F1** against the gold answers and an **answer
 match** (a gold answer, or the needle's value, standing in the answer as whole words). Compression is
 measured on each cache after the prefill (entries evicted or masked, and bytes held). kvpress presses run
-at each ``--ratios`` value; RCKVCache runs at each ``--c`` × ``--window`` and reaches its own ratio.
+at each `--ratios` value; RCKVCache runs at each `--c` × `--window` and reaches its own ratio.
 
-``--protocol once`` (where users compress): each context (SQuAD v2 paragraphs of one article joined to
-``--context-tokens``, a haystack with several needles, or one QMSum meeting around several queries' gold
-turns) is compressed once without any question, and each of its ``--questions`` is asked of a copy of that
-cache, the question kept whole; rows are (method, question), and ``prefill × full`` is the compressing
-prefill's time over the full cache's (``rcattr.eval.kv.once``). ``--rc-ratios`` runs RCKVCache at set shares
-(``RCKVCache(model, ratio=r)``) beside the presses' ``--ratios``; the variants ``max_pool`` and ``replay`` (a replay
-of the context as the window, ``rcattr.kvcache.replay``) are the levers measured there.
+`--protocol once` (where users compress): each context (SQuAD v2 paragraphs of one article joined to
+`--context-tokens`, a haystack with several needles, or one QMSum meeting around several queries' gold
+turns) is compressed once without any question, and each of its `--questions` is asked of a copy of that
+cache, the question kept whole; rows are (method, question), and `prefill × full` is the compressing
+prefill's time over the full cache's (`rcattr.eval.kv.once`). `--rc-ratios` runs RCKVCache at set shares
+(`RCKVCache(model, ratio=r)`) beside the presses' `--ratios`; the variants `max_pool` and `replay` (a replay
+of the context as the window, `rcattr.kvcache.replay`) are the levers measured there.
 
-Each (method, record) result is one line of ``OUT/records.jsonl``, written as it goes, so an interrupted
-run resumes where it stopped; ``results.json``, ``results.md`` and the plots are rewritten at the end from
-every line on disk. ``--shard I/N`` and ``accelerate launch`` split the records among processes, each
-writing ``records.shard-I-of-N.jsonl``; the report merges them. kvpress pins transformers < 5.3: the
-presses run in ``.venv-kvpress`` (``make setup-kvpress``); RCKVCache alone runs in any rcattr environment.
+Each (method, record) result is one line of `OUT/records.jsonl`, written as it goes, so an interrupted
+run resumes where it stopped; `results.json`, `results.md` and the plots are rewritten at the end from
+every line on disk. `--shard I/N` and `accelerate launch` split the records among processes, each
+writing `records.shard-I-of-N.jsonl`; the report merges them. kvpress pins transformers < 5.3: the
+presses run in `.venv-kvpress` (`make setup-kvpress`); RCKVCache alone runs in any rcattr environment.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ __all__ = ["main"]
 
 
 def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
-    """An argparse type for comma-separated values of ``kind``."""
+    """An argparse type for comma-separated values of `kind`."""
 
     def parse(text: str) -> tuple[Any, ...]:
         try:
@@ -127,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
+    """Run the benchmark as the command line `argv` says; returns the exit status."""
     args = _parser().parse_args(argv)
     config = run_settings(KVBenchmarkConfig, args, methods=parse_methods(args.methods, METHODS))
     from rcattr.eval.kv.methods import require_kvpress

@@ -1,4 +1,4 @@
-"""What a run of the KV benchmark measures (:class:`KVBenchmarkConfig`, saved as its ``config.json``), and
+"""What a run of the KV benchmark measures ([`KVBenchmarkConfig`][rcattr.eval.kv.config.KVBenchmarkConfig], saved as its `config.json`), and
 the records of its task."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rcattr.eval.kv.variants import DEFAULT_RECIPE, rc_options
 if TYPE_CHECKING:
     from rcattr.protocols import TokenizerLike
 
-# the built-in methods (:func:`rcattr.eval.kv.registry.default_kv_methods`), named here without torch for the
+# the built-in methods (`rcattr.eval.kv.registry.default_kv_methods`), named here without torch for the
 # command line: RCKVCache, then every press
 METHODS = ("rc", *PRESSES)
 INSTRUCTIONS = {
@@ -38,8 +38,8 @@ PROTOCOL = (
 
 @dataclass(frozen=True)
 class KVBenchmarkConfig:
-    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`).
-    ``methods`` name methods of the registry the runner is given (default: the built-in ones)."""
+    """What a run measures; a resumed run must have the same (but for [`RESUMABLE_CHANGES`][rcattr.eval.kv.config.RESUMABLE_CHANGES]).
+    `methods` name methods of the registry the runner is given (default: the built-in ones)."""
 
     dataset: str
     methods: tuple[str, ...] = METHODS
@@ -69,7 +69,7 @@ class KVBenchmarkConfig:
             rc_options(variant)
 
     def settings(self) -> dict[str, Any]:
-        """What ``config.json`` records: every field, but the ones added since rcattr 0.1 where they hold their
+        """What `config.json` records: every field, but the ones added since rcattr 0.1 where they hold their
         default (so the folders of earlier runs resume and render again)."""
         return {
             key: value

@@ -1,14 +1,14 @@
-"""The contexts of the compress-once protocol (``python -m rcattr.eval.kv --protocol once``): each a context
+"""The contexts of the compress-once protocol (`python -m rcattr.eval.kv --protocol once`): each a context
 compressed once, without any question, and the questions then asked of a copy of its cache.
 
-* **SQuAD v2**: consecutive paragraphs of one article joined (by blank lines) while they fit in ``tokens``,
-  and the answerable questions of every joined paragraph (at most ``questions``, spread over the context).
-* **needle**: :func:`~rcattr.eval.kv.needle.place_needles`, ``needles`` RULER key-value needles at depths
-  spread over a haystack of ``tokens``, one question per needle.
-* **QMSum**: one meeting's specific queries whose gold turns fit in ``tokens`` together, with the
-  :func:`~rcattr.eval.kv.data.meeting_excerpt` around all of their gold turns.
+* **SQuAD v2**: consecutive paragraphs of one article joined (by blank lines) while they fit in `tokens`,
+  and the answerable questions of every joined paragraph (at most `questions`, spread over the context).
+* **needle**: [`place_needles`][rcattr.eval.kv.needle.place_needles], `needles` RULER key-value needles at depths
+  spread over a haystack of `tokens`, one question per needle.
+* **QMSum**: one meeting's specific queries whose gold turns fit in `tokens` together, with the
+  [`meeting_excerpt`][rcattr.eval.kv.data.meeting_excerpt] around all of their gold turns.
 
-Every context is measured in the model's tokens (``count_tokens``); ``limit`` caps the number of contexts.
+Every context is measured in the model's tokens (`count_tokens`); `limit` caps the number of contexts.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ DEFAULT_QUESTIONS = {"squad": 3, "qmsum": 3, "needle": 3}
 
 @dataclass(frozen=True)
 class KVContext:
-    """A context compressed once, and the questions asked of it (each a :class:`~rcattr.eval.kv.data.KVRecord`
-    whose ``context`` is this one's)."""
+    """A context compressed once, and the questions asked of it (each a [`KVRecord`][rcattr.eval.kv.data.KVRecord]
+    whose `context` is this one's)."""
 
     id: str
     context: str
@@ -40,7 +40,7 @@ class KVContext:
 
 
 def spread(items: Sequence[KVRecord], count: int | None) -> list[KVRecord]:
-    """``count`` of ``items`` evenly spaced from the first to the last (all of them when ``count`` is None)."""
+    """`count` of `items` evenly spaced from the first to the last (all of them when `count` is None)."""
     if count is None or len(items) <= count:
         return list(items)
     if count == 1:
@@ -51,7 +51,7 @@ def spread(items: Sequence[KVRecord], count: int | None) -> list[KVRecord]:
 def squad_contexts(
     count_tokens: Callable[[str], int], tokens: int, limit: int | None = None, questions: int | None = 3
 ) -> list[KVContext]:
-    """SQuAD v2 dev articles cut into contexts of consecutive paragraphs, each up to ``tokens`` tokens."""
+    """SQuAD v2 dev articles cut into contexts of consecutive paragraphs, each up to `tokens` tokens."""
     contexts: list[KVContext] = []
     for a, article in enumerate(squad_articles()):
         paragraphs = article["paragraphs"]
@@ -89,8 +89,8 @@ def squad_contexts(
 def needle_contexts(
     count_tokens: Callable[[str], int], tokens: int, limit: int | None = None, needles: int = 3, seed: int = 0
 ) -> list[KVContext]:
-    """``limit`` (default 10) haystacks of ``tokens`` tokens with ``needles`` needles each, at depths spread
-    over (0.1, 0.9), keys and values and the haystack's first sentence drawn from ``random.Random(seed)``."""
+    """`limit` (default 10) haystacks of `tokens` tokens with `needles` needles each, at depths spread
+    over (0.1, 0.9), keys and values and the haystack's first sentence drawn from `random.Random(seed)`."""
     sentences = haystack_sentences()
     draw = random.Random(seed)
     depths = [0.5] if needles == 1 else [0.1 + 0.8 * i / (needles - 1) for i in range(needles)]
@@ -122,8 +122,8 @@ def needle_contexts(
 def qmsum_contexts(
     count_tokens: Callable[[str], int], tokens: int, limit: int | None = None, questions: int | None = 3
 ) -> list[KVContext]:
-    """One context per QMSum validation meeting: its first specific queries whose gold turns fit in ``tokens``
-    together (at most ``questions``), and the meeting excerpt of ``tokens`` around all of them."""
+    """One context per QMSum validation meeting: its first specific queries whose gold turns fit in `tokens`
+    together (at most `questions`), and the meeting excerpt of `tokens` around all of them."""
     with open(data_dir() / "qmsum" / "val.jsonl") as lines:
         meetings = [json.loads(line) for line in lines if line.strip()]
     contexts: list[KVContext] = []
@@ -166,8 +166,8 @@ def qmsum_contexts(
 def load_contexts(
     dataset: str, count_tokens: Callable[[str], int], tokens: int, limit: int | None, questions: int | None
 ) -> list[KVContext]:
-    """The compress-once contexts of ``dataset`` ("squad", "needle" or "qmsum"); ``questions`` per context
-    (default :data:`DEFAULT_QUESTIONS`; the needles of a needle context)."""
+    """The compress-once contexts of `dataset` ("squad", "needle" or "qmsum"); `questions` per context
+    (default [`DEFAULT_QUESTIONS`][rcattr.eval.kv.contexts.DEFAULT_QUESTIONS]; the needles of a needle context)."""
     count = DEFAULT_QUESTIONS[dataset] if questions is None else questions
     if dataset == "squad":
         return squad_contexts(count_tokens, tokens, limit, count)

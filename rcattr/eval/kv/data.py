@@ -2,13 +2,13 @@
 
 Each record is a context to compress, a question asked after it, and the gold answers:
 
-* **SQuAD v2** (``squad_v2/dev-v2.0.json``): one record per answerable question (the 3,168 unanswerable
+* **SQuAD v2** (`squad_v2/dev-v2.0.json`): one record per answerable question (the 3,168 unanswerable
   ones have no gold text to score ROUGE against), in file order; the context is the question's paragraph.
-* **QMSum** (``qmsum/val.jsonl``): one record per *specific* query, whose ``relevant_text_span`` says which
+* **QMSum** (`qmsum/val.jsonl`): one record per *specific* query, whose `relevant_text_span` says which
   turns hold the answer (general queries are about the whole ~9k-word meeting and cannot be truncated
   honestly). Queries are taken round-robin over meetings (every meeting's first query, then every
-  meeting's second, ...), so a small ``limit`` still spans many meetings. The context is
-  :func:`meeting_excerpt`: the gold turns, then the turns around them, to a token budget.
+  meeting's second, ...), so a small `limit` still spans many meetings. The context is
+  [`meeting_excerpt`][rcattr.eval.kv.data.meeting_excerpt]: the gold turns, then the turns around them, to a token budget.
 """
 
 from __future__ import annotations
@@ -35,17 +35,17 @@ class KVRecord:
 
 
 def squad_articles() -> list[dict[str, Any]]:
-    """The articles of SQuAD v2 dev, in file order, each with its ``paragraphs``."""
+    """The articles of SQuAD v2 dev, in file order, each with its `paragraphs`."""
     return json.loads((data_dir() / "squad_v2" / "dev-v2.0.json").read_text())["data"]
 
 
 def squad_paragraphs() -> list[dict[str, Any]]:
-    """Every paragraph of SQuAD v2 dev (``context`` and its ``qas``), in file order."""
+    """Every paragraph of SQuAD v2 dev (`context` and its `qas`), in file order."""
     return [paragraph for article in squad_articles() for paragraph in article["paragraphs"]]
 
 
 def load_squad(limit: int | None = None) -> list[KVRecord]:
-    """The first ``limit`` answerable SQuAD v2 dev questions, each with its paragraph."""
+    """The first `limit` answerable SQuAD v2 dev questions, each with its paragraph."""
     records = []
     for paragraph in squad_paragraphs():
         for qa in paragraph["qas"]:
@@ -59,14 +59,14 @@ def load_squad(limit: int | None = None) -> list[KVRecord]:
 
 
 def turn_ranges(spans: Sequence[Sequence[str]]) -> list[tuple[int, int]]:
-    """QMSum's inclusive ``[["start", "end"], ...]`` turn ranges as ``(start, end)`` ints."""
+    """QMSum's inclusive `[["start", "end"], ...]` turn ranges as `(start, end)` ints."""
     return [(int(start), int(end)) for start, end in spans]
 
 
 def meeting_excerpt(
     turns: Sequence[str], gold: Sequence[tuple[int, int]], count_tokens: Callable[[str], int], budget: int
 ) -> str:
-    """The meeting text a model with ``budget`` tokens of context gets for one query.
+    """The meeting text a model with `budget` tokens of context gets for one query.
 
     The gold turns come first in the budget (in meeting order; if they alone are too long, the first of
     them that fit), then the turns just before and after them, alternately, until the next turn would
@@ -114,8 +114,8 @@ def _cut_to_budget(text: str, count_tokens: Callable[[str], int], budget: int) -
 def load_qmsum(
     count_tokens: Callable[[str], int], budget: int = 1024, limit: int | None = None
 ) -> list[KVRecord]:
-    """The first ``limit`` specific QMSum validation queries (round-robin over meetings), each with the
-    :func:`meeting_excerpt` of ``budget`` tokens (``count_tokens`` measures text in the model's tokens)."""
+    """The first `limit` specific QMSum validation queries (round-robin over meetings), each with the
+    [`meeting_excerpt`][rcattr.eval.kv.data.meeting_excerpt] of `budget` tokens (`count_tokens` measures text in the model's tokens)."""
     with open(data_dir() / "qmsum" / "val.jsonl") as lines:
         meetings: list[dict[str, Any]] = [json.loads(line) for line in lines if line.strip()]
     queries = [  # (meeting, query index, query), every meeting's first query, then every second, ...

@@ -1,13 +1,13 @@
-"""The caches the KV benchmark compares, one small class per kind, all behind :class:`KVMethod`.
+"""The caches the KV benchmark compares, one small class per kind, all behind [`KVMethod`][rcattr.eval.kv.methods.KVMethod].
 
-* :class:`FullCache`: transformers' ``DynamicCache``, the reference.
-* :class:`RCMethod`: :class:`~rcattr.kvcache.RCKVCache` at a threshold ``c`` and window ``w``, with a
-  variant of its scoring options (:func:`rc_options`); its compression is whatever the adaptive
+* [`FullCache`][rcattr.eval.kv.methods.FullCache]: transformers' `DynamicCache`, the reference.
+* [`RCMethod`][rcattr.eval.kv.methods.RCMethod]: [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] at a threshold `c` and window `w`, with a
+  variant of its scoring options ([`rc_options`][rcattr.eval.kv.variants.rc_options]); its compression is whatever the adaptive
   threshold reaches.
-* :class:`PressMethod`: a kvpress press at a set ratio, applied as kvpress's own pipeline applies it
-  (``with press(model): model.model(context, past_key_values=DynamicCache())``).
+* [`PressMethod`][rcattr.eval.kv.methods.PressMethod]: a kvpress press at a set ratio, applied as kvpress's own pipeline applies it
+  (`with press(model): model.model(context, past_key_values=DynamicCache())`).
 
-Every method compresses the context at prefill and nothing after. :meth:`KVMethod.compression` measures
+Every method compresses the context at prefill and nothing after. [`KVMethod.compression`][rcattr.eval.kv.methods.KVMethod.compression] measures
 what the cache really holds afterwards: the share of context entries (layers × key heads × tokens) gone
 from it or masked out of attention, and its bytes against the full cache's.
 """
@@ -57,10 +57,10 @@ def rc_policy(
     scale: float = 1.0,
     predictor: ScorePredictor | None = None,
 ) -> EvictionPolicy:
-    """RCKVCache's policy for ``variant`` (:func:`rc_options`) at the threshold ``c``, or evicting the share
-    ``ratio``; ``chunks`` says whether the question after the context is compressed too ("every", the
-    question-after-context protocol's RCKVCache) or kept ("prompt"); ``scale`` is the model's attention
-    scaling (the softmax statistic's); ``predictor`` the distilled score's (None: only checked)."""
+    """RCKVCache's policy for `variant` ([`rc_options`][rcattr.eval.kv.variants.rc_options]) at the threshold `c`, or evicting the share
+    `ratio`; `chunks` says whether the question after the context is compressed too ("every", the
+    question-after-context protocol's RCKVCache) or kept ("prompt"); `scale` is the model's attention
+    scaling (the softmax statistic's); `predictor` the distilled score's (None: only checked)."""
     options = rc_options(variant)
     statistic, pooling = options["statistic"], options["pooling"]
     scorer: WindowScorer
@@ -102,7 +102,7 @@ KVPRESS_HINT = (
 
 
 def import_kvpress() -> Any:
-    """The ``kvpress`` module, or an ImportError saying how to get the environment it needs."""
+    """The `kvpress` module, or an ImportError saying how to get the environment it needs."""
     try:
         import kvpress
     except ImportError as error:
@@ -120,7 +120,7 @@ def require_kvpress() -> None:
 
 @contextmanager
 def eager_attention(model: PreTrainedModel) -> Iterator[None]:
-    """Run ``model`` with eager attention inside the block, and with its own implementation again after."""
+    """Run `model` with eager attention inside the block, and with its own implementation again after."""
     previous = attention_implementation(model)
     set_attention_implementation(model, "eager")
     try:
@@ -131,8 +131,8 @@ def eager_attention(model: PreTrainedModel) -> Iterator[None]:
 
 @contextmanager
 def local_name_or_path(model: PreTrainedModel) -> Iterator[None]:
-    """Inside the block, ``model.config.name_or_path`` is the packaged model's folder when it names one, so a
-    press that calls ``AutoTokenizer.from_pretrained(model.config.name_or_path)`` loads it offline."""
+    """Inside the block, `model.config.name_or_path` is the packaged model's folder when it names one, so a
+    press that calls `AutoTokenizer.from_pretrained(model.config.name_or_path)` loads it offline."""
     name = model.config.name_or_path
     if name not in PACKAGED_MODELS:
         yield
@@ -153,7 +153,7 @@ class Compression:
 
 
 class KVMethod(ABC):
-    """A way to build and fill the cache for a context; ``label`` names it in the results."""
+    """A way to build and fill the cache for a context; `label` names it in the results."""
 
     name: str
 
@@ -167,15 +167,15 @@ class KVMethod(ABC):
 
     @abstractmethod
     def prefill(self, model: PreTrainedModel, context_ids: torch.Tensor) -> Cache:
-        """Run ``context_ids [1, n]`` through ``model`` into a new cache, compressing it; return the cache."""
+        """Run `context_ids [1, n]` through `model` into a new cache, compressing it; return the cache."""
 
     def compression(self, model: PreTrainedModel, cache: Cache, n_context: int) -> Compression:
-        """Measured from the cache itself: the entries it holds against ``n_context`` per layer and key head."""
+        """Measured from the cache itself: the entries it holds against `n_context` per layer and key head."""
         return _held(model, cache, n_context)
 
 
 def _held(model: PreTrainedModel, cache: Cache, n_context: int, masked: int = 0) -> Compression:
-    """The compression of a cache of ``[B, Hkv, seq, d]`` layers that holds ``masked`` entries no query sees."""
+    """The compression of a cache of `[B, Hkv, seq, d]` layers that holds `masked` entries no query sees."""
     text = model.config.get_text_config()
     full_entries = text.num_hidden_layers * text.num_key_value_heads * n_context
     keys: list[torch.Tensor] = [layer.keys for layer in cache.layers]  # type: ignore[union-attr,misc]
@@ -202,9 +202,9 @@ class FullCache(KVMethod):
 
 @dataclass(frozen=True)
 class RCMethod(KVMethod):
-    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last ``window`` context tokens (or of
-    a replay of the context), scored as ``variant`` says (:func:`rc_options`), cut at the threshold ``c`` or,
-    given ``ratio``, to that share. ``chunks`` is the policy's (:class:`~rcattr.kvcache.EvictionPolicy`)."""
+    """RCKVCache: head-wise adaptive budgets from the RC statistic of the last `window` context tokens (or of
+    a replay of the context), scored as `variant` says ([`rc_options`][rcattr.eval.kv.variants.rc_options]), cut at the threshold `c` or,
+    given `ratio`, to that share. `chunks` is the policy's ([`EvictionPolicy`][rcattr.kvcache.policy.EvictionPolicy])."""
 
     c: float
     window: int
@@ -257,7 +257,7 @@ class RCMethod(KVMethod):
 
 
 def shipped_predictor(model: PreTrainedModel) -> ScorePredictor:
-    """The score predictor shipped for ``model``, or ValueError naming the command that fits one."""
+    """The score predictor shipped for `model`, or ValueError naming the command that fits one."""
     predictor = ScorePredictor.shipped(model)
     if predictor is None:
         raise ValueError(
@@ -267,7 +267,7 @@ def shipped_predictor(model: PreTrainedModel) -> ScorePredictor:
 
 
 def attention_scale(model: PreTrainedModel) -> float:
-    """The scaling ``model``'s attention applies to its logits (read off its first attention module)."""
+    """The scaling `model`'s attention applies to its logits (read off its first attention module)."""
     for module in model.modules():
         scaling = getattr(module, "scaling", None)
         if isinstance(scaling, float):
@@ -277,15 +277,15 @@ def attention_scale(model: PreTrainedModel) -> float:
 
 
 def replay_prompt_ids(model: PreTrainedModel) -> torch.Tensor:
-    """``[1, p]`` :data:`~rcattr.kvcache.replay.REPLAY_PROMPT` as the question part of the benchmark's prompt (the
-    chat template's end of the user turn and assistant opening), in ``model``'s tokenizer."""
+    """`[1, p]` [`REPLAY_PROMPT`][rcattr.kvcache.replay.REPLAY_PROMPT] as the question part of the benchmark's prompt (the
+    chat template's end of the user turn and assistant opening), in `model`'s tokenizer."""
     with local_name_or_path(model):
         return _replay_prompt_ids(model.config.name_or_path)
 
 
 @functools.lru_cache(maxsize=4)
 def _replay_prompt_ids(name_or_path: str) -> torch.Tensor:
-    """:func:`replay_prompt_ids` by tokenizer folder, loaded once per folder (every replayed prefill asks)."""
+    """[`replay_prompt_ids`][rcattr.eval.kv.methods.replay_prompt_ids] by tokenizer folder, loaded once per folder (every replayed prefill asks)."""
     from transformers import AutoTokenizer
 
     from rcattr.kvcache.context.prompt import split_prompt
@@ -295,7 +295,7 @@ def _replay_prompt_ids(name_or_path: str) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class PressMethod(KVMethod):
-    """A kvpress press (``name`` in :data:`PRESSES`) at compression ratio ``ratio``."""
+    """A kvpress press (`name` in [`PRESSES`][rcattr.eval.kv.methods.PRESSES]) at compression ratio `ratio`."""
 
     name: str
     ratio: float

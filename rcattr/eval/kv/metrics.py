@@ -1,9 +1,9 @@
 """Quality of a compressed KV cache: value error rate (docs/design.md §3, paper Eq. 9) and ROUGE.
 
-* :func:`value_error_rate`: with the full cache's generation teacher-forced through both caches,
-  the mean over heads and generated tokens of ``‖v* − v̂‖₂ / ‖v*‖₂``, ``v`` the per-head attention output
-  of the last layer (the input of its output projection). :class:`LastLayerHeadOutputs` captures it.
-* :func:`rouge`: ROUGE-1 and ROUGE-L F1 (Google's ``rouge-score``, Porter stemming) of an answer against
+* [`value_error_rate`][rcattr.eval.kv.metrics.value_error_rate]: with the full cache's generation teacher-forced through both caches,
+  the mean over heads and generated tokens of `‖v* − v̂‖₂ / ‖v*‖₂`, `v` the per-head attention output
+  of the last layer (the input of its output projection). [`LastLayerHeadOutputs`][rcattr.eval.kv.metrics.LastLayerHeadOutputs] captures it.
+* [`rouge`][rcattr.eval.kv.metrics.rouge]: ROUGE-1 and ROUGE-L F1 (Google's `rouge-score`, Porter stemming) of an answer against
   its gold answers, the best over the gold answers when there are several (SQuAD).
 """
 
@@ -21,12 +21,12 @@ ROUGE_TYPES = ("rouge1", "rougeL")
 
 
 def value_error_rate(reference: torch.Tensor, compressed: torch.Tensor, eps: float = 1e-12) -> float:
-    """Mean over tokens and heads of ``‖reference − compressed‖₂ / ‖reference‖₂``.
+    """Mean over tokens and heads of `‖reference − compressed‖₂ / ‖reference‖₂`.
 
     Parameters
     ----------
     reference, compressed : torch.Tensor
-        ``[tokens, heads, head_dim]`` per-head attention outputs of the same tokens with the full and the
+        `[tokens, heads, head_dim]` per-head attention outputs of the same tokens with the full and the
         compressed cache.
     """
     if reference.shape != compressed.shape:
@@ -50,7 +50,7 @@ def _last_output_projection(model: PreTrainedModel) -> torch.nn.Module:
 
 
 class LastLayerHeadOutputs:
-    """``with LastLayerHeadOutputs(model) as outputs: model(...)`` then ``outputs.heads``: ``[B, q, H, d]``
+    """`with LastLayerHeadOutputs(model) as outputs: model(...)` then `outputs.heads`: `[B, q, H, d]`
     the last layer's per-head attention output (before its output projection), the query positions of
     every forward inside the block concatenated."""
 
@@ -90,7 +90,7 @@ def _scorer():  # type: ignore[no-untyped-def]
 
 
 def rouge(prediction: str, references: Sequence[str]) -> dict[str, float]:
-    """ROUGE-1 and ROUGE-L F1 of ``prediction``, each the best over ``references``."""
+    """ROUGE-1 and ROUGE-L F1 of `prediction`, each the best over `references`."""
     if not references:
         raise ValueError("no reference answer to score against")
     scores = [_scorer().score(reference, prediction) for reference in references]
@@ -98,7 +98,7 @@ def rouge(prediction: str, references: Sequence[str]) -> dict[str, float]:
 
 
 def answer_match(prediction: str, references: Sequence[str]) -> float:
-    """1.0 when a reference stands in ``prediction`` as whole words (case ignored; for a number, not
+    """1.0 when a reference stands in `prediction` as whole words (case ignored; for a number, not
     inside a longer one), else 0.0: RULER's case-blind string match, held to whole words, for answers
     the model words its own way."""
     if not any(reference.strip() for reference in references):

@@ -1,11 +1,11 @@
 """Needle retrieval for the KV benchmark: RULER-style key–value needles in real prose, generated here.
 
-A needle, ``One of the special magic numbers for {key} is: {value}.`` (RULER's single-needle format,
+A needle, `One of the special magic numbers for {key} is: {value}.` (RULER's single-needle format,
 a two-word key and a seven-digit value), is placed at a controlled depth in a haystack of SQuAD v2
-dev sentences (``squad_v2/dev-v2.0.json`` of the benchmark data, read from a seeded offset, so each
+dev sentences (`squad_v2/dev-v2.0.json` of the benchmark data, read from a seeded offset, so each
 prompt has prose of its own); the question asks for the key's value, and an answer is right when the
-value stands in it as a whole number (:func:`rcattr.eval.kv.metrics.answer_match`). Everything is drawn
-from ``seed``: no download, the same prompts on every machine.
+value stands in it as a whole number ([`rcattr.eval.kv.metrics.answer_match`][rcattr.eval.kv.metrics.answer_match]). Everything is drawn
+from `seed`: no download, the same prompts on every machine.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ def haystack_sentences() -> list[str]:
 def place_needle(
     sentences: Iterable[str], needle: str, count_tokens: Callable[[str], int], tokens: int, depth: float
 ) -> str:
-    """A context of about ``tokens`` tokens: ``sentences`` from the first on, with ``needle`` after the
-    sentence at ``depth`` (0: before the first, 1: after the last) of the haystack's tokens.
+    """A context of about `tokens` tokens: `sentences` from the first on, with `needle` after the
+    sentence at `depth` (0: before the first, 1: after the last) of the haystack's tokens.
 
-    The haystack takes whole sentences while the needle and they fit in ``tokens``; sentences are joined
-    by spaces, so a text's tokens are counted as the sum of its sentences' (``count_tokens`` of each).
+    The haystack takes whole sentences while the needle and they fit in `tokens`; sentences are joined
+    by spaces, so a text's tokens are counted as the sum of its sentences' (`count_tokens` of each).
     """
     return place_needles(sentences, [(needle, depth)], count_tokens, tokens)
 
@@ -56,8 +56,8 @@ def place_needles(
     count_tokens: Callable[[str], int],
     tokens: int,
 ) -> str:
-    """:func:`place_needle` with several ``(needle, depth)``: the haystack takes whole sentences while every
-    needle and they fit in ``tokens``, and each needle goes after the sentence at its depth (needles at
+    """[`place_needle`][rcattr.eval.kv.needle.place_needle] with several `(needle, depth)`: the haystack takes whole sentences while every
+    needle and they fit in `tokens`, and each needle goes after the sentence at its depth (needles at
     the same place in the order given)."""
     for _, depth in needles:
         if not 0.0 <= depth <= 1.0:
@@ -99,11 +99,11 @@ def load_needle(
     seed: int = 0,
     sentences: Sequence[str] | None = None,
 ) -> list[KVRecord]:
-    """``limit`` needle prompts (default: 4 for every length and depth, 60 in all), cycling over the
-    (length, depth) cells so that any ``limit`` covers them evenly: prompt 0 of every cell, then prompt 1, ...
+    """`limit` needle prompts (default: 4 for every length and depth, 60 in all), cycling over the
+    (length, depth) cells so that any `limit` covers them evenly: prompt 0 of every cell, then prompt 1, ...
 
-    Each prompt draws its key (``"adjective-noun"``), its seven-digit value and its haystack's first
-    sentence from ``random.Random(seed)``; ``count_tokens`` measures text in the model's tokens.
+    Each prompt draws its key (`"adjective-noun"`), its seven-digit value and its haystack's first
+    sentence from `random.Random(seed)`; `count_tokens` measures text in the model's tokens.
     """
     sentences = haystack_sentences() if sentences is None else list(sentences)
     cells = [(tokens, depth) for tokens in lengths for depth in depths]

@@ -1,11 +1,11 @@
-"""The compress-once protocol of the KV benchmark (``python -m rcattr.eval.kv --protocol once``): where users
-compress. Each context (:mod:`rcattr.eval.kv.contexts`) is prefilled and compressed once, without any
+"""The compress-once protocol of the KV benchmark (`python -m rcattr.eval.kv --protocol once`): where users
+compress. Each context ([`rcattr.eval.kv.contexts`][rcattr.eval.kv.contexts]) is prefilled and compressed once, without any
 question; every question is then asked of a copy of that cache, the question itself kept whole (RCKVCache's
-``chunks="prompt"``). As in the question-after-context protocol, the full cache's greedy answer g is
+`chunks="prompt"`). As in the question-after-context protocol, the full cache's greedy answer g is
 teacher-forced through every cache for the VER, and each cache's own greedy answer is scored by ROUGE and
 answer match. A row is one (method, question); the rows of a context are written together, and the
 prefill's time is divided by the full cache's prefill of the same context in the same process
-(``prefill_cost``).
+(`prefill_cost`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ ONCE_PROTOCOL = (
 
 
 class CompressOnce(KVRun):
-    """The compress-once protocol over :class:`~rcattr.eval.kv.contexts.KVContext` records: one prefill per
-    (method, context), one row per (method, question) (:class:`~rcattr.eval.kv.runner.KVRun`'s parameters)."""
+    """The compress-once protocol over [`KVContext`][rcattr.eval.kv.contexts.KVContext] records: one prefill per
+    (method, context), one row per (method, question) ([`KVRun`][rcattr.eval.kv.runner.KVRun]'s parameters)."""
 
     def load(self) -> Sequence[KVContext]:
         def count_tokens(text: str) -> int:
@@ -72,7 +72,7 @@ class CompressOnce(KVRun):
         return list(latest.values())
 
     def report(self) -> dict[str, Any]:
-        """Write ``results.json`` and ``results.md`` from every row on disk; returns the results."""
+        """Write `results.json` and `results.md` from every row on disk; returns the results."""
         header = {**self._header(), "protocol": ONCE_PROTOCOL}
         results = summarise_once(self.rows(), [m.label for m in self.methods], header)
         self.store.write_report(results, once_markdown(results))
@@ -86,7 +86,7 @@ class CompressOnce(KVRun):
     def run_record(
         self, record: KVContext, methods: Sequence[KVMethod], progress: tqdm
     ) -> list[dict[str, Any]]:
-        """The full cache's reference answers, then every method's rows on ``record``'s questions."""
+        """The full cache's reference answers, then every method's rows on `record`'s questions."""
         instruction = INSTRUCTIONS[self.config.dataset]
         prompts = [
             split_prompt(self.tokenizer, q.context, f"{instruction} Question: {q.question}")
@@ -132,7 +132,7 @@ class CompressOnce(KVRun):
         reference: torch.Tensor,
         reference_heads: torch.Tensor,
     ) -> dict[str, Any]:
-        """One question asked of a copy of ``cache``: its answer, and ``reference`` teacher-forced for VER."""
+        """One question asked of a copy of `cache`: its answer, and `reference` teacher-forced for VER."""
         start = time.perf_counter()
         answer = greedy_answer(self.model, copy.deepcopy(cache), prompt, self.config.answer_tokens)
         seconds = time.perf_counter() - start

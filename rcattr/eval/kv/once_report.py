@@ -1,4 +1,4 @@
-"""The compress-once protocol's ``results.json`` and ``results.md``: per cache setting, the means over the
+"""The compress-once protocol's `results.json` and `results.md`: per cache setting, the means over the
 contexts every setting has finished, and paired differences whose bootstrap draws **contexts** (the questions
 of one context share its cache): answer match and ROUGE-L against the full cache, VER and answer match against KVzip at
 the same ratio, and each RCKVCache variant against the default recipe at the same ratio and window."""
@@ -29,7 +29,7 @@ ONCE_METRICS = (
 
 
 def _grouped(rows: Sequence[dict[str, Any]], contexts: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """The rows of each context, in ``contexts`` order, questions in id order."""
+    """The rows of each context, in `contexts` order, questions in id order."""
     by_context: dict[str, list[dict[str, Any]]] = {context: [] for context in contexts}
     for row in sorted(rows, key=lambda row: row["id"]):
         if row["context_id"] in by_context:
@@ -40,7 +40,7 @@ def _grouped(rows: Sequence[dict[str, Any]], contexts: Sequence[str]) -> dict[st
 def _difference(
     rows: dict[str, list[dict[str, Any]]], reference: dict[str, list[dict[str, Any]]], metric: str
 ) -> list[float]:
-    """``[difference, low, high]``: ``metric`` of ``rows`` minus that of ``reference``, contexts resampled."""
+    """`[difference, low, high]`: `metric` of `rows` minus that of `reference`, contexts resampled."""
     if metric == "match":
         hits = [[bool(row["match"]) for row in questions] for questions in rows.values()]
         base = [[bool(row["match"]) for row in questions] for questions in reference.values()]
@@ -51,7 +51,7 @@ def _difference(
 
 
 def _default_twin(setting: dict[str, Any], methods: dict[str, Any]) -> str | None:
-    """The label of RCKVCache's default recipe at the same cut and window as ``setting`` (a variant's)."""
+    """The label of RCKVCache's default recipe at the same cut and window as `setting` (a variant's)."""
     for label, row in methods.items():
         other = row["setting"]
         if (
@@ -68,7 +68,7 @@ def _default_twin(setting: dict[str, Any], methods: dict[str, Any]) -> str | Non
 def summarise_once(
     rows: Sequence[dict[str, Any]], labels: Sequence[str], header: dict[str, Any]
 ) -> dict[str, Any]:
-    """The ``results.json`` structure from the (method, question) ``rows`` of the method ``labels``."""
+    """The `results.json` structure from the (method, question) `rows` of the method `labels`."""
     per_label: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         per_label.setdefault(row["method"], []).append(row)
@@ -153,7 +153,7 @@ def _cut(row: dict[str, Any]) -> str:
 
 
 def once_markdown(results: dict[str, Any]) -> str:
-    """``results.md``: one table of every cache setting, then the notes."""
+    """`results.md`: one table of every cache setting, then the notes."""
     lines = [
         f"# KV benchmark, compress once: {results['config']['dataset']} ({results['model']})",
         "",

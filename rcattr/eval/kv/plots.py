@@ -17,7 +17,7 @@ FIG4_LABEL = "rc/c=1/w=16"  # the head plot's default: the paper's default c and
 
 def plot_frontiers(results: dict[str, Any], path: str | Path) -> Path:
     """VER and the task's answer quality against the measured compression: a line per press, RCKVCache
-    points per ``c``."""
+    points per `c`."""
     from matplotlib.figure import Figure  # not pyplot: no backend switch, no global figure state
 
     quality = quality_metric(results)

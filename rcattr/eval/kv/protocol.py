@@ -2,14 +2,14 @@
 
 The chat-formatted prompt is cut in two: the **context** part (template opening and the context) is
 prefilled, and compressed, on its own; the **question** part (question, instruction and the template's
-assistant opening) follows uncompressed, at the positions after the whole context (``position_ids`` from
-``n_context``, which keeps RoPE positions right when a press has shortened the cache). A cache whose layers
+assistant opening) follows uncompressed, at the positions after the whole context (`position_ids` from
+`n_context`, which keeps RoPE positions right when a press has shortened the cache). A cache whose layers
 hold different numbers of entries (PyramidKV) gets its multi-token inputs one token at a time: transformers
 builds one attention mask for all layers, sized for the first, which fails on the others (kvpress's own
 pipeline fails there the same way); one token at a time needs no mask and gives the same result.
 
-* :func:`greedy_answer`: greedy decoding from there, as kvpress's ``generate_answer``.
-* :func:`teacher_forced`: the question and a given answer fed in one forward; at each position that predicts
+* [`greedy_answer`][rcattr.eval.kv.protocol.greedy_answer]: greedy decoding from there, as kvpress's `generate_answer`.
+* [`teacher_forced`][rcattr.eval.kv.protocol.teacher_forced]: the question and a given answer fed in one forward; at each position that predicts
   an answer token (the last question token and the answer's own tokens but the last), the next-token
   log-probabilities and the last layer's per-head attention outputs (for the value error rate).
 
@@ -29,7 +29,7 @@ from rcattr.runtime.compat import cache_argument
 
 
 def __getattr__(name: str) -> object:
-    """``split_prompt``'s old path (it moved to :mod:`rcattr.kvcache`), with a DeprecationWarning until 0.3.0."""
+    """`split_prompt`'s old path (it moved to [`rcattr.kvcache`][rcattr.kvcache]), with a DeprecationWarning until 0.3.0."""
     if name != "split_prompt":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import warnings
@@ -60,7 +60,7 @@ def _uneven(cache: Cache) -> bool:
 def feed(
     model: PreTrainedModel, cache: Cache, input_ids: torch.Tensor, start: int, keep: int = 1
 ) -> torch.Tensor:
-    """Feed ``input_ids [1, q]`` at positions ``start ...``; the logits ``[keep, vocab]`` of the last ``keep``."""
+    """Feed `input_ids [1, q]` at positions `start ...`; the logits `[keep, vocab]` of the last `keep`."""
     steps = input_ids.split(1, dim=1) if _uneven(cache) and input_ids.shape[1] > 1 else (input_ids,)
     logits = []
     for step in steps:
@@ -78,7 +78,7 @@ def feed(
 def greedy_answer(
     model: PreTrainedModel, cache: Cache, prompt: SplitPrompt, max_new_tokens: int
 ) -> torch.Tensor:
-    """``[T]`` greedy answer ids (stop token included) after the context already in ``cache``."""
+    """`[T]` greedy answer ids (stop token included) after the context already in `cache`."""
     position = prompt.n_context
     answer = [int(feed(model, cache, prompt.question_ids, position)[-1].argmax())]
     position += prompt.question_ids.shape[1]
@@ -91,7 +91,7 @@ def greedy_answer(
 
 @dataclass(frozen=True)
 class TeacherForced:
-    """A cache's outputs at the positions predicting each token of a given answer ``[T]``."""
+    """A cache's outputs at the positions predicting each token of a given answer `[T]`."""
 
     log_probs: torch.Tensor  # [T, vocab] next-token log-probabilities
     heads: torch.Tensor  # [T, H, d] the last layer's per-head attention outputs (the input of o_proj)
@@ -101,7 +101,7 @@ class TeacherForced:
 def teacher_forced(
     model: PreTrainedModel, cache: Cache, prompt: SplitPrompt, answer: torch.Tensor
 ) -> TeacherForced:
-    """The question, then ``answer [T]`` but its last token, after the context in ``cache``."""
+    """The question, then `answer [T]` but its last token, after the context in `cache`."""
     question = prompt.question_ids
     inputs = torch.cat([question, answer[None, :-1]], dim=1)
     count = answer.shape[0]

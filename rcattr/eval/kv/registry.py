@@ -1,9 +1,9 @@
-"""The methods of the KV benchmark by name, in the registry :func:`default_kv_methods` builds.
+"""The methods of the KV benchmark by name, in the registry [`default_kv_methods`][rcattr.eval.kv.registry.default_kv_methods] builds.
 
-A name on the command line (``--methods rc,snapkv``) is a family of caches: :class:`RCFamily` is
-RCKVCache at every ``c`` × window × scoring variant of the run's config, :class:`PressFamily` a kvpress
-press at every ratio. The runner gives each setting (a :class:`~rcattr.eval.kv.methods.KVMethod`) its own
-rows; add a family of your own to a registry and give it to :class:`~rcattr.eval.kv.runner.KVBenchmark`.
+A name on the command line (`--methods rc,snapkv`) is a family of caches: [`RCFamily`][rcattr.eval.kv.registry.RCFamily] is
+RCKVCache at every `c` × window × scoring variant of the run's config, [`PressFamily`][rcattr.eval.kv.registry.PressFamily] a kvpress
+press at every ratio. The runner gives each setting (a [`KVMethod`][rcattr.eval.kv.methods.KVMethod]) its own
+rows; add a family of your own to a registry and give it to [`KVBenchmark`][rcattr.eval.kv.runner.KVBenchmark].
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class KVFamily(ABC):
     name : str
         The method's name on the command line and in the results.
     needs_kvpress : bool
-        Whether its caches need kvpress (and so the environment of ``make setup-kvpress``).
+        Whether its caches need kvpress (and so the environment of `make setup-kvpress`).
     """
 
     name: str
@@ -34,12 +34,12 @@ class KVFamily(ABC):
 
     @abstractmethod
     def settings(self, config: KVBenchmarkConfig) -> list[KVMethod]:
-        """The caches the run compares for this method, one per setting of ``config``."""
+        """The caches the run compares for this method, one per setting of `config`."""
 
 
 @dataclass(frozen=True)
 class RCFamily(KVFamily):
-    """RCKVCache at every scoring variant, window, and threshold ``c`` or share ``rc_ratios`` of the config."""
+    """RCKVCache at every scoring variant, window, and threshold `c` or share `rc_ratios` of the config."""
 
     name: str = "rc"
 
@@ -62,7 +62,7 @@ class RCFamily(KVFamily):
 
 @dataclass(frozen=True)
 class PressFamily(KVFamily):
-    """The kvpress press ``name`` (a key of :data:`~rcattr.eval.kv.presses.PRESSES`) at every ratio."""
+    """The kvpress press `name` (a key of [`PRESSES`][rcattr.eval.kv.presses.PRESSES]) at every ratio."""
 
     name: str
     needs_kvpress: ClassVar[bool] = True
@@ -75,7 +75,7 @@ KVMethods = MethodRegistry[KVFamily]
 
 
 def default_kv_methods() -> KVMethods:
-    """A new registry of the built-in methods: ``rc``, then every press."""
+    """A new registry of the built-in methods: `rc`, then every press."""
     return MethodRegistry([RCFamily(), *(PressFamily(name) for name in PRESSES)], reserved=("full",))
 
 
@@ -83,8 +83,8 @@ KV_METHODS = tuple(default_kv_methods())  # the built-in names
 
 
 def kv_methods(config: KVBenchmarkConfig, methods: KVMethods | None = None) -> list[KVMethod]:
-    """The full-cache reference, then every method of ``config.methods`` at every setting (the methods of
-    ``methods``, default :func:`default_kv_methods`)."""
+    """The full-cache reference, then every method of `config.methods` at every setting (the methods of
+    `methods`, default [`default_kv_methods`][rcattr.eval.kv.registry.default_kv_methods])."""
     registry = default_kv_methods() if methods is None else methods
     registry.check(config.methods)
     return [FullCache(), *(method for name in config.methods for method in registry[name].settings(config))]

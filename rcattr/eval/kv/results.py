@@ -1,10 +1,10 @@
-"""The KV benchmark's ``results.json``: every cache setting's lines aggregated.
+"""The KV benchmark's `results.json`: every cache setting's lines aggregated.
 
-* :func:`summarise`: per method label, the means over the records every label has (so every row is
+* [`summarise`][rcattr.eval.kv.results.summarise]: per method label, the means over the records every label has (so every row is
   measured on the same records); RCKVCache's VER and answer quality against each press's at the same
   compression (linear interpolation between the press's measured points, record by record), with paired
   bootstrap intervals of the differences; each RCKVCache variant's VER at 50% and 70% compression
-  (interpolated over its ``c`` values) against the default's; the rank correlation of per-head
+  (interpolated over its `c` values) against the default's; the rank correlation of per-head
   compression with the per-head RC score.
 """
 
@@ -28,7 +28,7 @@ BASELINE_WINDOW = 16  # RCKVCache's default window: the variants are compared wi
 def rows_by_method(
     rows: Sequence[dict[str, Any]], labels: Sequence[str]
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str], set[str]]:
-    """The rows by method label then record id, the ``labels`` that have rows (in their order), and the
+    """The rows by method label then record id, the `labels` that have rows (in their order), and the
     record ids every one of them has finished (what paired comparisons use)."""
     by_label: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
@@ -41,7 +41,7 @@ def rows_by_method(
 def summarise(
     rows: Sequence[dict[str, Any]], labels: Sequence[str], header: dict[str, Any]
 ) -> dict[str, Any]:
-    """The ``results.json`` structure from the record lines ``rows`` of the method ``labels``."""
+    """The `results.json` structure from the record lines `rows` of the method `labels`."""
     by_label, present, common = rows_by_method(rows, labels)
     methods: dict[str, Any] = {}
     for label in present:
@@ -95,12 +95,12 @@ def _seconds_per_method(methods: dict[str, Any]) -> dict[str, float]:
 
 
 def rc_curve(setting: dict[str, Any]) -> str:
-    """The RCKVCache curve (variant and window) a setting's ``c`` values lie on, e.g. "sinks=4, w = 16"."""
+    """The RCKVCache curve (variant and window) a setting's `c` values lie on, e.g. "sinks=4, w = 16"."""
     return f"{setting.get('variant', PAPER_VARIANT)}, w = {int(setting['window'])}"
 
 
 def _curves(methods: dict[str, Any], rc: bool) -> dict[str, list[str]]:
-    """The labels of every press (``rc=False``) or RCKVCache curve (``rc=True``), by compression."""
+    """The labels of every press (`rc=False`) or RCKVCache curve (`rc=True`), by compression."""
     curves: dict[str, list[str]] = {}
     for label, row in methods.items():
         if rc and row["name"] == "rc":
@@ -120,7 +120,7 @@ def _at(
     metric: str,
     target: float,
 ) -> np.ndarray | None:
-    """Per record, ``metric`` at compression ``target`` on the curve of ``labels`` (sorted by compression):
+    """Per record, `metric` at compression `target` on the curve of `labels` (sorted by compression):
     linear between the two settings whose mean compressions enclose it; None outside them."""
     xs = np.array([methods[label]["compression_ratio"] for label in labels])
     if len(xs) < 2 or not xs[0] <= target <= xs[-1]:
@@ -169,7 +169,7 @@ def matched_value_errors(
 def lever_effects(
     methods: dict[str, Any], per_record: dict[str, dict[str, np.ndarray]], quality: str
 ) -> dict[str, Any]:
-    """Each RCKVCache curve's VER and answer quality at :data:`LEVER_RATIOS`, interpolated over its ``c``
+    """Each RCKVCache curve's VER and answer quality at [`LEVER_RATIOS`][rcattr.eval.kv.results.LEVER_RATIOS], interpolated over its `c`
     values record by record, and its paired VER difference to the default variant at the default window
     (minus: the variant's VER is lower), with a 95% bootstrap interval over records."""
     curves = _curves(methods, rc=True)
@@ -200,7 +200,7 @@ def lever_effects(
 
 def head_correlations(rows: Sequence[dict[str, Any]], common: set[str]) -> dict[str, Any]:
     """Per RCKVCache setting, Spearman's rho between a head's compression and its RC score, over every
-    (record, layer, key head) of the records in ``common``."""
+    (record, layer, key head) of the records in `common`."""
     pooled: dict[str, tuple[list[float], list[float]]] = {}
     for row in rows:
         if row.get("head_compression") and row["id"] in common:

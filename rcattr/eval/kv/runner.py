@@ -1,4 +1,4 @@
-"""The KV benchmark's runner: :class:`KVBenchmark` runs every cache of a config on every record, one line
+"""The KV benchmark's runner: [`KVBenchmark`][rcattr.eval.kv.runner.KVBenchmark] runs every cache of a config on every record, one line
 per (cache setting, record) in its run folder, then writes the report from every line there."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from rcattr.protocols import TokenizerLike
 
 @dataclass(frozen=True)
 class _Measured:
-    """One method on one record: its cache after answering, a copy from before, the answer ``[T]``."""
+    """One method on one record: its cache after answering, a copy from before, the answer `[T]`."""
 
     cache: Cache
     forced: Cache
@@ -50,22 +50,22 @@ class _Measured:
 
 
 class KVRun(MethodRecordRun):
-    """What the KV benchmark's protocols share: every method of ``config`` on every record (or on ``shard`` of
-    the records), one line per (method setting, record or question) in ``out/records.jsonl``
-    (:class:`~rcattr.eval.common.run_store.RunStore`). Subclasses load the records and run one.
+    """What the KV benchmark's protocols share: every method of `config` on every record (or on `shard` of
+    the records), one line per (method setting, record or question) in `out/records.jsonl`
+    ([`RunStore`][rcattr.eval.common.run_store.RunStore]). Subclasses load the records and run one.
 
     Parameters
     ----------
     config : KVBenchmarkConfig
-        What the run measures; ``config.methods`` name methods of ``methods``.
+        What the run measures; `config.methods` name methods of `methods`.
     model, tokenizer
         The model whose cache is compressed, and its tokenizer.
     out : str or Path
-        The run folder; a run already there is resumed (its settings must match ``config``).
+        The run folder; a run already there is resumed (its settings must match `config`).
     shard : Shard, optional
         The records this process runs. Default: all of them.
     methods : MethodRegistry, optional
-        The methods the run may use, by name. Default: :func:`~rcattr.eval.kv.registry.default_kv_methods`.
+        The methods the run may use, by name. Default: [`default_kv_methods`][rcattr.eval.kv.registry.default_kv_methods].
     """
 
     def __init__(
@@ -86,7 +86,7 @@ class KVRun(MethodRecordRun):
 
     @abstractmethod
     def load(self) -> Sequence[Any]:
-        """The records the run goes over (what :meth:`run_record` takes)."""
+        """The records the run goes over (what [`run_record`][rcattr.eval.kv.runner.KVRun.run_record] takes)."""
 
     def _header(self) -> dict[str, Any]:
         return {
@@ -100,8 +100,8 @@ class KVRun(MethodRecordRun):
 
 
 class KVBenchmark(KVRun):
-    """The question-after-context protocol (:data:`~rcattr.eval.kv.config.PROTOCOL`): one line per (method
-    setting, record), each record's context compressed with its question after it (:class:`KVRun`'s
+    """The question-after-context protocol ([`PROTOCOL`][rcattr.eval.kv.config.PROTOCOL]): one line per (method
+    setting, record), each record's context compressed with its question after it ([`KVRun`][rcattr.eval.kv.runner.KVRun]'s
     parameters)."""
 
     def load(self) -> Sequence[KVRecord]:
@@ -115,7 +115,7 @@ class KVBenchmark(KVRun):
         return record.id
 
     def report(self) -> dict[str, Any]:
-        """Write ``results.json``, ``results.md`` and the plots from every row on disk; returns the results."""
+        """Write `results.json`, `results.md` and the plots from every row on disk; returns the results."""
         labels = [m.label for m in self.methods]
         rows = list(self.done().values())
         results = summarise(rows, labels, self._header())
@@ -126,7 +126,7 @@ class KVBenchmark(KVRun):
         return results
 
     def _measure(self, method: KVMethod, prompt: SplitPrompt) -> _Measured:
-        """Prefill ``method``'s cache with the context, then answer greedily; timed together."""
+        """Prefill `method`'s cache with the context, then answer greedily; timed together."""
         start = time.perf_counter()
         cache = method.prefill(self.model, prompt.context_ids)
         prefill_seconds = time.perf_counter() - start
@@ -179,7 +179,7 @@ class KVBenchmark(KVRun):
 
 def _head_statistics(cache: RCKVCache) -> dict[str, list[list[float]]]:
     """Per evicting layer and key head: the share of the context evicted, and the head's mean RC score
-    (E[Z] of the context tokens against the window, the quantity its threshold is ``c`` times)."""
+    (E[Z] of the context tokens against the window, the quantity its threshold is `c` times)."""
     compression, score = [], []
     for eviction in cache.evictions:
         if eviction is None:

@@ -1,6 +1,6 @@
-"""Scoring choices the KV benchmark measured and left out of :class:`~rcattr.kvcache.WindowScorer`
-(docs/benchmarks.md, "Levers"): kept here so that their rows reproduce (``--rc-variants upper_bound``,
-``benchmarks/bench_kv_fidelity.py``)."""
+"""Scoring choices the KV benchmark measured and left out of [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer]
+(docs/benchmarks.md, "Levers"): kept here so that their rows reproduce (`--rc-variants upper_bound`,
+`benchmarks/bench_kv_fidelity.py`)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ __all__ = ["AblationScorer", "BlendedScorer", "MaxPooledScorer", "QueryMaxScorer
 
 @dataclass(frozen=True)
 class AblationScorer(WindowScorer):
-    """A :class:`~rcattr.kvcache.WindowScorer` with the statistic and the query-head aggregation open.
+    """A [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer] with the statistic and the query-head aggregation open.
 
     Parameters
     ----------
     statistic : {"expected", "upper_bound"}, default "expected"
-        ``E[max(X - Y, 0)]`` under the product coupling, or the paper's bound
-        ``A = ∫ min(F_Y, 1 - F_X) dt`` of it that holds for every coupling (RCStat Thm 3.1).
+        `E[max(X - Y, 0)]` under the product coupling, or the paper's bound
+        `A = ∫ min(F_Y, 1 - F_X) dt` of it that holds for every coupling (RCStat Thm 3.1).
     group_reduce : {"mean", "max"}, default "mean"
         How a key head aggregates the scores of the query heads that read it.
     """
@@ -41,8 +41,8 @@ class AblationScorer(WindowScorer):
             raise ValueError(f"group_reduce must be 'mean' or 'max', got {self.group_reduce!r}")
 
     def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
-        """``[B, kv_heads, m]`` the statistic of every key before the window, ``nan`` where no window query
-        sees it (the shapes of :func:`~rcattr.kvcache.window_rc_scores`)."""
+        """`[B, kv_heads, m]` the statistic of every key before the window, `nan` where no window query
+        sees it (the shapes of [`window_rc_scores`][rcattr.kvcache.scoring.window_rc_scores])."""
         batch, heads, w, n = logits.shape
         if heads % kv_heads:
             raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
@@ -69,8 +69,8 @@ class _MaxOverQueries(WindowScorer):
     replayable: ClassVar[bool] = True
 
     def key_head_scores(self, logits: torch.Tensor, visible: torch.Tensor, kv_heads: int) -> torch.Tensor:
-        """``[B, kv_heads, m]`` from ``[B, H, w, m + w]`` logits (the shapes of
-        :func:`~rcattr.kvcache.window_rc_scores`); ``nan`` where no window query sees a key."""
+        """`[B, kv_heads, m]` from `[B, H, w, m + w]` logits (the shapes of
+        [`window_rc_scores`][rcattr.kvcache.scoring.window_rc_scores]); `nan` where no window query sees a key."""
         batch, heads, w, n = logits.shape
         if heads % kv_heads:
             raise ValueError(f"{heads} query heads cannot share {kv_heads} key heads evenly")
@@ -79,7 +79,7 @@ class _MaxOverQueries(WindowScorer):
         return grouped.masked_fill(~visible[:, None, :, : n - w].any(-2), float("nan"))
 
     def query_head_scores(self, logits: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-        """``[B, H, m]`` every query head's score of every key before the window (any value where none sees it)."""
+        """`[B, H, m]` every query head's score of every key before the window (any value where none sees it)."""
         raise NotImplementedError
 
 
@@ -88,8 +88,8 @@ class MaxPooledScorer(_MaxOverQueries):
     """Each key's expected RC against the window, pooled by the **max** over the window queries and the query
     heads of its key head instead of the mean: a key one query needs counts as much as one all of them read.
 
-    The reference sample Y is the own causal logits of the window's last ``reference`` queries. As
-    ``phi_Y`` increases with its argument, the max of ``phi_Y`` over queries is ``phi_Y`` of the largest logit.
+    The reference sample Y is the own causal logits of the window's last `reference` queries. As
+    `phi_Y` increases with its argument, the max of `phi_Y` over queries is `phi_Y` of the largest logit.
 
     Parameters
     ----------
@@ -111,12 +111,12 @@ class MaxPooledScorer(_MaxOverQueries):
 
 @dataclass(frozen=True)
 class QueryMaxScorer(_MaxOverQueries):
-    """Each key's RC for each window query against **that query's own** logits (``phi_{Y_j}(x_ij)``, Y_j the
+    """Each key's RC for each window query against **that query's own** logits (`phi_{Y_j}(x_ij)`, Y_j the
     query's logits on every key it sees before the window), pooled by the max over the queries and the query
     heads of the key's head: KVzip's max over a replay's queries, with RC in place of the softmax.
 
-    Only each query's ``top`` largest logits are scored (a key no query has among its ``top`` scores 0):
-    for those, ``#{y < x}`` and ``sum_{y < x} y`` follow from the query's sum and its top values, so the
+    Only each query's `top` largest logits are scored (a key no query has among its `top` scores 0):
+    for those, `#{y < x}` and `sum_{y < x} y` follow from the query's sum and its top values, so the
     statistic is exact there at the cost of one top-k per query.
 
     Parameters
@@ -147,14 +147,14 @@ class QueryMaxScorer(_MaxOverQueries):
 
 @dataclass(frozen=True)
 class SoftmaxMaxScorer(_MaxOverQueries):
-    """KVzip's statistic: each key's largest attention weight (``softmax(scale · logits)``) over the window
+    """KVzip's statistic: each key's largest attention weight (`softmax(scale · logits)`) over the window
     queries and the query heads of its key head; with a replay as the window, KVzip's score. It tells the
-    probe's effect from the statistic's beside :class:`QueryMaxScorer`.
+    probe's effect from the statistic's beside [`QueryMaxScorer`][rcattr.eval.kv.scorers.QueryMaxScorer].
 
     Parameters
     ----------
     scale : float, default 1.0
-        The model's attention scaling (``1 / sqrt(head_dim)`` for most), applied to the raw logits.
+        The model's attention scaling (`1 / sqrt(head_dim)` for most), applied to the raw logits.
     """
 
     scale: float = 1.0
@@ -170,7 +170,7 @@ class SoftmaxMaxScorer(_MaxOverQueries):
 @dataclass(frozen=True, eq=False)
 class BlendedScorer(DistilledScorer):
     """The distilled replay score and the window's RC score together: each divided by its mean over the layer's
-    keys (so neither scale wins), then ``(1 - window_share) · distilled + window_share · window``; a key the
+    keys (so neither scale wins), then `(1 - window_share) · distilled + window_share · window`; a key the
     context's end reads and a key a replay would read both stay.
 
     Parameters

@@ -1,4 +1,4 @@
-"""The KV benchmark's ``results.md``: the summary grids, every method and setting, VER at matched
+"""The KV benchmark's `results.md`: the summary grids, every method and setting, VER at matched
 compression against each press, the RCKVCache variants, and the notes."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def quality_metric(results: dict[str, Any]) -> str:
 
 def summary_tables(results: dict[str, Any]) -> list[str]:
     """VER · quality per press and ratio, and compression · VER · quality per RCKVCache window and c (and per
-    set share, ``--rc-ratios``)."""
+    set share, `--rc-ratios`)."""
     quality = quality_metric(results)
     name = QUALITY_NAMES[quality]
     methods = results["methods"].values()
@@ -94,8 +94,8 @@ def _grid(
     rows: dict[str, dict[float, dict[str, Any]]],
     metrics: Sequence[str],
 ) -> list[str]:
-    """A Markdown table: one row per ``rows`` key, one column per ``columns`` value, each cell the
-    ``metrics`` of the method row found there, joined by " · "."""
+    """A Markdown table: one row per `rows` key, one column per `columns` value, each cell the
+    `metrics` of the method row found there, joined by " · "."""
 
     def cell(row: dict[str, Any] | None) -> str:
         if row is None:

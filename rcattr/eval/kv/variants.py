@@ -1,4 +1,4 @@
-"""RCKVCache's scoring variants as the KV benchmark names them (``"paper"``, ``"value_norm+sinks=4"``, ...),
+"""RCKVCache's scoring variants as the KV benchmark names them (`"paper"`, `"value_norm+sinks=4"`, ...),
 importable without torch: the command line checks them before anything heavy loads."""
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ DEFAULT_RECIPE = "model_budget+value_norm+sinks=4"  # RCKVCache's defaults, spel
 
 
 def rc_options(variant: str) -> dict[str, Any]:
-    """The settings of ``variant`` (the statistic, the value norm, the sinks, the threshold's scope, the pooling
+    """The settings of `variant` (the statistic, the value norm, the sinks, the threshold's scope, the pooling
     over the probe's queries, the probe: the window or a replay of the context, the prefill's chunk): "paper",
-    or words of :data:`RC_VARIANT_WORDS`, ``sinks=N`` and ``chunk=N`` (a chunked prefill of N tokens per forward)
+    or words of [`RC_VARIANT_WORDS`][rcattr.eval.kv.variants.RC_VARIANT_WORDS], `sinks=N` and `chunk=N` (a chunked prefill of N tokens per forward)
     joined by "+", each a change to the paper's recipe.
     Every setting is spelled out, so a variant means the same cache whatever RCKVCache's defaults are."""
     options = dict(PAPER_OPTIONS)

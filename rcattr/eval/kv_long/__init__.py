@@ -1,4 +1,4 @@
-"""The long-generation benchmark (``python -m rcattr.eval.kv_long``): decode-time eviction against kvpress's
+"""The long-generation benchmark (`python -m rcattr.eval.kv_long`): decode-time eviction against kvpress's
 decoding presses at one token budget.
 """
 

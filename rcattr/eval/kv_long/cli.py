@@ -2,20 +2,20 @@
 
     python -m rcattr.eval.kv_long --task qmsum --limit 10 --out runs/kv-long-qmsum
 
-Every compressing cache keeps ``--budget`` entries per key head after each eviction and evicts every
-``--every`` generated tokens: RCKVCache with decode-time eviction (``rc``), RCKVCache compressing the prompt
-only (``rc_prefill_only``, the cache then grows with every token), and kvpress's ``PrefillDecodingPress`` of
-each scorer press (``kvpress_*``: the scorer prunes the context at prefill, then ``DecodingPress`` cuts back
-to the budget). Tasks: ``qmsum``, each QMSum validation meeting's general query answered at up to 512 new
-tokens after the meeting's opening (``--context-tokens``), and ``needle``, the needle prompts of 1k and 2k
-tokens with a ``--prefix-tokens`` answer prefix the caches are teacher-forced through before the value.
+Every compressing cache keeps `--budget` entries per key head after each eviction and evicts every
+`--every` generated tokens: RCKVCache with decode-time eviction (`rc`), RCKVCache compressing the prompt
+only (`rc_prefill_only`, the cache then grows with every token), and kvpress's `PrefillDecodingPress` of
+each scorer press (`kvpress_*`: the scorer prunes the context at prefill, then `DecodingPress` cuts back
+to the budget). Tasks: `qmsum`, each QMSum validation meeting's general query answered at up to 512 new
+tokens after the meeting's opening (`--context-tokens`), and `needle`, the needle prompts of 1k and 2k
+tokens with a `--prefix-tokens` answer prefix the caches are teacher-forced through before the value.
 
 Measured per record (one token at a time, as generation runs): KL(full ‖ cache) and top-1 agreement of the
 next-token distributions teacher-forced on the full cache's greedy answer, peak KV bytes, and on each cache's
-own greedy answer ROUGE-L (QMSum) or needle match, and tokens per second. The report (``results.md``,
-``results.json``, ``bytes_held.png``) gives 95% bootstrap intervals and every method's KL minus ``rc``'s
-with a paired interval. Rows go to ``OUT/records.jsonl`` as they come; a run resumes from them. kvpress pins
-transformers < 5.3: run the presses with ``.venv-kvpress/bin/python`` (``make setup-kvpress``).
+own greedy answer ROUGE-L (QMSum) or needle match, and tokens per second. The report (`results.md`,
+`results.json`, `bytes_held.png`) gives 95% bootstrap intervals and every method's KL minus `rc`'s
+with a paired interval. Rows go to `OUT/records.jsonl` as they come; a run resumes from them. kvpress pins
+transformers < 5.3: run the presses with `.venv-kvpress/bin/python` (`make setup-kvpress`).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark as the command line ``argv`` says; returns the exit status."""
+    """Run the benchmark as the command line `argv` says; returns the exit status."""
     args = _parser().parse_args(argv)
     config = run_settings(
         LongBenchmarkConfig,

@@ -1,5 +1,5 @@
-"""What a run of the long-generation benchmark measures (:class:`LongBenchmarkConfig`, saved as its
-``config.json``): the methods by name, the token budget, the task. Importable without torch: the command line
+"""What a run of the long-generation benchmark measures ([`LongBenchmarkConfig`][rcattr.eval.kv_long.config.LongBenchmarkConfig], saved as its
+`config.json`): the methods by name, the token budget, the task. Importable without torch: the command line
 parses before anything heavy loads."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ DECODING_SCORERS: dict[str, Callable[[Any, float, int], Any]] = {
 
 @dataclass(frozen=True)
 class DecodeBudget:
-    """Every compressing method keeps ``tokens`` entries per key head after each eviction, and evicts every
-    ``every`` generated tokens (so it holds at most ``tokens + every``, plus the question's, per head)."""
+    """Every compressing method keeps `tokens` entries per key head after each eviction, and evicts every
+    `every` generated tokens (so it holds at most `tokens + every`, plus the question's, per head)."""
 
     tokens: int = 256
     every: int = 32
@@ -40,7 +40,7 @@ class DecodeBudget:
             raise ValueError(f"a token budget and an interval are >= 1, got {self.tokens} and {self.every}")
 
 
-# every method (:func:`rcattr.eval.kv_long.methods.long_methods`), in the order of the results: the full cache,
+# every method (`rcattr.eval.kv_long.methods.long_methods`), in the order of the results: the full cache,
 # RCKVCache with decode-time eviction (and with the question's window), without it, then kvpress's decoding
 # press of every scorer
 METHODS = (
@@ -55,7 +55,7 @@ RESUMABLE_CHANGES = ("methods", "limit")
 
 @dataclass(frozen=True)
 class LongBenchmarkConfig:
-    """What a run measures; a resumed run must have the same (but for :data:`RESUMABLE_CHANGES`)."""
+    """What a run measures; a resumed run must have the same (but for [`RESUMABLE_CHANGES`][rcattr.eval.kv_long.config.RESUMABLE_CHANGES])."""
 
     task: str
     methods: tuple[str, ...] = METHODS

@@ -1,10 +1,10 @@
 """The tasks of the long-generation benchmark: answers long enough for the cache to grow past its budget.
 
-* **qmsum** (``qmsum/val.jsonl``): each meeting's *general* query ("What were the main discussion points of
+* **qmsum** (`qmsum/val.jsonl`): each meeting's *general* query ("What were the main discussion points of
   the meeting?"), answered at length after the meeting's opening turns (as many whole turns as fit a token
   budget); the gold answer summarises the whole meeting, so ROUGE-L is a loose quality check and the
   teacher-forced KL against the full cache the measure.
-* **needle** (:mod:`rcattr.eval.kv.needle`'s prompts): the answer starts with a long prefix the model is
+* **needle** ([`rcattr.eval.kv.needle`][rcattr.eval.kv.needle]'s prompts): the answer starts with a long prefix the model is
   teacher-forced through (other SQuAD prose, then "the special magic number for {key} ... is"), so
   the needle must survive every decode-time eviction of the prefix before the model states its value.
 """
@@ -29,7 +29,7 @@ PREFIX_CLOSING = " Now, the special magic number for {key} mentioned in the prov
 
 @dataclass(frozen=True)
 class LongRecord:
-    """A :class:`~rcattr.eval.kv.data.KVRecord` and the ``prefix`` every cache is teacher-forced through at
+    """A [`KVRecord`][rcattr.eval.kv.data.KVRecord] and the `prefix` every cache is teacher-forced through at
     the start of the answer ("" for none)."""
 
     record: KVRecord
@@ -39,8 +39,8 @@ class LongRecord:
 def load_qmsum_general(
     count_tokens: Callable[[str], int], budget: int = 1024, limit: int | None = None
 ) -> list[LongRecord]:
-    """Every QMSum validation meeting's general queries (the first ``limit``), each after the meeting's first
-    turns that fit ``budget`` tokens (``count_tokens`` measures text in the model's tokens)."""
+    """Every QMSum validation meeting's general queries (the first `limit`), each after the meeting's first
+    turns that fit `budget` tokens (`count_tokens` measures text in the model's tokens)."""
     with open(data_dir() / "qmsum" / "val.jsonl") as lines:
         meetings: list[dict[str, Any]] = [json.loads(line) for line in lines if line.strip()]
     records = []
@@ -56,8 +56,8 @@ def load_qmsum_general(
 
 
 def answer_prefix(key: str, count_tokens: Callable[[str], int], tokens: int, seed: int) -> str:
-    """About ``tokens`` tokens of SQuAD sentences from a seeded offset, between :data:`PREFIX_OPENING` and
-    :data:`PREFIX_CLOSING` (which asks for ``key``'s value)."""
+    """About `tokens` tokens of SQuAD sentences from a seeded offset, between [`PREFIX_OPENING`][rcattr.eval.kv_long.data.PREFIX_OPENING] and
+    [`PREFIX_CLOSING`][rcattr.eval.kv_long.data.PREFIX_CLOSING] (which asks for `key`'s value)."""
     sentences = haystack_sentences()
     start, used, chosen = random.Random(seed).randrange(len(sentences)), 0, []
     for j in range(len(sentences)):
@@ -75,8 +75,8 @@ def load_needle_prefixed(
     prefix_tokens: int = 256,
     lengths: tuple[int, ...] = (1024, 2048),
 ) -> list[LongRecord]:
-    """:func:`~rcattr.eval.kv.needle.load_needle`'s prompts of ``lengths`` tokens (every depth), each with an
-    :func:`answer_prefix` of about ``prefix_tokens`` tokens drawn from its index."""
+    """[`load_needle`][rcattr.eval.kv.needle.load_needle]'s prompts of `lengths` tokens (every depth), each with an
+    [`answer_prefix`][rcattr.eval.kv_long.data.answer_prefix] of about `prefix_tokens` tokens drawn from its index."""
     records = load_needle(count_tokens, limit, lengths=lengths)
     return [
         LongRecord(record, answer_prefix(_key(record), count_tokens, prefix_tokens, seed=i))

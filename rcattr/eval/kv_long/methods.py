@@ -1,15 +1,15 @@
-"""The caches the long-generation benchmark compares, all held to one token budget (:class:`~rcattr.eval.kv_long.config.DecodeBudget`).
+"""The caches the long-generation benchmark compares, all held to one token budget ([`DecodeBudget`][rcattr.eval.kv_long.config.DecodeBudget]).
 
-* :class:`FullDecoding`: transformers' ``DynamicCache``, the reference; it grows with every token.
-* :class:`RCDecoding`: :class:`~rcattr.kvcache.RCKVCache` with ``budget`` entries per key head at prefill and,
-  with decode-time eviction, cut back to them every ``every`` generated tokens (``rc``; ``rc_question`` also
-  scores against the question's window, :class:`~rcattr.eval.kv_long.question.QuestionWindow`); without it (``rc_prefill_only``), every generated token is kept.
-* :class:`DecodingPressMethod`: kvpress's ``PrefillDecodingPress``: a scorer press prunes the context to the
-  budget at prefill, and a ``DecodingPress`` of the same scorer cuts the cache back to it every ``every``
-  tokens, with kvpress's own hooks (``with press(model)`` around the prefill, then around the decoding, as
+* [`FullDecoding`][rcattr.eval.kv_long.methods.FullDecoding]: transformers' `DynamicCache`, the reference; it grows with every token.
+* [`RCDecoding`][rcattr.eval.kv_long.methods.RCDecoding]: [`RCKVCache`][rcattr.kvcache.cache.RCKVCache] with `budget` entries per key head at prefill and,
+  with decode-time eviction, cut back to them every `every` generated tokens (`rc`; `rc_question` also
+  scores against the question's window, [`QuestionWindow`][rcattr.eval.kv_long.question.QuestionWindow]); without it (`rc_prefill_only`), every generated token is kept.
+* [`DecodingPressMethod`][rcattr.eval.kv_long.methods.DecodingPressMethod]: kvpress's `PrefillDecodingPress`: a scorer press prunes the context to the
+  budget at prefill, and a `DecodingPress` of the same scorer cuts the cache back to it every `every`
+  tokens, with kvpress's own hooks (`with press(model)` around the prefill, then around the decoding, as
   kvpress's pipeline does).
 
-Each method's :meth:`~LongMethod.start` prefills a context and returns a :class:`Decoder`: the cache, and the
+Each method's [`start`][rcattr.eval.kv_long.methods.LongMethod.start] prefills a context and returns a [`Decoder`][rcattr.eval.kv_long.methods.Decoder]: the cache, and the
 context manager that every later forward (question, answer) runs inside.
 """
 
@@ -33,14 +33,14 @@ from rcattr.runtime.compat import cache_argument
 
 @dataclass
 class Decoder:
-    """A prefilled ``cache`` and the context every later forward runs inside (kvpress's hooks, or none)."""
+    """A prefilled `cache` and the context every later forward runs inside (kvpress's hooks, or none)."""
 
     cache: Cache
     decoding: Callable[[], AbstractContextManager[Any]] = field(default=nullcontext)
 
 
 class LongMethod(ABC):
-    """A cache of the long-generation benchmark; ``label`` names it in the results."""
+    """A cache of the long-generation benchmark; `label` names it in the results."""
 
     name: str
 
@@ -50,7 +50,7 @@ class LongMethod(ABC):
 
     @abstractmethod
     def start(self, model: PreTrainedModel, context_ids: torch.Tensor, budget: DecodeBudget) -> Decoder:
-        """Prefill ``context_ids [1, n]`` into a new cache (compressed to ``budget``)."""
+        """Prefill `context_ids [1, n]` into a new cache (compressed to `budget`)."""
 
 
 def _prefill(model: PreTrainedModel, cache: Cache, context_ids: torch.Tensor) -> Cache:
@@ -70,8 +70,8 @@ class FullDecoding(LongMethod):
 
 @dataclass(frozen=True)
 class RCDecoding(LongMethod):
-    """RCKVCache with the budget at prefill; with ``decode_time``, also every ``budget.every`` tokens, scored
-    against the recent tokens (and, with ``question_window``, the question's window too: :class:`QuestionWindow`)."""
+    """RCKVCache with the budget at prefill; with `decode_time`, also every `budget.every` tokens, scored
+    against the recent tokens (and, with `question_window`, the question's window too: [`QuestionWindow`][rcattr.eval.kv_long.question.QuestionWindow])."""
 
     decode_time: bool = True
     question_window: bool = False
@@ -98,14 +98,14 @@ class RCDecoding(LongMethod):
 
 
 def prefill_ratio(context_tokens: int, kept: int) -> float:
-    """The compression ratio with which a kvpress scorer keeps ``kept`` of ``context_tokens`` (it keeps
-    ``int(n · (1 - ratio))``); 0 when the context fits."""
+    """The compression ratio with which a kvpress scorer keeps `kept` of `context_tokens` (it keeps
+    `int(n · (1 - ratio))`); 0 when the context fits."""
     return max(0.0, 1.0 - (kept + 0.5) / context_tokens)
 
 
 @dataclass(frozen=True)
 class DecodingPressMethod(LongMethod):
-    """kvpress's ``PrefillDecodingPress`` of the scorer ``scorer`` (a key of :data:`DECODING_SCORERS`)."""
+    """kvpress's `PrefillDecodingPress` of the scorer `scorer` (a key of [`DECODING_SCORERS`][rcattr.eval.kv_long.methods.DECODING_SCORERS])."""
 
     scorer: str
 

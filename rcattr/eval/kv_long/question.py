@@ -1,4 +1,4 @@
-"""Decode-time eviction that also scores against the question's window (``rc_question`` of the long-generation
+"""Decode-time eviction that also scores against the question's window (`rc_question` of the long-generation
 benchmark): a measured loser (docs/benchmarks.md), kept with the benchmark so that its rows reproduce."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class QuestionState(LayerState):
     Attributes
     ----------
     question : torch.Tensor
-        ``[B, H, <= window, d]`` the last chunk's last queries (empty before the prefill).
+        `[B, H, <= window, d]` the last chunk's last queries (empty before the prefill).
     question_start : int
         The sequence position of its first query.
     """
@@ -31,8 +31,8 @@ class QuestionState(LayerState):
 
 @dataclass(frozen=True)
 class QuestionWindow(DecodeEviction):
-    """:class:`~rcattr.kvcache.DecodeEviction` that scores against the last chunk's window as well as the
-    last ``window`` generated tokens, and keeps both, so that what the question reads survives a long answer
+    """[`DecodeEviction`][rcattr.kvcache.policy.DecodeEviction] that scores against the last chunk's window as well as the
+    last `window` generated tokens, and keeps both, so that what the question reads survives a long answer
     whatever the answer is about at the time."""
 
     windows: ClassVar[int] = 2

@@ -28,7 +28,7 @@ def _interval(values: np.ndarray) -> dict[str, float]:
 def summarise_long(
     rows: Sequence[dict[str, Any]], labels: Sequence[str], header: dict[str, Any]
 ) -> dict[str, Any]:
-    """The ``results.json`` structure from the record lines ``rows`` of the method ``labels``."""
+    """The `results.json` structure from the record lines `rows` of the method `labels`."""
     by_label, present, common_ids = rows_by_method(rows, labels)
     common = sorted(common_ids)
     values = {
@@ -65,7 +65,7 @@ def _with_interval(summary: dict[str, float], spec: str) -> str:
 
 
 def table_long(results: dict[str, Any]) -> str:
-    """``results.md``: one row per method."""
+    """`results.md`: one row per method."""
     quality = "ROUGE-L" if results["quality"] == "rougeL" else "needle match"
     lines = [
         f"# Long generation: {results['config']['task']} ({results['n_records']} records, {results['model']})",
@@ -89,7 +89,7 @@ def table_long(results: dict[str, Any]) -> str:
 
 def plot_bytes_held(results: dict[str, Any], path: str | Path, every: int = BYTES_EVERY) -> Path:
     """Mean KV bytes held against tokens fed after the question (the prefix's, then the answer's), one line
-    per method (``every``: the sampling step of the stored courses)."""
+    per method (`every`: the sampling step of the stored courses)."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(7.5, 4.2))

@@ -10,8 +10,8 @@ answer prefix (teacher-forced), then
 * **greedy** on its own: the answer, scored by ROUGE-L F1 against the gold answer (QMSum) or by whether the
   needle's value stands in it (needle), and its decoding speed (answer tokens per second, evictions included).
 
-:class:`LongGenerationBenchmark` writes one line per (method, record) to ``OUT/records.jsonl`` and resumes
-from it; :meth:`~LongGenerationBenchmark.report` writes the table, ``results.json`` and the plot.
+[`LongGenerationBenchmark`][rcattr.eval.kv_long.runner.LongGenerationBenchmark] writes one line per (method, record) to `OUT/records.jsonl` and resumes
+from it; [`report`][rcattr.eval.kv_long.runner.LongGenerationBenchmark.report] writes the table, `results.json` and the plot.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ INSTRUCTION = {"qmsum": "Answer in detail.", "needle": "Answer in a few words."}
 
 @dataclass(frozen=True)
 class Decoded:
-    """One cache's answer ``[T]`` with the next-token log-probabilities ``[T, vocab]`` before each of its
+    """One cache's answer `[T]` with the next-token log-probabilities `[T, vocab]` before each of its
     tokens, the bytes held after every step from the question on, and the seconds the answer took."""
 
     tokens: torch.Tensor
@@ -61,8 +61,8 @@ def decode(
     max_new_tokens: int,
     forced: torch.Tensor | None = None,
 ) -> Decoded:
-    """Question, then ``prefix [P]`` and the answer one token at a time through ``decoder``'s cache: greedy
-    until a stop token or ``max_new_tokens``, or ``forced [T]`` (teacher-forced)."""
+    """Question, then `prefix [P]` and the answer one token at a time through `decoder`'s cache: greedy
+    until a stop token or `max_new_tokens`, or `forced [T]` (teacher-forced)."""
     cache, position = decoder.cache, prompt.n_context
     with decoder.decoding():
         logits = feed(model, cache, prompt.question_ids, position)[-1]
@@ -89,14 +89,14 @@ def decode(
 
 
 def divergence(reference: torch.Tensor, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[T]`` KL(reference ‖ cache) in nats and ``[T]`` top-1 agreement of ``[T, vocab]`` log-probabilities."""
+    """`[T]` KL(reference ‖ cache) in nats and `[T]` top-1 agreement of `[T, vocab]` log-probabilities."""
     kl = (reference.exp() * (reference - log_probs)).sum(-1).clamp_min(0.0)
     return kl, (reference.argmax(-1) == log_probs.argmax(-1)).float()
 
 
 class LongGenerationBenchmark(MethodRecordRun):
-    """Runs every method of ``config`` on every record of its task (or ``shard`` of them), one line per
-    (method, record) in ``out/records.jsonl``.
+    """Runs every method of `config` on every record of its task (or `shard` of them), one line per
+    (method, record) in `out/records.jsonl`.
 
     Parameters
     ----------
@@ -105,7 +105,7 @@ class LongGenerationBenchmark(MethodRecordRun):
     model, tokenizer
         The model whose cache is compressed, and its tokenizer.
     out : str or Path
-        The run folder; a run already there is resumed (its settings must match ``config``).
+        The run folder; a run already there is resumed (its settings must match `config`).
     shard : Shard, optional
         The records this process runs. Default: all of them.
     """

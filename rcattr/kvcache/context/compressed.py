@@ -1,8 +1,8 @@
 """A document compressed once and asked anything afterwards, in this process or in another:
 `compress_context` and `CompressedContext` (docs/guide/kvcache.md, "Compress once, ask many").
 
-Saved as a folder of two files: ``cache.safetensors`` (every layer's kept keys and values, the slots' positions,
-the decisions, the context's ids) and ``context.json`` (the layout, the settings, rcattr's version, the model's
+Saved as a folder of two files: `cache.safetensors` (every layer's kept keys and values, the slots' positions,
+the decisions, the context's ids) and `context.json` (the layout, the settings, rcattr's version, the model's
 and the tokenizer's identity, a checksum of both files). Loading checks all of it and refuses, in one line,
 another model or tokenizer, a damaged or edited file, and a newer format.
 """
@@ -50,11 +50,11 @@ def compress_context(
     system: str | None = None,
     chunk_size: int | None = None,
 ) -> CompressedContext:
-    """Prefill ``document`` once, compressed, ready for any question.
+    """Prefill `document` once, compressed, ready for any question.
 
-    The document goes in the chat template's user turn (after a ``system`` turn when given), cut where the
+    The document goes in the chat template's user turn (after a `system` turn when given), cut where the
     document ends (`split_prompt`; a model without a template reads it after its BOS
-    token), and `RCKVCache` evicts from it as ``ratio``, ``c``, ``budget`` or ``policy``
+    token), and `RCKVCache` evicts from it as `ratio`, `c`, `budget` or `policy`
     say (default: half of it). Each question is asked later of a copy (`CompressedContext.generate`).
 
     Parameters
@@ -97,7 +97,7 @@ def compress_context(
 
 class CompressedContext:
     """A compressed context and what answers from it: the model, its tokenizer, the `RCKVCache`
-    holding the context, and the context's ids ``[1, n]``.
+    holding the context, and the context's ids `[1, n]`.
 
     Made by `compress_context` or `load`. Each `generate` continues a copy of the cache, so
     the context is reused unchanged; `save` writes it to a folder that `load` reads in another
@@ -132,13 +132,13 @@ class CompressedContext:
         return self.cache.nbytes()
 
     def full_nbytes(self) -> int:
-        """Bytes a ``DynamicCache`` would hold for the same context."""
+        """Bytes a `DynamicCache` would hold for the same context."""
         return self.cache.full_nbytes()
 
     @torch.no_grad()
     def generate(self, question: str, max_new_tokens: int = 64, **generate_kwargs: Any) -> str:
-        """The answer to ``question`` asked right after the context (greedy unless ``generate_kwargs`` say
-        otherwise; they go to ``model.generate``), decoded without special tokens. The context stays as it was."""
+        """The answer to `question` asked right after the context (greedy unless `generate_kwargs` say
+        otherwise; they go to `model.generate`), decoded without special tokens. The context stays as it was."""
         question_ids = split_prompt(self.tokenizer, QUESTION_PLACEHOLDER, question).question_ids
         ids = torch.cat([self.context_ids, question_ids], dim=1).to(self.model.device)
         _check_fits(self.model, ids.shape[1] + max_new_tokens, "the context, the question and max_new_tokens")
@@ -155,7 +155,7 @@ class CompressedContext:
         return str(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
 
     def save(self, path: str | Path) -> Path:
-        """Write the context to the folder ``path`` (made if missing; its two files replaced): the kept keys
+        """Write the context to the folder `path` (made if missing; its two files replaced): the kept keys
         and values of every layer as safetensors, and JSON beside them. Returns the folder."""
         from safetensors.torch import save_file
 
@@ -180,7 +180,7 @@ class CompressedContext:
 
     @classmethod
     def load(cls, path: str | Path, model: PreTrainedModel, tokenizer: TokenizerLike) -> CompressedContext:
-        """The context `save` wrote to ``path``, open on ``model``; ValueError, with the reason in one line,
+        """The context `save` wrote to `path`, open on `model`; ValueError, with the reason in one line,
         for another model or tokenizer, a damaged or edited file, or a format newer than this rcattr reads."""
         from safetensors.torch import load_file
 
@@ -197,7 +197,7 @@ class CompressedContext:
         return cls(model, tokenizer, cache, tensors[CONTEXT_IDS].cpu())
 
     def close(self) -> None:
-        """Close the cache (`RCKVCache.close`); also done by ``with`` and garbage collection."""
+        """Close the cache (`RCKVCache.close`); also done by `with` and garbage collection."""
         self.cache.close()
 
     def __enter__(self) -> CompressedContext:

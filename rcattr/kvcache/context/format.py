@@ -32,7 +32,7 @@ PREDICTOR = "predictor."  # the prefix of a distilled scorer's predictor among t
 
 
 def policy_settings(policy: EvictionPolicy, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
-    """``policy`` as JSON-ready settings (a distilled scorer's predictor added to ``tensors``); ValueError for a
+    """`policy` as JSON-ready settings (a distilled scorer's predictor added to `tensors`); ValueError for a
     rule, scorer or decode-time eviction of a class of one's own, whose settings rcattr cannot write."""
     scorer = policy.scorer
     if type(scorer) not in (WindowScorer, DistilledScorer):
@@ -64,7 +64,7 @@ def policy_settings(policy: EvictionPolicy, tensors: dict[str, torch.Tensor]) ->
 
 
 def policy_from_settings(settings: dict[str, Any], tensors: dict[str, torch.Tensor]) -> EvictionPolicy:
-    """The policy `policy_settings` wrote (its predictor read from ``tensors``)."""
+    """The policy `policy_settings` wrote (its predictor read from `tensors`)."""
     scorer_settings = dict(settings["scorer"])
     kind = scorer_settings.pop("kind")
     options = {
@@ -94,7 +94,7 @@ def policy_from_settings(settings: dict[str, Any], tensors: dict[str, torch.Tens
 
 
 def cache_layout(cache: RCKVCache, tensors: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
-    """Per layer, what `restore_cache` needs besides the tensors it adds to ``tensors`` (``layers.i.*``)."""
+    """Per layer, what `restore_cache` needs besides the tensors it adds to `tensors` (`layers.i.*`)."""
     layout: list[dict[str, Any]] = []
     for index, layer in enumerate(cache.layers):
         prefix = f"layers.{index}."
@@ -144,8 +144,8 @@ def restore_cache(
     layout: list[dict[str, Any]],
     tensors: dict[str, torch.Tensor],
 ) -> RCKVCache:
-    """An RCKVCache open on ``model`` holding what `cache_layout` described; ValueError where the layout
-    does not fit the layers ``model`` builds."""
+    """An RCKVCache open on `model` holding what `cache_layout` described; ValueError where the layout
+    does not fit the layers `model` builds."""
     cache = RCKVCache(model, window=window, policy=policy)
     if len(layout) != len(cache.layers):
         raise ValueError(f"it holds {len(layout)} layers; the model has {len(cache.layers)}")

@@ -14,7 +14,7 @@ __all__ = ["SplitPrompt", "split_prompt"]
 
 @dataclass(frozen=True)
 class SplitPrompt:
-    """``context_ids [1, n]`` (compressed at prefill) and ``question_ids [1, m]`` (asked after it)."""
+    """`context_ids [1, n]` (compressed at prefill) and `question_ids [1, m]` (asked after it)."""
 
     context_ids: torch.Tensor
     question_ids: torch.Tensor
@@ -28,10 +28,10 @@ class SplitPrompt:
 def split_prompt(
     tokenizer: TokenizerLike, context: str, question: str, *, system: str | None = None
 ) -> SplitPrompt:
-    """Render ``context`` then ``question`` in one user turn of the chat template (after a ``system`` turn when
+    """Render `context` then `question` in one user turn of the chat template (after a `system` turn when
     given), cut between the two: what comes before the cut does not depend on the question.
 
-    Without a chat template the context follows the BOS token (and ``system`` and a blank line), and the question
+    Without a chat template the context follows the BOS token (and `system` and a blank line), and the question
     ends with a newline.
     """
     if not context.strip():

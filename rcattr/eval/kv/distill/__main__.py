@@ -1,4 +1,4 @@
-"""``python -m rcattr.eval.kv.distill``: fit a distilled eviction score for a model."""
+"""`python -m rcattr.eval.kv.distill`: fit a distilled eviction score for a model."""
 
 from rcattr.eval.kv.distill.cli import main
 

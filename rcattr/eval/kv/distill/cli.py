@@ -1,14 +1,14 @@
-"""``python -m rcattr.eval.kv.distill``: fit a distilled eviction score (:class:`~rcattr.kvcache.distilled.ScorePredictor`)
+"""`python -m rcattr.eval.kv.distill`: fit a distilled eviction score ([`ScorePredictor`][rcattr.kvcache.distilled.ScorePredictor])
 for a model, report how well it ranks held-out contexts' keys, and save it.
 
-1. Plain prose contexts (:mod:`.texts`), the last ``--held-out`` of them set aside.
-2. Each context's replay scores and attention inputs (:mod:`.teacher`), saved under ``OUT/teacher/`` as they
+1. Plain prose contexts (`texts`), the last `--held-out` of them set aside.
+2. Each context's replay scores and attention inputs (`teacher`), saved under `OUT/teacher/` as they
    come, so that a stopped run resumes where it stopped.
 3. Per evicting layer, ridge statistics by fold of whole contexts; the penalty of each layer chosen by
-   cross-validation over those folds (:mod:`.ridge`), then the map fitted on every fitting context.
+   cross-validation over those folds (`ridge`), then the map fitted on every fitting context.
 4. On the held-out contexts, each layer's rank correlation with the teacher and the share of the teacher's kept
-   set it keeps at 50%, 75% and 87.5% (:mod:`.evaluate`); a learning curve over the first 2, 4, 8, ... fitting
-   contexts. ``OUT/results.json``, ``OUT/results.md`` and the predictor, ``OUT/predictor.safetensors``.
+   set it keeps at 50%, 75% and 87.5% (`evaluate`); a learning curve over the first 2, 4, 8, ... fitting
+   contexts. `OUT/results.json`, `OUT/results.md` and the predictor, `OUT/predictor.safetensors`.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def _mean(per_layer: dict[str, Any], key: str) -> float:
 def fit_predictor(
     fitting: list[Path], held_out: list[Path], folds: int, identity: dict[str, Any], info: dict[str, Any]
 ) -> tuple[ScorePredictor, dict[str, Any]]:
-    """The predictor fitted on the ``fitting`` teacher files (penalties by cross-validation over ``folds`` folds
-    of whole contexts) and its scores on the ``held_out`` files, with the learning curve."""
+    """The predictor fitted on the `fitting` teacher files (penalties by cross-validation over `folds` folds
+    of whole contexts) and its scores on the `held_out` files, with the learning curve."""
     if len(fitting) < max(2, folds):
         raise ValueError(f"{len(fitting)} fitting contexts cannot make {folds} folds")
     held = [_load(path) for path in tqdm(held_out, desc="held-out contexts", unit="context")]

@@ -15,15 +15,15 @@ def _ranks(scores: torch.Tensor) -> torch.Tensor:
 
 
 def spearman(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """``[k]`` Spearman correlation of ``predicted`` and ``target [k, n]`` along the last dimension."""
+    """`[k]` Spearman correlation of `predicted` and `target [k, n]` along the last dimension."""
     a, b = _ranks(predicted), _ranks(target)
     a, b = a - a.mean(-1, keepdim=True), b - b.mean(-1, keepdim=True)
     return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-12)
 
 
 def kept_overlap(predicted: torch.Tensor, target: torch.Tensor, ratio: float) -> torch.Tensor:
-    """``[k]`` the share of the ``(1 - ratio) · n`` top keys of ``target [k, n]`` that the top keys of
-    ``predicted`` include (chance: ``1 - ratio``)."""
+    """`[k]` the share of the `(1 - ratio) · n` top keys of `target [k, n]` that the top keys of
+    `predicted` include (chance: `1 - ratio`)."""
     keep = max(1, int(target.shape[-1] * (1.0 - ratio)))
     chosen = torch.zeros_like(predicted, dtype=torch.bool).scatter_(
         -1, predicted.topk(keep, -1).indices, True

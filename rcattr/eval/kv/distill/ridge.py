@@ -1,5 +1,5 @@
-"""Ridge regression from sufficient statistics: a layer's map is fitted from ``Σ x̃ x̃ᵀ``, ``Σ x̃ yᵀ`` and ``Σ y²``
-(``x̃ = [x, 1]``), so contexts are added one at a time, a fold is left out by subtraction, and the held-out error
+"""Ridge regression from sufficient statistics: a layer's map is fitted from `Σ x̃ x̃ᵀ`, `Σ x̃ yᵀ` and `Σ y²`
+(`x̃ = [x, 1]`), so contexts are added one at a time, a fold is left out by subtraction, and the held-out error
 of any penalty follows from the held-out fold's statistics alone."""
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 @dataclass
 class RidgeStatistics:
-    """The sufficient statistics of a least-squares fit of ``y [n, k]`` on ``x [n, d]`` with an intercept.
+    """The sufficient statistics of a least-squares fit of `y [n, k]` on `x [n, d]` with an intercept.
 
     Attributes
     ----------
     gram : torch.Tensor
-        ``[d + 1, d + 1]`` float64, ``Σ x̃ x̃ᵀ``.
+        `[d + 1, d + 1]` float64, `Σ x̃ x̃ᵀ`.
     cross : torch.Tensor
-        ``[d + 1, k]`` float64, ``Σ x̃ yᵀ``.
+        `[d + 1, k]` float64, `Σ x̃ yᵀ`.
     squares : torch.Tensor
-        ``[k]`` float64, ``Σ y²``.
+        `[k]` float64, `Σ y²`.
     """
 
     gram: torch.Tensor
@@ -47,7 +47,7 @@ class RidgeStatistics:
         return float(self.gram[-1, -1])
 
     def add(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        """Add the samples ``x [n, d]``, ``y [n, k]``."""
+        """Add the samples `x [n, d]`, `y [n, k]`."""
         augmented = torch.cat([x.double(), x.new_ones(x.shape[0], 1, dtype=torch.float64)], dim=1)
         y = y.double()
         self.gram += augmented.T @ augmented
@@ -61,7 +61,7 @@ class RidgeStatistics:
         return RidgeStatistics(self.gram - other.gram, self.cross - other.cross, self.squares - other.squares)
 
     def solve(self, penalty: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[d, k]`` weights and ``[k]`` bias minimising the squared error plus ``penalty · n · |β|²`` on the
+        """`[d, k]` weights and `[k]` bias minimising the squared error plus `penalty · n · |β|²` on the
         standardised features (the intercept unpenalised)."""
         n = self.count
         if n < 2:
@@ -78,7 +78,7 @@ class RidgeStatistics:
         return weight, y_mean - mean @ weight
 
     def squared_error(self, weight: torch.Tensor, bias: torch.Tensor) -> float:
-        """The summed squared error of ``x @ weight + bias`` on these samples."""
+        """The summed squared error of `x @ weight + bias` on these samples."""
         augmented = torch.cat([weight.double(), bias.double()[None]], dim=0)  # [d + 1, k]
         error = (
             self.squares - 2 * (augmented * self.cross).sum(0) + (augmented * (self.gram @ augmented)).sum(0)
@@ -87,7 +87,7 @@ class RidgeStatistics:
 
 
 def choose_penalty(folds: Sequence[RidgeStatistics], penalties: Sequence[float] = PENALTIES) -> float:
-    """The penalty of ``penalties`` with the least squared error summed over ``folds``, each predicted by the map
+    """The penalty of `penalties` with the least squared error summed over `folds`, each predicted by the map
     fitted on the other folds (folds of whole contexts)."""
     total = folds[0]
     for fold in folds[1:]:

@@ -1,5 +1,5 @@
 """The score a predictor learns: KVzip's, each context key's largest attention weight from the queries of a replay
-of the context (the context, :data:`~rcattr.kvcache.replay.REPLAY_PROMPT`, the context again), over the query heads
+of the context (the context, [`REPLAY_PROMPT`][rcattr.kvcache.replay.REPLAY_PROMPT], the context again), over the query heads
 of its key head; and each evicting layer's attention input for the same keys, what the predictor reads."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ class TeacherScores:
     Attributes
     ----------
     hidden : dict of int to torch.Tensor
-        ``[n, d]`` float16, the attention input of each context token.
+        `[n, d]` float16, the attention input of each context token.
     target : dict of int to torch.Tensor
-        ``[Hkv, n]`` float32, the log of each key's replay score (at least ``log(FLOOR)``).
+        `[Hkv, n]` float32, the log of each key's replay score (at least `log(FLOOR)`).
     """
 
     hidden: dict[int, torch.Tensor]
@@ -41,9 +41,9 @@ class TeacherScores:
 
 @torch.no_grad()
 def replay_teacher(model: PreTrainedModel, tokenizer: TokenizerLike, text: str) -> TeacherScores:
-    """The replay scores of ``text`` given as the KV benchmark gives a context (the chat template's user turn cut
-    after it, :func:`~rcattr.kvcache.context.prompt.split_prompt`), from one forward over ``2n + p`` tokens
-    (:func:`~rcattr.kvcache.replay.replay_prefill`'s), for every full-attention layer."""
+    """The replay scores of `text` given as the KV benchmark gives a context (the chat template's user turn cut
+    after it, [`split_prompt`][rcattr.kvcache.context.prompt.split_prompt]), from one forward over `2n + p` tokens
+    ([`replay_prefill`][rcattr.kvcache.replay.replay_prefill]'s), for every full-attention layer."""
     context_ids = split_prompt(tokenizer, text, REPLAY_PROMPT).context_ids
     prompt_ids = split_prompt(tokenizer, "context", REPLAY_PROMPT).question_ids
     scorer = SoftmaxMaxScorer(value_norm=False, sinks=0, scale=attention_scale(model))

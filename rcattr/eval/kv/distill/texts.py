@@ -30,7 +30,7 @@ class FittingText:
 def _fill(
     pieces: list[str], count_tokens: Callable[[str], int], tokens: int, separator: str
 ) -> tuple[str | None, int]:
-    """The leading ``pieces`` joined while they fit in ``tokens`` tokens (None unless they fill 80% of it), and
+    """The leading `pieces` joined while they fit in `tokens` tokens (None unless they fill 80% of it), and
     how many were taken."""
     taken: list[str] = []
     for piece in pieces:
@@ -44,7 +44,7 @@ def _fill(
 def _runs(
     pieces: list[str], count_tokens: Callable[[str], int], tokens: int, name: str
 ) -> Iterator[FittingText]:
-    """Consecutive ``pieces`` joined by blank lines into contexts of up to ``tokens`` tokens, ``name-<first piece>``."""
+    """Consecutive `pieces` joined by blank lines into contexts of up to `tokens` tokens, `name-<first piece>`."""
     start = 0
     while start < len(pieces):
         text, taken = _fill(pieces[start:], count_tokens, tokens, "\n\n")
@@ -84,7 +84,7 @@ def _quotesum(count_tokens: Callable[[str], int], tokens: int) -> Iterator[Fitti
 
 
 def fitting_texts(count_tokens: Callable[[str], int], tokens: int, count: int) -> list[FittingText]:
-    """``count`` contexts of up to ``tokens`` tokens (``count_tokens`` measures text in the model's tokens), one
+    """`count` contexts of up to `tokens` tokens (`count_tokens` measures text in the model's tokens), one
     from SQuAD, one from QMSum, one from QuoteSum in turn, while each has more."""
     sources = (_squad(count_tokens, tokens), _qmsum(count_tokens, tokens), _quotesum(count_tokens, tokens))
     turns = (text for row in zip_longest(*sources) for text in row if text is not None)
