@@ -67,7 +67,7 @@ bench: setup
 	$(PY) benchmarks/bench_attribution.py
 	$(PY) benchmarks/bench_kvcache.py
 
-# the attribution benchmark on the shipped dev files (docs/benchmarks.md); about 3 h on 2 CPU cores.
+# the attribution benchmark on the shipped dev files (docs/benchmarks/attribution.md); about 3 h on 2 CPU cores.
 # rc_paper and attention equal rows of the sweep on every record: they run on 20, for their time.
 ATTRIBUTION_LIMITS = --method-limit rc_paper=20 --method-limit attention=20 --method-limit hybrid=100
 eval: setup
@@ -77,14 +77,14 @@ eval: setup
 		rc,rc_paper,sweep,attention,hidden_state,bm25,ablation,random,hybrid \
 		$(ATTRIBUTION_LIMITS) --method-limit ablation=2 --method-limit hybrid=40
 
-# long contexts (docs/benchmarks.md, "Long contexts"): each record's sources among distractors to 8,192 tokens,
+# long contexts (docs/benchmarks/long-contexts.md, "Long contexts"): each record's sources among distractors to 8,192 tokens,
 # beside the short runs of `make eval`; about 2 h on 2 CPU cores. LONG_MODEL=gemma-3-270m for the second model
 LONG_ARGS = --methods sweep,bm25,hidden_state,random --context-tokens 8192 $(if $(LONG_MODEL),--model $(LONG_MODEL))
 eval-long: setup
 	$(PY) -m rcattr.eval.attribution --dataset quotesum --limit 60 $(LONG_ARGS) --out runs/long/quotesum_8k_middle
 	$(PY) -m rcattr.eval.attribution --dataset verigran --limit 44 $(LONG_ARGS) --out runs/long/verigran_8k_middle
 
-# heads that can see the sources (docs/benchmarks.md, "Heads that can see the sources"): Gemma-3-270m, whose 15
+# heads that can see the sources (docs/benchmarks/long-contexts.md, "Heads that can see the sources"): Gemma-3-270m, whose 15
 # sliding layers (512 tokens) do not reach far sources, short and at 8,192 tokens; about 4 h on 2 CPU cores
 REACH_ARGS = --model gemma-3-270m --methods heads,bm25,hidden_state
 REACH_LONG = --context-tokens 8192 --gold-position middle
@@ -96,7 +96,7 @@ eval-reach: setup
 	$(PY) -m rcattr.eval.attribution --dataset verigran --limit 12 $(REACH_ARGS) $(REACH_LONG) \
 		--out runs/reach/gemma_verigran_8k_middle
 
-# support against people's labels (docs/benchmarks.md, "Support against people's labels"): AttributionBench's dev
+# support against people's labels (docs/benchmarks/citations.md, "Support against people's labels"): AttributionBench's dev
 # split, read by path; SmolLM2 on every claim (about 1 h on 2 CPU cores), Qwen2.5-0.5B on a seeded 160 (about 40 min),
 # Gemma-3-270m on every claim (about 1 h); then the support probe's table and its transfer (issue 75, "Marks people
 # agree with")
@@ -114,7 +114,7 @@ eval-attributionbench: setup
 	$(PY) benchmarks/support_probe.py transfer runs/attributionbench/smollm2_dev runs/attributionbench/gemma_dev \
 		runs/attributionbench/qwen_dev160
 
-# every model x dev file x length (issue 74; docs/benchmarks.md, "Long retrievals on every model"): each cell a runner
+# every model x dev file x length (docs/benchmarks/long-contexts.md, "Long retrievals on every model"): each cell a runner
 # folder (heads, bm25, hidden_state) with every head's per-record data for the levers (benchmarks/head_levers.py), then
 # the table and the levers; whole files short, 60 QuoteSum / 44 Veri-Gran records at 8,192 tokens. About 14 h on 2 CPU
 # cores, resumable: TABLE_MODELS=qwen (any of smollm2 gemma qwen) runs one model's cells
@@ -134,7 +134,7 @@ eval-long-table: setup
 		--cell "$(m) $(f) short=$(TABLE_DIR)/$(m)_$(f)" --cell "$(m) $(f) 8k=$(TABLE_DIR)/$(m)_$(f)_8k")) \
 		--out $(TABLE_DIR)/table.md
 
-# the field's tools beside RC (docs/benchmarks.md, "The field's tools"): AT2 trained for the model, then every
+# the field's tools beside RC (docs/benchmarks/attribution.md, "The field's tools"): AT2 trained for the model, then every
 # method with faithfulness on 100 QuoteSum and 60 Veri-Gran records; days on 2 CPU cores, minutes on a GPU
 # (benchmarks/device/ runs it on a lent one). --shard I/N splits each run over processes or machines.
 PEERS = rc,attention,hidden_state,bm25,random,context_cite,shapley,kernel_shap,at2
@@ -148,7 +148,7 @@ eval-peers: setup
 	$(PY) benchmarks/bench_peers.py --forwards-only --out runs/forward.json
 	$(PY) benchmarks/bench_peers.py --quotesum runs/peers-qs --verigran runs/peers-vg --forward runs/forward.json
 
-# the KV benchmark of docs/benchmarks.md: RCKVCache's default against kvpress's presses at 50% and 70% (the paper's
+# the KV benchmark of docs/benchmarks/kv-cache.md: RCKVCache's default against kvpress's presses at 50% and 70% (the paper's
 # recipe too on SQuAD v2 and QMSum; the needle task's 4k prompts leave it to the 15-prompt lever table), then the
 # other presses on a subset; hours on 2 CPU cores, resumable (each run picks up its records), --shard I/N splits one
 KV_PRESSES = snapkv,tova,streaming_llm,knorm,pyramidkv,adakv_snapkv,expected_attention,adakv_expected_attention,observed_attention

@@ -3,7 +3,7 @@
     python benchmarks/bench_peers.py --forwards-only --out runs/forward.json   # on the runs' device
     python benchmarks/bench_peers.py --quotesum runs/qs --verigran runs/vg --forward runs/forward.json
 
-The runs are ``python -m rcattr.eval.attribution`` folders with the methods and ``--faithfulness`` (docs/benchmarks.md
+The runs are ``python -m rcattr.eval.attribution`` folders with the methods and ``--faithfulness`` (docs/benchmarks/attribution.md
 gives the commands). ``--forwards-only`` times one plain forward of each record's prompt and gold answer on this
 machine's device (the mean over the records, after a warm-up), the unit of the "× forward" columns: run it where
 the methods ran.

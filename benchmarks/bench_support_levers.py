@@ -4,7 +4,7 @@
 
 On the unsupported-tokens benchmark's edited QuoteSum and Veri-Gran answers
 (:mod:`rcattr.eval.groundedness.unsupported_tokens`), one pass per answer gives every head's P(max X > Y)
-and the tokens' log-probabilities (:func:`~rcattr.grounding.head_statistics.token_statistics`);
+and the tokens' log-probabilities (:func:`~rcattr.attribution.head_statistics.token_statistics`);
 each lever below changes one thing of the result's ``token_support`` (``default``: the log-probability,
 the first token's left out, plus the log-odds of the mean smoothed peak over the 20 best heads by P(X > Y)).
 Token AUROC with 95% intervals over records and the paired difference to the default. Rows are kept in
@@ -21,6 +21,7 @@ import torch
 from tqdm import tqdm
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import TokenStatistics, token_statistics
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.datasets import load_attribution
 from rcattr.eval.common.run_args import run_folder
@@ -28,7 +29,6 @@ from rcattr.eval.common.run_store import RunStore, record_id
 from rcattr.eval.common.sharding import Shard
 from rcattr.eval.groundedness.answer_edits import edit_answers
 from rcattr.eval.groundedness.unsupported_tokens import edited_token_kinds, markdown, token_auroc_table
-from rcattr.grounding.head_statistics import TokenStatistics, token_statistics
 from rcattr.grounding.support import support_heads, support_log_odds
 from rcattr.heads.scores import top_heads
 

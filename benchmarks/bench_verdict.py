@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from rcattr.attribution.attributor import RCAttributor
-from rcattr.grounding.head_statistics import token_statistics
+from rcattr.attribution.head_statistics import token_statistics
 from rcattr.runtime.models import load_model
 from rcattr.text.prompting import ContextInput
 

@@ -10,8 +10,8 @@ paired 95% intervals (records resampled) against the default (outlier heads amon
 and writes ``OUT/levers.md`` (and the same figures in ``OUT/levers.json``). ``benchmarks/long_context_diagnosis.py`` compares two such folders (short and
 long) record by record.
 
-None of the levers is in rcattr: each lost or tied on some model (docs/benchmarks.md, "Three architectures"
-and "Long retrievals").
+None of the levers is in rcattr: each lost or tied on some model (docs/benchmarks/attribution.md, "Three architectures",
+and docs/benchmarks/long-contexts.md, "Long retrievals").
 
     python benchmarks/head_levers.py --dataset verigran --limit 64 --out runs/levers/smollm2_verigran
     python benchmarks/head_levers.py --dataset verigran --limit 44 --context-tokens 8192 \

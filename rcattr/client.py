@@ -19,6 +19,8 @@ from rcattr.grounding.citations import Citation, CitedSource, CitedSpan
 from rcattr.grounding.claims import Claim
 from rcattr.text.documents import as_document, plain_json
 
+__all__ = ["CitationClient", "ServedCitations", "ServiceError", "citation_of"]
+
 
 class ServiceError(Exception):
     """The service refused or failed a request: `status` (4xx for the request, 503 busy, 500 failed),
@@ -148,13 +150,12 @@ def _document_json(item: Any, index: int) -> str | dict[str, Any]:
 
 
 def citation_of(data: Mapping[str, Any]) -> Citation:
-    """The [`Citation`][rcattr.grounding.citations.Citation] of a response's citation (its JSON; its sources' `document` counts from 1,
-    the library's from 0)."""
+    """The [`Citation`][rcattr.grounding.citations.Citation] of a response's citation (its JSON; the sources'
+    deprecated `document` is left out: it repeats `number`)."""
     sources = [
         CitedSource(
             **{
-                **source,
-                "document": source["document"] - 1,
+                **{key: value for key, value in source.items() if key != "document"},
                 "spans": [CitedSpan(**span) for span in source["spans"]],
             }
         )

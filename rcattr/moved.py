@@ -1,4 +1,4 @@
-"""The module paths that moved in rcattr 0.2.0 (the core's folders: runtime, text, heads, attribution, grounding),
+"""The module paths that moved in rcattr 0.2.0 (the core's folders: runtime, text, heads, record, attribution, grounding),
 still importable until rcattr 0.3.0 with a `DeprecationWarning` that names the new path.
 
 `import rcattr` adds [`MovedModules`][rcattr.moved.MovedModules] to the end of `sys.meta_path`: it is asked only for the paths
@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from importlib.abc import Loader
 
+MOVED_IN = "0.2.0"
+"""The release the paths moved in."""
 REMOVED_IN = "0.3.0"
+"""The release the old paths go in."""
 
 MOVED_MODULES: dict[str, str] = {
-    "rcattr.attributed": "rcattr.attribution.attributed",
+    "rcattr.attributed": "rcattr.record.attributed",
     "rcattr.attributor": "rcattr.attribution.attributor",
     "rcattr.base": "rcattr.attribution.base",
     "rcattr.example": "rcattr.attribution.example",
@@ -36,7 +39,7 @@ MOVED_MODULES: dict[str, str] = {
     "rcattr.spans": "rcattr.attribution.spans",
     "rcattr.citations": "rcattr.grounding.citations",
     "rcattr.claims": "rcattr.grounding.claims",
-    "rcattr.signals": "rcattr.grounding.signals",
+    "rcattr.signals": "rcattr.record.signals",
     "rcattr.support": "rcattr.grounding.support",
     "rcattr.vouching": "rcattr.grounding.vouching",
     "rcattr.head_selection": "rcattr.heads.selection",
@@ -50,9 +53,14 @@ MOVED_MODULES: dict[str, str] = {
     "rcattr.prompting": "rcattr.text.prompting",
     "rcattr.segmentation": "rcattr.text.segmentation",
     "rcattr.eval.attribution.head_selection": "rcattr.eval.attribution.selection_rules",
-    "rcattr.eval.groundedness.context_signals": "rcattr.grounding.head_statistics",
+    "rcattr.eval.groundedness.context_signals": "rcattr.attribution.head_statistics",
     "rcattr.grounding.token_signals": "rcattr.attribution.token_signals",
     "rcattr.kvcache.compare": "rcattr.cli.compare",
+    "rcattr.attribution.record": "rcattr.record.record",
+    "rcattr.attribution.attributed": "rcattr.record.attributed",
+    "rcattr.grounding.signals": "rcattr.record.signals",
+    "rcattr.grounding.head_statistics": "rcattr.attribution.head_statistics",
+    "rcattr.grounding.claim_checks": "rcattr.attribution.claim_checks",
 }
 """Old module path -> where it lives now."""
 
@@ -78,6 +86,12 @@ MOVED_NAMES: dict[str, tuple[str, Sequence[str]]] = {
     ),
 }
 """A module that became a package of the same name -> the module its names live in now, and those names."""
+
+RENAMED_NAMES: dict[str, str] = {
+    "rcattr.eval.common.datasets.AttributionRecord": "rcattr.eval.common.datasets.BenchmarkRecord",
+    "rcattr.eval.citations.rules.Rule": "rcattr.eval.citations.rules.CandidateRule",
+}
+"""A name given up because another class had it -> its name now (one class per name in rcattr)."""
 
 
 def _warn(old: str, new: str, stacklevel: int) -> None:
@@ -124,3 +138,18 @@ def moved_name(package: str, name: str) -> Any:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     _warn(f"{package}.{name}", f"{module}.{name}", stacklevel=3)  # this, the package's __getattr__, the user
     return getattr(importlib.import_module(module), name)
+
+
+def renamed_name(module: str, name: str) -> Any:
+    """`module.name` for an old name of [`RENAMED_NAMES`][rcattr.moved.RENAMED_NAMES] (with a warning naming the
+    new one); AttributeError for any other name, as a module's `__getattr__` must."""
+    new = RENAMED_NAMES.get(f"{module}.{name}")
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{module}.{name} is now {new}: use the new name ({module}.{name} goes in rcattr {REMOVED_IN})",
+        DeprecationWarning,
+        stacklevel=3,  # this, the module's __getattr__, the user
+    )
+    new_module, _, new_name = new.rpartition(".")
+    return getattr(importlib.import_module(new_module), new_name)

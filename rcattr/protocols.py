@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -21,6 +22,15 @@ class TokenizerLike(Protocol):
     def decode(self, token_ids: Any, **kwargs: Any) -> Any: ...
 
     def convert_ids_to_tokens(self, ids: Any) -> Any: ...
+
+
+class ClaimProbe(Protocol):
+    """What a citation's verdict asks of a support probe ([`SupportProbe`][rcattr.grounding.probe.SupportProbe]):
+    each claim's probability of being attributable, and the cut at an operating point."""
+
+    def probability(self, claims: Sequence[Any]) -> Any: ...
+
+    def cut(self, operating_point: str = ...) -> float: ...
 
 
 _TOKENIZER_MEMBERS = (

@@ -64,15 +64,15 @@ def test_cite_returns_the_library_s_citations(gated: GatedAttributor) -> None:
         },
     )
     assert all(isinstance(citation, Citation) for citation in cited.citations)
-    library = [  # the library counts documents from 0, the service (as its documents list) from 1
+    library = [  # the service's sources repeat `number` as the deprecated `document`, which the library leaves out
         {
             **served,
-            "sources": [{**source, "document": source["document"] - 1} for source in served["sources"]],
+            "sources": [{k: v for k, v in source.items() if k != "document"} for source in served["sources"]],
         }
         for served in expected["citations"]
     ]
     assert_close([dataclasses.asdict(citation) for citation in cited.citations], library)
-    assert cited.citations[0].sources[0].document == 0
+    assert cited.citations[0].sources[0].number == 1
     assert all(
         citation_of(item) == citation for item, citation in zip(_json(cited), cited.citations, strict=True)
     )

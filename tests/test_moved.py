@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from rcattr.moved import MOVED_MODULES, MOVED_NAMES, MovedModules
+from rcattr.moved import MOVED_MODULES, MOVED_NAMES, RENAMED_NAMES, MovedModules
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED_MODULES.items()))
@@ -53,6 +53,20 @@ def test_the_old_names_of_rcattr_heads_come_from_its_scores_module() -> None:
         assert value is getattr(scores, name)
     with pytest.raises(AttributeError, match="module 'rcattr.heads' has no attribute 'nothing'"):
         importlib.import_module("rcattr.heads").nothing  # noqa: B018
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(RENAMED_NAMES.items()))
+def test_a_renamed_class_answers_its_old_name_with_a_warning_from_the_users_line(old: str, new: str) -> None:
+    module, _, name = old.rpartition(".")
+    new_module, _, new_name = new.rpartition(".")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = getattr(importlib.import_module(module), name)
+    assert value is getattr(importlib.import_module(new_module), new_name)
+    assert [(w.category, w.filename) for w in caught] == [(DeprecationWarning, __file__)]
+    assert str(caught[0].message).startswith(f"{old} is now {new}") and "0.3.0" in str(caught[0].message)
+    with pytest.raises(AttributeError, match=f"module '{module}' has no attribute 'nothing'"):
+        importlib.import_module(module).nothing  # noqa: B018
 
 
 def test_a_pickle_that_names_an_old_path_loads(monkeypatch) -> None:

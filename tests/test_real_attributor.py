@@ -138,7 +138,7 @@ def test_numbers_and_names_copied_from_the_context_are_not_flagged_and_invented_
 
 
 def test_the_shipped_probe_judges_the_default_models_claims_as_the_readme_shows(smollm2) -> None:
-    from rcattr.grounding.claim_checks import claim_verdict
+    from rcattr.attribution.claim_checks import claim_verdict
 
     attributor = RCAttributor(*smollm2)
     inputs = ContextInput([FACTS[2], FACTS[3]], "When was the first transatlantic telegraph cable completed?")

@@ -152,8 +152,8 @@ print_sources(generated, k=4)
 # sign. Attribution tells you where the text came from, not whether it is right.
 #
 # `result.to_dataframe(output=i)` is the same ranking as a table, with the character offsets of
-# each span in its document. Its `source` column is the 0-based document index (document 1 is
-# source 0).
+# each span in its document. Its `document` column numbers the documents from 1, as the marks `[n]`
+# and the prompt do (`source`, the same counted from 0, is deprecated and goes in rcattr 0.3.0).
 
 # %%
 print(given.to_dataframe(output=1).to_string(index=False, max_colwidth=60))
@@ -274,7 +274,7 @@ print_least_grounded(given)
 # unsupported-tokens benchmark (QuoteSum and Veri-Gran answers with swapped numbers, dates and
 # names) it finds the swapped tokens better than the log-probability alone, on SmolLM2 and on
 # Gemma-3-270m, and the cut-off flags at most about one untouched token in six
-# (docs/benchmarks.md). The HTML view underlines each token by 1 - token support and gives
+# (docs/benchmarks/citations.md). The HTML view underlines each token by 1 - token support and gives
 # the flagged ones a red background.
 
 # %%

@@ -52,7 +52,7 @@ model, tokenizer = load_model()
 # %% [markdown]
 # ## 1. One record
 #
-# `load_attribution` reads a benchmark file into `AttributionRecord`s: the sources (`chunks`),
+# `load_attribution` reads a benchmark file into `BenchmarkRecord`s: the sources (`chunks`),
 # the question, the answer, and the gold spans, each a character span of the answer with the
 # index of the source it quotes.
 

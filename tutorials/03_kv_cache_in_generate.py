@@ -347,7 +347,7 @@ else:
 #
 # * The full KV benchmark (RCKVCache against seven kvpress presses on SQuAD v2 and QMSum, VER and
 #   ROUGE, resumable runs with plots): `python -m rcattr.eval.kv --help`; the results are in the
-#   README's "Headline results" (docs/results.md), the protocol and every row in `docs/benchmarks.md` ("KV benchmark").
+#   README's "Headline results" (docs/results.md), the protocol and every row in `docs/benchmarks/kv-cache.md` ("KV benchmark").
 # * `benchmarks/bench_kv_fidelity.py` (KL and top-1 agreement over 40 questions) and
 #   `benchmarks/bench_kvcache.py` (memory and speed against `DynamicCache`), summarised in
 #   docs/guide/kvcache.md.

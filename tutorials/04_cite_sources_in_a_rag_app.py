@@ -18,7 +18,7 @@
 #
 # `rcattr` reads the citations off the same one forward pass that explains the answer: each answer
 # sentence cites the documents whose share of its attribution is at least 0.8 of the best one's, at most
-# three (the rule chosen on QuoteSum and Veri-Gran, see docs/benchmarks.md "Citations").
+# three (the rule chosen on QuoteSum and Veri-Gran, see docs/benchmarks/citations.md "Citations").
 #
 # Everything runs offline on CPU with the packaged SmolLM2-135M-Instruct.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The citation service's load benchmark on a lent GPU (issue 62; docs/benchmarks.md, "The citation service under
+# The citation service's load benchmark on a lent GPU (docs/benchmarks/service.md, "The citation service under
 # load"), in one call. The default model's weights are over the 64 MiB a call carries, so the model is its
 # architecture with random weights (same shapes and work; the citations mean nothing) and its real tokenizer:
 #   mkdir -p .gpu/tokenizer && cp <packaged_model_dir>/{config.json,generation_config.json,tokenizer.json,

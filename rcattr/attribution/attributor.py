@@ -41,7 +41,7 @@ NO_SCORES = (
 
 
 def result_notes(selection: HeadSelection, seq_attr: torch.Tensor) -> tuple[str, ...]:
-    """What a result's attributor warns of ([`RCSignals.notes`][rcattr.grounding.signals.RCSignals.notes]): few heads
+    """What a result's attributor warns of ([`RCSignals.notes`][rcattr.record.signals.RCSignals.notes]): few heads
     that see the whole context ([`HeadSelection.reach_note`][rcattr.heads.selection.HeadSelection.reach_note]), and `[n_spans]` scores that are all 0."""
     notes = [str(selection.reach_note())] if selection.few_seeing else []
     return (*notes, *([] if bool((seq_attr > 0).any()) else [NO_SCORES]))
@@ -51,7 +51,7 @@ class RCAttributor(SpanAttributor):
     """Attribute an answer to context spans with relative contextualization (RCStat).
 
     The defaults are the recipe that measured best on both dev files and on a second architecture
-    (`docs/benchmarks.md`, whose ablation also keeps the levers that lost); [`paper`][rcattr.attribution.attributor.RCAttributor.paper] builds the
+    (`docs/benchmarks/attribution.md`, whose ablation also keeps the levers that lost); [`paper`][rcattr.attribution.attributor.RCAttributor.paper] builds the
     paper's recipe.
 
     Parameters
@@ -61,10 +61,10 @@ class RCAttributor(SpanAttributor):
         Phi3, ...).
     tokenizer : transformers.PreTrainedTokenizerFast
         Its fast tokenizer (character offsets are needed).
-    heads : HeadSelector, default OutlierHeads()
+    heads : HeadSelector, optional
         Which heads' span scores count, and the score they are ranked by ([`rcattr.heads.selectors`][rcattr.heads.selectors]):
-        `OutlierHeads()`, the heads whose score stands more than two standard deviations above the
-        mean of all heads for this example (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72;
+        `OutlierHeads()` (None, the default), the heads whose score stands more than two standard deviations
+        above the mean of all heads for this example (about 19 of SmolLM2's 270 heads, 3 of Gemma-3-270m's 72;
         a selection of fewer than 5% of the model's heads is flagged:
         `result.head_selection.few_heads`); `TopHeads(k)`, a number or a fraction of all heads;
         `FixedHeads([(layer, head), ...])`. Each takes
@@ -74,21 +74,21 @@ class RCAttributor(SpanAttributor):
         Qwen2 with `use_sliding_window`), a head whose window stops short of the documents has no evidence
         about them and does not vote (`result.head_selection.reach` holds each layer's view of the context,
         `.seeing` how many heads see all of it; none or few warn).
-    span_scorer : SpanScorer, default AttentionScorer()
-        How a selected head scores a span: post-softmax attention mass ([`AttentionScorer`][rcattr.attribution.scorers.AttentionScorer],
-        whose default carries each unit's evidence on over the answer rows that follow it), or a scorer of
-        your own (docs/extending.md).
-    votes : {"mass", "share"} or HeadVote, default "share"
-        How the selected heads' span scores add up: their mass (paper Eq. 7), or each head's share
-        over the spans, so that a head that attends more does not outvote the others; or a vote strategy
-        ([`HeadVote`][rcattr.attribution.voting.HeadVote], [`LexicalFusion`][rcattr.attribution.fusion.LexicalFusion]).
+    span_scorer : SpanScorer, optional
+        How a selected head scores a span: post-softmax attention mass, `AttentionScorer()` (None, the default;
+        [`AttentionScorer`][rcattr.attribution.scorers.AttentionScorer] carries each unit's evidence on over the
+        answer rows that follow it), or a scorer of your own (docs/extending.md).
+    votes : {"share", "mass"} or HeadVote, default "share"
+        How the selected heads' span scores add up: each head's share over the spans (`"share"`), so that a
+        head that attends more does not outvote the others, or their mass (`"mass"`, paper Eq. 7); or a vote
+        strategy ([`HeadVote`][rcattr.attribution.voting.HeadVote], [`LexicalFusion`][rcattr.attribution.fusion.LexicalFusion]).
     lexical : bool, optional
         Vote with `LexicalFusion` (`rcattr.attribution.fusion`), the default: where the selected heads disagree
         on a unit's top span, BM25 fills the disagreeing share of the vote; where they agree the vote is theirs
         alone (`result.lexical_share` says how much BM25 filled). It wins or ties against the heads' vote
         alone in all twelve cells of three models × two files × short and 8k contexts and on the held-out
         runs, and keeps the default from falling below BM25 where the heads fail (Qwen2 at 8k;
-        docs/benchmarks.md). `lexical=False`: the model's own account alone, the heads' vote. With `votes` a
+        docs/benchmarks/long-contexts.md). `lexical=False`: the model's own account alone, the heads' vote. With `votes` a
         `HeadVote` object, that object is the vote (False unless given).
     probe : SupportProbe, "shipped" or None, default "shipped"
         The support probe whose verdict every citation's `status` gives (`rcattr.grounding.verdict`):
@@ -100,7 +100,7 @@ class RCAttributor(SpanAttributor):
     Notes
     -----
     The per-token signals (`result.rc`: groundedness and lookback on the selected heads, token support on
-    its own 20 best heads, [`RCSignals.support_heads`][rcattr.grounding.signals.RCSignals.support_heads]) are
+    its own 20 best heads, [`RCSignals.support_heads`][rcattr.record.signals.RCSignals]) are
     measured apart from the vote ([`token_signals`][rcattr.attribution.token_signals.token_signals]).
 
     Examples
@@ -114,9 +114,10 @@ class RCAttributor(SpanAttributor):
     """
 
     name = "rc"
-    #: Whether `explain_batch` may run one left-padded forward for a batch: a subclass whose
-    #: `run_pass` gathers more than `Reducer` does sets it False.
     batch_forward: ClassVar[bool] = True
+    """Whether [`explain_batch`][rcattr.attribution.attributor.RCAttributor.explain_batch] may run one left-padded
+    forward for a batch: a subclass whose [`run_pass`][rcattr.attribution.attributor.RCAttributor.run_pass] gathers
+    more than `Reducer` does sets it False."""
 
     def __init__(
         self,
@@ -142,7 +143,7 @@ class RCAttributor(SpanAttributor):
         else:
             raise ValueError(f"probe={probe!r}: give a SupportProbe, 'shipped' or None")
         #: Whether the pass keeps every head's lookback ratio and peak (`RCSignals.head_lookback`): with a probe,
-        #: which reads them; `rcattr.grounding.claim_checks.claim_features` sets it on a copy to fit one.
+        #: which reads them; `rcattr.attribution.claim_checks.claim_features` sets it on a copy to fit one.
         self.keep_head_rows = self.probe is not None
         if lexical is None:
             lexical = not isinstance(votes, HeadVote)
@@ -202,12 +203,15 @@ class RCAttributor(SpanAttributor):
         return self.scorer_name
 
     def explain(self, example: Example, inp: AttributionInput) -> RCAttributionResult:
+        """The result of one prepared example: [`run_pass`][rcattr.attribution.attributor.RCAttributor.run_pass],
+        [`select_heads`][rcattr.attribution.attributor.RCAttributor.select_heads] and
+        [`span_scores`][rcattr.attribution.attributor.RCAttributor.span_scores], then the per-token signals."""
         return self._result(example, inp, self.run_pass(example, {self.scorer_name: self.scorer}))
 
     def explain_batch(
         self, examples: Sequence[Example], inputs: Sequence[AttributionInput]
     ) -> list[RCAttributionResult]:
-        """One left-padded forward for the batch ([`forward_batch`][rcattr.attribution.reduction.forward_batch]); unless
+        """One left-padded forward for the batch (`forward_batch`); unless
         [`batch_forward`][rcattr.attribution.attributor.RCAttributor.batch_forward] is False, when the examples are explained one by one."""
         if not self.batch_forward:
             return super().explain_batch(examples, inputs)
@@ -246,7 +250,7 @@ class RCAttributor(SpanAttributor):
 
         The first of the three steps of [`explain`][rcattr.attribution.attributor.RCAttributor.explain] (pass, [`select_heads`][rcattr.attribution.attributor.RCAttributor.select_heads], [`span_scores`][rcattr.attribution.attributor.RCAttributor.span_scores]): a
         recipe that needs more of the pass overrides them (e.g. the benchmark's
-        [`RecipeAttributor`][rcattr.eval.attribution.recipes.RecipeAttributor])."""
+        `rcattr.eval.attribution.recipes.RecipeAttributor`)."""
         reducer = self._reducer(example, scorers)
         forward(self.model, example, reducer)
         return reducer

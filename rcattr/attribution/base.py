@@ -162,9 +162,11 @@ class SpanAttributor(ABC):
         max_batch_tokens : int or None, default 8192
             At most this many padded prompt tokens in a batch (its inputs times its longest prompt), but always
             one input: long prompts run alone, within the memory of one [`attribute`][rcattr.attribution.base.SpanAttributor.attribute] call. None: no limit.
-        granularity, output_granularity : span spec, or a list of them, one per input
+        granularity : span spec, or a list of them, one per input, default "sentence"
             As in [`attribute`][rcattr.attribution.base.SpanAttributor.attribute], for every input; a list whose items are each a name or a sequence
             of `(start, end)` pairs gives every input its own (e.g. the gold spans of each answer).
+        output_granularity : span spec, or a list of them, one per input, default "answer"
+            The same for the output units.
         gen_args : mapping, optional
             Extra `generate` arguments for the answers generated (`num_return_sequences` stays 1).
         progress : bool, default True

@@ -13,11 +13,11 @@ import torch
 from captum.attr import TextTemplateInput, TextTokenInput
 from transformers import DynamicCache
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext, SentenceRows
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.grounding.signals import RCSignals
 from rcattr.options import GRANULARITIES, OUTPUT_GRANULARITIES
 from rcattr.protocols import TokenizerLike
+from rcattr.record.attributed import AttributedAnswer, AttributedContext, SentenceRows
+from rcattr.record.signals import RCSignals
 from rcattr.text.documents import Document
 from rcattr.text.prompting import Prompt
 from rcattr.text.segmentation import (
@@ -101,7 +101,7 @@ class Example:
     ) -> RCAttributionResult:
         """The result for `[n_spans]` answer scores and `[n_outputs, n_spans]` unit scores (and an RC method's
         signals); a span without a token (an empty document's) scores 0 whatever the method gave it. The rows
-        of the sentence units ([`sentence_units`][rcattr.attribution.example.Example.sentence_units]) and their context reliance become the result's
+        of the sentence units (`sentence_units`) and their context reliance become the result's
         `sentence_rows`."""
         tokenless = torch.tensor([len(r) == 0 for r in self.context_ranges])
         token_attr = token_attr.detach().float().cpu().masked_fill(tokenless, 0.0)

@@ -1,4 +1,4 @@
-"""The result of an attribution: the record ([`AttributionRecord`][rcattr.attribution.record.AttributionRecord]) with what is
+"""The result of an attribution: the record ([`AttributionRecord`][rcattr.record.record.AttributionRecord]) with what is
 read from it as methods, each one line handing the record to [`rcattr.grounding`][rcattr.grounding] or [`rcattr.viz`][rcattr.viz]."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule, CitationStyle
 from rcattr.grounding.citations import Citation, document_scores, sentence_citations
 from rcattr.grounding.support import SUPPORT_THRESHOLD
 from rcattr.grounding.vouching import unsupported_tokens
+from rcattr.record.record import AttributionRecord
 from rcattr.viz.cited_answer import cited_answer
 from rcattr.viz.plain import result_dict
 from rcattr.viz.table import result_frame, result_table_html
@@ -24,16 +24,16 @@ if TYPE_CHECKING:
 class RCAttributionResult(AttributionRecord):
     """Attribution of an answer to context spans; works with captum's `plot_seq_attr` / `plot_token_attr`.
 
-    The data (scores, spans, signals, heads) are the record's ([`AttributionRecord`][rcattr.attribution.record.AttributionRecord]
+    The data (scores, spans, signals, heads) are the record's ([`AttributionRecord`][rcattr.record.record.AttributionRecord]
     lists them); the methods below read the record through [`rcattr.grounding`][rcattr.grounding] (citations, unsupported
     tokens) and [`rcattr.viz`][rcattr.viz] (the cited answer, the tables, the plain dict).
     """
 
     def unsupported_tokens(self, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
-        """Indices of the answer tokens (not blank) whose [`token_support`][rcattr.attribution.result.RCAttributionResult.token_support] is below `threshold`
+        """Indices of the answer tokens (not blank) whose [`token_support`][rcattr.record.signals.RCSignals] is below `threshold`
         (none for baselines); a token of a claim the context holds whole is not flagged
         ([`unsupported_tokens`][rcattr.grounding.vouching.unsupported_tokens]). The default, 0.25 (support log-odds below
-        log(1/3)), was measured on the unsupported-tokens benchmark on two models (docs/benchmarks.md).
+        log(1/3)), was measured on the unsupported-tokens benchmark on two models (docs/benchmarks/citations.md).
         `threshold` is a real number in [0, 1]; anything else raises ValueError."""
         return unsupported_tokens(self, threshold)
 

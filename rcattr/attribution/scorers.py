@@ -4,7 +4,7 @@ Each scorer is a small dataclass with one method, `score(block) -> [U, H, n_span
 `ScorerPress` pattern). The attributor sums the scores of the selected heads and normalises them
 over spans (RCStat Eq. 7). To add a scorer: subclass [`SpanScorer`][rcattr.attribution.scorers.SpanScorer] and implement `score`
 (docs/extending.md). The paper's RC-expectation scorers, which measured below attention, are the benchmark's
-([`rcattr.eval.attribution.rc_span_scorers`][rcattr.eval.attribution.rc_span_scorers]).
+(`rcattr.eval.attribution.rc_span_scorers`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class SpanScorer(ABC):
     A scorer that pools each unit's rows into one sample (`pools_rows`, the default, as RC
     expectation and its bound do) gets one padded row set per unit. One that averages over rows
     (`pools_rows = False`, the attention scorer) gets every answer row once, with each unit's
-    rows in [`SpanBlock.unit_rows`][rcattr.attribution.spans.SpanBlock.unit_rows], so that a row shared by several units (a token and the
+    rows in [`SpanBlock.unit_rows`][rcattr.attribution.spans.SpanBlock], so that a row shared by several units (a token and the
     continuation of the token before it) is computed once. Either way `block.n_units` is `U`.
     """
 

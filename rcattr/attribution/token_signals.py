@@ -1,4 +1,4 @@
-"""The per-token signals of one attributed answer ([`RCSignals`][rcattr.grounding.signals.RCSignals]), measured from its pass
+"""The per-token signals of one attributed answer ([`RCSignals`][rcattr.record.signals.RCSignals]), measured from its pass
 apart from the vote: groundedness and lookback on the heads that voted, token support on its own heads."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import torch
 from rcattr.attribution.base import Example
 from rcattr.attribution.reduction import Reducer
 from rcattr.attribution.spans import lookback_rows, unit_sum
-from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import support_heads, support_log_odds
 from rcattr.heads.scores import peak_rows
 from rcattr.heads.selection import HeadSelection
+from rcattr.record.signals import RCSignals
 from rcattr.runtime.capture import raw_logits
 
 if TYPE_CHECKING:

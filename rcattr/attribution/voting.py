@@ -59,9 +59,9 @@ class HeadVote:
 
     Parameters
     ----------
-    votes : {"mass", "share"}, default "share"
-        Sum the heads' mass (paper Eq. 7), or each head's share over the spans, so that a head that attends
-        more does not outvote the others.
+    votes : {"share", "mass"}, default "share"
+        Sum each head's share over the spans, so that a head that attends more does not outvote the others,
+        or the heads' mass (paper Eq. 7).
     """
 
     votes: HeadVotes = "share"

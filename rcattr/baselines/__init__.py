@@ -31,6 +31,8 @@ BASELINES = {
         ContextCiteAttributor,
     )
 }
+"""The baselines built from `(model, tokenizer)` alone, by their `name`: `BASELINES["bm25"](model, tokenizer)`.
+Every class of `__all__` but [`AT2Attributor`][rcattr.baselines.at2.AT2Attributor], which also needs a trained estimator."""
 
 __all__ = [
     "BASELINES",

@@ -63,7 +63,7 @@ def _model_options(parser: argparse.ArgumentParser, *, heads: bool = True) -> No
             "--paper",
             action="store_true",
             help="the paper's recipe: top-20 heads (unless --top-k), each output unit's own rows, heads "
-            "summed by attention mass (default: rcattr's measured-best recipe, see docs/benchmarks.md)",
+            "summed by attention mass (default: rcattr's measured-best recipe, see docs/benchmarks/attribution.md)",
         )
         parser.add_argument(
             "--probe",

@@ -122,7 +122,7 @@ def _explain(args: argparse.Namespace, inp: ContextInput) -> int:
 
 
 def _heads(args: argparse.Namespace, inp: ContextInput) -> int:
-    from rcattr.grounding.signals import RCSignals
+    from rcattr.record.signals import RCSignals
     from rcattr.viz import save_head_heatmap
 
     attributor = attributor_of(args)

@@ -57,7 +57,7 @@ def fit_probe(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from rcattr.attribution.attributor import RCAttributor
-    from rcattr.grounding.claim_checks import claim_features
+    from rcattr.attribution.claim_checks import claim_features
     from rcattr.grounding.probe import SupportProbe, model_identity
     from rcattr.runtime.models import load_model
     from rcattr.text.prompting import ContextInput

@@ -20,7 +20,7 @@ class CitationRule:
     """Which documents each answer sentence cites ([`sentence_citations`][rcattr.grounding.citations.sentence_citations]) and
     how the cited answer marks them ([`cited_answer`][rcattr.viz.cited_answer.cited_answer]).
 
-    The defaults were chosen on the dev part of QuoteSum and Veri-Gran (docs/benchmarks.md, "Citations"): the
+    The defaults were chosen on the dev part of QuoteSum and Veri-Gran (docs/benchmarks/citations.md, "Citations"): the
     rule with the best mean F1 of the cited documents over both files, 91.5% and 90.0% there, 87.7% and 86.1% on
     the held-back part. Withholding by context reliance lowered F1 on both files' answers (by 0.9 and 2.9
     points), so it is off.
@@ -43,9 +43,9 @@ class CitationRule:
         The cited answer's marks: plain `[1]`, markdown footnotes, or linked HTML superscripts.
     references : bool, default True
         The cited answer ends with the list of the cited documents.
-    verdict : {"lenient", "balanced", "strict"}, default "balanced"
-        The support probe's operating point, where a probe fits the model (`rcattr.grounding.verdict`): the
-        cut that marks at most 10%, 20% or 35% of the attributable claims of AttributionBench dev, out of fold.
+    verdict : str, default "balanced"
+        The support probe's operating point, where a probe fits the model (`rcattr.grounding.verdict`):
+        `"lenient"`, `"balanced"` or `"strict"`, the cut that marks at most 10%, 20% or 35% of the attributable claims of AttributionBench dev, out of fold.
     """
 
     min_share: float = 0.8

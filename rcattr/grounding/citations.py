@@ -3,7 +3,7 @@
 [`RCAttributionResult.citations`][rcattr.attribution.result.RCAttributionResult.citations] turns a result's scores
 into one [`Citation`][rcattr.grounding.citations.Citation] per answer sentence, whatever unit was attributed: [`sentence_groups`][rcattr.grounding.citations.sentence_groups] pairs
 the output units with the sentences they lie in (a sentence's tokens are averaged into it). A whole-answer
-unit (`output_granularity="answer"`) is scored per sentence too (the result's [`SentenceRows`][rcattr.attribution.attributed.SentenceRows]), which
+unit (`output_granularity="answer"`) is scored per sentence too (the result's [`SentenceRows`][rcattr.record.attributed.SentenceRows]), which
 are cited instead; a unit over several sentences without such rows (given character spans, a method that
 scores fewer rows) cannot be split, so they are cited once, after the last.
 [`cited_sources`][rcattr.grounding.citations.cited_sources] applies the rule
@@ -11,7 +11,7 @@ scores fewer rows) cannot be split, so they are cited once, after the last.
 attribution is at least `min_share` of its best document's, at most `max_sources` of them, and none when its
 context reliance (the lookback ratio on the selected heads) is below `min_reliance`. The defaults were chosen
 on part of QuoteSum and Veri-Gran and checked on the part held back (`python -m rcattr.eval.citations`,
-docs/benchmarks.md).
+docs/benchmarks/citations.md).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from typing import Any
 
 import torch
 
-from rcattr.attribution.attributed import SentenceRows
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule
 from rcattr.grounding.claims import Claim, context_parts
 from rcattr.grounding.verdict import ClaimVerdict, sentence_verdict
 from rcattr.grounding.vouching import partly_held, sentence_status, sentence_vouching
+from rcattr.record.attributed import SentenceRows
+from rcattr.record.record import AttributionRecord
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan, sentence_spans
 
@@ -52,10 +52,10 @@ class CitedSource:
 
     Attributes
     ----------
-    document : int
-        0-based index of the document in the context (`result.documents`).
     number : int
-        The mark's number: `document + 1`, as the prompt numbers it (`Document [n]`).
+        The document's number, from 1: the one its mark shows (`[2]`), as the prompt (`Document [2]`), the
+        table, the dict, the service's JSON and the HTML number it. `result.documents[number - 1]` is the
+        document.
     score : float
         The document's share of the unit's attribution: its best span's score, normalised over the documents
         ([`document_shares`][rcattr.grounding.citations.document_shares]).
@@ -65,12 +65,22 @@ class CitedSource:
         The document's best spans for the unit, when asked for (`sentences=`).
     """
 
-    document: int
     number: int
     score: float
     id: str | None
     metadata: Mapping[str, Any]
     spans: list[CitedSpan] = field(default_factory=list)
+
+    @property
+    def document(self) -> int:
+        """Deprecated, until rcattr 0.3.0: the 0-based index of the document (`number - 1`)."""
+        warnings.warn(
+            "CitedSource.document (counted from 0) goes in rcattr 0.3.0: use CitedSource.number (counted from 1, "
+            "the mark's); result.documents[number - 1] is the document",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.number - 1
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,7 @@ class Citation:
         below the rule's `min_support`); None when it has one.
     n_sentences : int
         How many answer sentences the citation covers: 1, unless an output unit of the result spans several
-        and the result has no rows of its own for them ([`SentenceRows`][rcattr.attribution.attributed.SentenceRows]): its scores cannot be split.
+        and the result has no rows of its own for them ([`SentenceRows`][rcattr.record.attributed.SentenceRows]): its scores cannot be split.
     support : float or None
         How much the context vouches for the whole sentence, in [0, 1] ([`rcattr.grounding.vouching.sentence_support`][rcattr.grounding.vouching.sentence_support]; None for
         baselines, which have no token support).
@@ -102,15 +112,15 @@ class Citation:
         `"supported"`, `"weak"` (support below [`rcattr.grounding.vouching.WEAK_BELOW`][rcattr.grounding.vouching.WEAK_BELOW]) or `"unsupported"` (below
         [`UNSUPPORTED_BELOW`][rcattr.grounding.vouching.UNSUPPORTED_BELOW]: then, by default, `sources` is empty); `"partial"` when the sentence
         mixes held and unheld claims ([`partly_held`][rcattr.grounding.vouching.partly_held]) and its held part is supported; None for baselines.
-        A partly held sentence's status is its held part's ([`held_support`][rcattr.grounding.citations.Citation.held_support]), `"partial"` in place of
+        A partly held sentence's status is its held part's (`held_support`), `"partial"` in place of
         `"supported"`. With a probe (`RCAttributor(probe=...)`), a marked sentence keeps that status where it
         marks the sentence too, else is `"weak"`.
     claims : list of Claim
         The sentence's numbers, dates and names, each held by a sentence of the documents or the question as a
         whole or not ([`rcattr.grounding.claims`][rcattr.grounding.claims]).
     held_support : float or None
-        The support of the sentence's held part: [`support`][rcattr.grounding.citations.Citation.support] without the tokens of its unheld claims, when
-        it has a held claim too ([`partly_held`][rcattr.grounding.vouching.partly_held]); [`support`][rcattr.grounding.citations.Citation.support] otherwise. It decides the citation: a
+        The support of the sentence's held part: `support` without the tokens of its unheld claims, when
+        it has a held claim too ([`partly_held`][rcattr.grounding.vouching.partly_held]); `support` otherwise. It decides the citation: a
         half-right sentence keeps the sources of its held part, and its unheld claims are marked where they
         stand.
     verdict : ClaimVerdict or None
@@ -192,7 +202,7 @@ def document_shares(scores: torch.Tensor, sources: torch.Tensor, n_documents: in
     the documents (a document without spans: 0).
 
     Not its spans' scores summed: a sum grows with the document's length, so a long document of middling
-    sentences outranks a short one that holds the answer (docs/benchmarks.md, "Sources of different lengths").
+    sentences outranks a short one that holds the answer (docs/benchmarks/long-contexts.md, "Sources of different lengths").
     With one span per document (`granularity="chunk"`) both are the span's share.
 
     Parameters
@@ -309,4 +319,4 @@ def _best_spans(result: AttributionRecord, scores: torch.Tensor, document: int, 
 
 def source(document: Document, index: int, score: float, spans: list[CitedSpan]) -> CitedSource:
     """The [`CitedSource`][rcattr.grounding.citations.CitedSource] of document `index`."""
-    return CitedSource(index, index + 1, score, document.id, document.metadata, spans)
+    return CitedSource(index + 1, score, document.id, document.metadata, spans)

@@ -1,4 +1,4 @@
-"""Claims: the numbers, dates and names of an answer, and whether the context holds each one whole (issue 50).
+"""Claims: the numbers, dates and names of an answer, and whether the context holds each one whole.
 
 Token support ([`rcattr.grounding.support`][rcattr.grounding.support]) asks of each answer token whether the context holds it. A claim made
 of several tokens can pass that test piece by piece and still be nowhere in the context: each digit of
@@ -14,7 +14,7 @@ construction. A claim is therefore taken as one unit:
   ([`claim_parts`][rcattr.grounding.claims.claim_parts]: a number as the whole number, thousands separators dropped; a name's or a date's
   words, case folded), so `2,781.25` is not held by `3,776` and `Hartwell Dredging` not by a
   sentence that says `dredging`. The template's words are not evidence: its `Document [n]:` labels
-  would hold every number up to the number of documents ([`rcattr.text.prompting.Prompt.evidence`][rcattr.text.prompting.Prompt.evidence]);
+  would hold every number up to the number of documents (`rcattr.text.prompting.Prompt.evidence`);
 - citation markers that answer engines write (`south[1] [2].`, `[^3]`, `[1, 2]`) are not claims
   ([`citation_markers`][rcattr.grounding.claims.citation_markers]).
 
@@ -60,19 +60,20 @@ _MARKERS = re.compile(rf"{_ONE_MARKER}(?:\s*{_ONE_MARKER})*")
 class Claim:
     """A number, date or name of the answer, as one unit.
 
-        Attributes
-        ----------
-        start, end : int
-            Character offsets in the answer.
-        text : str
-            `answer[start:end]`.
-        kind : str
-            `"number"`, `"date"` or `"name"`.
-        held : bool
-            Whether one sentence of the documents or the question has every part of it ([`claim_parts`][rcattr.grounding.claims.claim_parts]).
-        support : float or None
-            The least token support of its tokens ([`RCAttributionResult.token_support`][rcattr.attribution.result.RCAttributionResult.token_support];
-    None for baselines).
+    Attributes
+    ----------
+    start, end : int
+        Character offsets in the answer.
+    text : str
+        `answer[start:end]`.
+    kind : str
+        `"number"`, `"date"` or `"name"`.
+    held : bool
+        Whether one sentence of the documents or the question has every part of it
+        ([`claim_parts`][rcattr.grounding.claims.claim_parts]).
+    support : float or None
+        The least token support of its tokens ([`token_support`][rcattr.record.signals.RCSignals]; None for
+        baselines).
     """
 
     start: int

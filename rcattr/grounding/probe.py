@@ -3,7 +3,7 @@ regularised logistic regression on per-head lookback ratios) on rcattr's own per
 what the citations already know.
 
 A claim's `ClaimFeatures` are, per head, the mean over its tokens of the lookback ratio and of the peak
-superiority P(max X > Y) (`rcattr.grounding.head_statistics`), and beside them its token support, mean
+superiority P(max X > Y) (`rcattr.attribution.head_statistics`), and beside them its token support, mean
 log-probability, lexical coverage (the share of its content words the documents hold) and whether a number,
 date or name of it is in no sentence of the documents. The probe has two levels: a logistic regression on
 the heads' features gives a log-odds, and a small logistic regression weighs that log-odds against the five

@@ -1,4 +1,4 @@
-"""Token support: does the context hold an answer token? (docs/design.md §2, issue 38)
+"""Token support: does the context hold an answer token? (docs/design.md §2)
 
 Two pieces of evidence from the one pass say that answer token t came from the context:
 
@@ -22,16 +22,17 @@ import torch
 
 from rcattr.heads.scores import top_heads
 
-# The peak is a max over every context token of a row, noisy on one head: it is averaged over the 20 heads
-# with the highest head score (the paper's k), more than the attribution's outlier heads (3 or 4 of
-# Gemma-3-270m's 72). Measured against the outliers, all heads and 30 heads in docs/benchmarks.md.
 SUPPORT_HEADS = 20
+"""The heads token support is read on: those with the highest head score (the paper's k). The peak is a max
+over every context token of a row, noisy on one head, so it is averaged over more heads than the attribution's
+outlier heads (3 or 4 of Gemma-3-270m's 72). Measured against the outliers, all heads and 30 heads in
+docs/benchmarks/citations.md."""
 
-# A token is flagged when its token support sigma(log p + logit peak) is below this: its support log-odds
-# below log(1/3), odds of 1 to 3 against. Measured, not fitted per model (docs/benchmarks.md): on the
-# unsupported-tokens benchmark it flags at most 15% of the untouched tokens and catches at least 66% of the
-# edited ones on SmolLM2-135M and Gemma-3-270m, QuoteSum and Veri-Gran.
 SUPPORT_THRESHOLD = 0.25
+"""A token is flagged when its token support `sigmoid(log p + logit peak)` is below this: its support log-odds
+below log(1/3), odds of 1 to 3 against. Measured, not fitted per model (docs/benchmarks/citations.md): on the
+unsupported-tokens benchmark it flags at most 15% of the untouched tokens and catches at least 66% of the
+edited ones on SmolLM2-135M and Gemma-3-270m, QuoteSum and Veri-Gran."""
 SUPPORT_LOG_ODDS_THRESHOLD = math.log(SUPPORT_THRESHOLD / (1 - SUPPORT_THRESHOLD))
 
 

@@ -1,6 +1,6 @@
 """One verdict per answer sentence: is it attributable to the documents? The same verdict gives
 `Citation.status`, the cited answer's marks, the HTML, the service's JSON and `claim_verdict`, so that they
-never disagree (`rcattr.grounding.claim_checks.claim_verdict` checks one claim).
+never disagree (`rcattr.attribution.claim_checks.claim_verdict` checks one claim).
 
 Where a support probe fits the model (`rcattr.grounding.probe`), the verdict is the probe's probability read
 against an operating point's cut, never above the larger of the sentence's held token support and its lexical
@@ -19,9 +19,9 @@ from typing import Literal
 
 import numpy as np
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.claims import Claim, content_coverage, without_markers
-from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, ClaimFeatures, SupportProbe, claim_tokens, vetoed
+from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, ClaimFeatures, claim_tokens, vetoed
+from rcattr.record.record import AttributionRecord
 
 __all__ = ["ClaimVerdict", "sentence_verdict"]
 
@@ -86,7 +86,7 @@ def sentence_verdict(
             else f"token support {support:.2f}"
         )
         return ClaimVerdict(support, marked, "support", f"{why} ({status})"), status
-    probe: SupportProbe = signals.probe
+    probe = signals.probe
     text = result.answer[start:end]
     features = ClaimFeatures.of(
         signals.head_lookback,

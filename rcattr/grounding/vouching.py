@@ -1,10 +1,10 @@
-"""How much the documents vouch for an answer sentence (issue 50): its token support and its claims, read
+"""How much the documents vouch for an answer sentence: its token support and its claims, read
 against fixed odds.
 
 [`sentence_support`][rcattr.grounding.vouching.sentence_support] scores a sentence from its tokens' support ([`rcattr.grounding.support`][rcattr.grounding.support]) and its claims
 ([`rcattr.grounding.claims`][rcattr.grounding.claims]); [`support_status`][rcattr.grounding.vouching.support_status] reads a score as `"supported"`, `"weak"` or
 `"unsupported"`. A sentence that mixes held and unheld claims is judged by its held part as well
-([`sentence_vouching`][rcattr.grounding.vouching.sentence_vouching], issue 59): it keeps that part's citation, and its unheld claims are marked where
+([`sentence_vouching`][rcattr.grounding.vouching.sentence_vouching]): it keeps that part's citation, and its unheld claims are marked where
 they stand. [`rcattr.grounding.citations.sentence_citations`][rcattr.grounding.citations.sentence_citations] gives each citation these figures;
 [`unsupported_tokens`][rcattr.grounding.vouching.unsupported_tokens] names the answer's tokens the documents do not vouch for.
 """
@@ -15,19 +15,25 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.claims import Claim, citation_markers, context_parts, find_claims
 from rcattr.grounding.support import SUPPORT_THRESHOLD
+from rcattr.record.record import AttributionRecord
 from rcattr.text.segmentation import tokens_within
 
-# A sentence's support (`sentence_support`) is a probability that the context holds it, so the cut-offs
-# are the odds, the same on every model: below even odds it is weak, below 1 to 3 (token support's cut-off)
-# unsupported. Measured, not fitted, on the natural-error benchmark (docs/benchmarks.md).
 WEAK_BELOW = 0.5
+"""A sentence whose support is below this, even odds, is `"weak"`. A sentence's support
+([`sentence_support`][rcattr.grounding.vouching.sentence_support]) is a probability that the context holds it, so
+the cut-offs are odds, the same on every model; measured, not fitted, on the natural-error benchmark
+(docs/benchmarks/citations.md)."""
+
 UNSUPPORTED_BELOW = SUPPORT_THRESHOLD
-# Names are found by their capitals, so some are not claims (a title's words, a heading): one no sentence of the
-# documents or the question holds makes its sentence weak, not unsupported, and keeps its citation.
+"""A sentence whose support is below this, odds of 1 to 3 (token support's cut-off,
+[`SUPPORT_THRESHOLD`][rcattr.grounding.support.SUPPORT_THRESHOLD]), is `"unsupported"`."""
+
 UNHELD_NAME = UNSUPPORTED_BELOW
+"""The most support a sentence has when no sentence of the documents or the question holds one of its names: the
+unsupported cut-off itself, so that the sentence is weak, not unsupported, and keeps its citation. Names are found
+by their capitals, so some are not claims (a title's words, a heading)."""
 
 
 def sentence_support(token_support: Sequence[float], claims: Sequence[Claim]) -> float:
@@ -87,11 +93,12 @@ def sentence_vouching(
 
 
 def unsupported_tokens(result: AttributionRecord, threshold: float = SUPPORT_THRESHOLD) -> list[int]:
-    """Indices of the answer tokens (not blank) whose [`token_support`][rcattr.attribution.record.AttributionRecord.token_support]
+    """Indices of the answer tokens (not blank) whose [`token_support`][rcattr.record.signals.RCSignals]
     is below `threshold` (none for baselines).
-       A token of a claim that a sentence of the documents or the question holds whole is not flagged: the first
-       piece of a copied word (`" O"` of `"OAPEC"`) is often unlikely on its own, and the claim is in the
-       context. `threshold` is a real number in [0, 1]; anything else raises ValueError."""
+
+    A token of a claim that a sentence of the documents or the question holds whole is not flagged: the first
+    piece of a copied word (`" O"` of `"OAPEC"`) is often unlikely on its own, and the claim is in the
+    context. `threshold` is a real number in [0, 1]; anything else raises ValueError."""
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 <= threshold <= 1:
         raise ValueError(
             f"threshold must be a real number in [0, 1] (token support is a probability), got {threshold!r}"

@@ -78,9 +78,9 @@ class LayerSuperiority:
     ----------
     head_scores : Tensor of float64, shape [H]
     row_below : Tensor of float64, shape [H, A]
-        As [`LayerRC.row_below`][rcattr.heads.scores.LayerRC.row_below].
+        As [`LayerRC.row_below`][rcattr.heads.scores.LayerRC].
     row_pairs : Tensor of float64, shape [A]
-        As [`LayerRC.row_pairs`][rcattr.heads.scores.LayerRC.row_pairs].
+        As [`LayerRC.row_pairs`][rcattr.heads.scores.LayerRC].
     """
 
     head_scores: torch.Tensor
@@ -101,7 +101,7 @@ def layer_superiority(
     """P(X > Y) of every head of one layer, as [`layer_rc`][rcattr.heads.scores.layer_rc] gives it, from counts alone.
 
     The ranks of the cross logits in the sorted Y(g, g) are exact integers, summed per row as they are
-    found ([`rcattr.stats.ranks.count_below_row_sums`][rcattr.stats.ranks.count_below_row_sums]): no partial sums, no copy of `[H, A, C]`, and
+    found (`rcattr.stats.ranks.count_below_row_sums`): no partial sums, no copy of `[H, A, C]`, and
     `cross` may be a strided view of wider logits. Arguments as [`layer_rc`][rcattr.heads.scores.layer_rc]'s.
     """
     y, size = _self_sample(self_logits, self_visible)
@@ -127,7 +127,7 @@ def layer_rc(
 ) -> LayerRC:
     """Score every head of one layer, and each answer row's context and self contextualization.
 
-    One sort of Y(g, g) and one pass over the cross logits ([`rcattr.stats.ranks.rank_and_phi_row_sums`][rcattr.stats.ranks.rank_and_phi_row_sums])
+    One sort of Y(g, g) and one pass over the cross logits (`rcattr.stats.ranks.rank_and_phi_row_sums`)
     give all of it: the head score is a mean over all visible (row, context) pairs, the row statistics
     are means over each row.
 
@@ -209,7 +209,7 @@ def outlier_count(scores: torch.Tensor, sigmas: float = OUTLIER_SIGMAS) -> int:
 
 
 def min_heads(total: int) -> int:
-    """The stated minimum of a selection from a model of `total` heads: [`MIN_HEAD_SHARE`][rcattr.heads.scores.MIN_HEAD_SHARE] of them,
+    """The stated minimum of a selection from a model of `total` heads: `MIN_HEAD_SHARE` of them,
     rounded up (4 of Gemma-3-270m's 72, 14 of SmolLM2's 270, 17 of a 24 x 14 model), at least 1. A
     selection below it rests on few heads' votes, and the result says so
     ([`rcattr.heads.selection.HeadSelection.few_heads`][rcattr.heads.selection.HeadSelection.few_heads])."""
@@ -269,7 +269,7 @@ def outlier_heads(
     The outliers adapt to the model: on SmolLM2 (270 heads) they are about 19 heads, on Gemma-3-270m
     (72 heads) about 3, where a fixed 20 would take a quarter of the model. On a model whose scores have
     one far outlier they can be a single head; the attributor's result then says so ([`min_heads`][rcattr.heads.scores.min_heads]). A
-    floor of 5% of the heads was measured and loses 9 points on Gemma's Veri-Gran (docs/benchmarks.md).
+    floor of 5% of the heads was measured and loses 9 points on Gemma's Veri-Gran (docs/benchmarks/attribution.md).
     Among fewer heads (`among`, [`seeing_heads`][rcattr.heads.scores.seeing_heads]), the outliers are those of these heads' scores.
 
     Returns

@@ -88,7 +88,7 @@ class HeadSelection:
 
     def describe(self, lexical_share: float | None = None) -> str:
         """One sentence: how many heads were selected, by which score and rule, and whether they are few; with
-        `lexical_share`, how much of the votes BM25 filled ([`RCSignals.lexical_share`][rcattr.grounding.signals.RCSignals.lexical_share]).
+        `lexical_share`, how much of the votes BM25 filled ([`RCSignals.lexical_share`][rcattr.record.signals.RCSignals]).
         """
         count = len(self.heads)
         text = f"{count} head{'' if count == 1 else 's'} selected by {self.kind}"

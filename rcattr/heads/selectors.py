@@ -55,9 +55,9 @@ class HeadSelector(ABC):
 
     @abstractmethod
     def select(self, scores: torch.Tensor, reach: torch.Tensor | None = None) -> HeadSelection:
-        """The heads of a `[L, H]` score table (of kind [`score`][rcattr.heads.selectors.OutlierHeads.score]), chosen among those that see the whole
+        """The heads of a `[L, H]` score table (of kind `score`), chosen among those that see the whole
         context from the answer when each layer's `[L]` `reach` is given ([`seeing_heads`][rcattr.heads.scores.seeing_heads];
-        the pass's [`reach`][rcattr.attribution.reduction.Reduction.reach])."""
+        the pass's `reach`)."""
 
 
 def _among(scores: torch.Tensor, reach: torch.Tensor | None) -> torch.Tensor | None:
@@ -173,7 +173,7 @@ class FixedHeads(HeadSelector):
 
 
 def heads_for(top_k: TopK, score: HeadScore = "superiority") -> HeadSelector:
-    """The selector of a command line's `--top-k` ([`parse_head_count`][rcattr.options.parse_head_count], a run's
+    """The selector of a command line's `--top-k` (`rcattr.options.parse_head_count`, a run's
     `top_k` setting): [`OutlierHeads`][rcattr.heads.selectors.OutlierHeads] for `"outliers"`, else [`TopHeads`][rcattr.heads.selectors.TopHeads] of a number (or
     fraction) of heads."""
     if top_k == "outliers":

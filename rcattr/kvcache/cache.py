@@ -14,7 +14,7 @@ from transformers import PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from rcattr.kvcache.barrier import Barrier
-from rcattr.kvcache.distilled import hold_attention_inputs
+from rcattr.kvcache.distilled import feed_attention_inputs
 from rcattr.kvcache.hook import CacheHook
 from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.policy import EvictionPolicy, Threshold
@@ -29,6 +29,7 @@ from rcattr.runtime.attention import (
     detach,
     is_routed,
 )
+from rcattr.runtime.memory import release_freed_memory
 
 __all__ = ["RCKVCache", "cache_nbytes"]
 
@@ -128,11 +129,9 @@ class RCKVCache(Cache):
                 "bounded by the window; RCKVCache evicts from full-attention layers only"
             )
         policy.scorer.check_model(model, [i for i, evicts in enumerate(evicting) if evicts])
-        self._barrier: Barrier[tuple[RCLayer, Scored]] = Barrier(
-            sum(evicting)
-        )  # what a "model"-scope rule waits for: every evicting layer
+        self._barrier: Barrier[tuple[RCLayer, Scored]] = Barrier(sum(evicting))  # a "model" rule's: all
         layers = [
-            RCLayer(policy, window, self._barrier) if evicts else layer
+            RCLayer(policy, window) if evicts else layer
             for layer, evicts in zip(layers, evicting, strict=True)
         ]
         super().__init__(layers=layers)
@@ -144,7 +143,11 @@ class RCKVCache(Cache):
         """Add this cache's hook to `model`'s attention until [`close`][rcattr.kvcache.cache.RCKVCache.close] (or garbage collection), and, for a
         scorer that reads hidden states, the hooks that hand each evicting layer its attention input."""
         self._hook = CacheHook(weakref.ref(self))
-        feed = _hidden_state_feed(model, self) if self.policy.scorer.reads_hidden_states else None
+        feed = (
+            feed_attention_inputs(model, self, list(self.evicting_layers))
+            if self.policy.scorer.reads_hidden_states
+            else None
+        )
         attach(model, self._hook)
         self._release = weakref.finalize(self, _close, model, self._hook, feed)
 
@@ -179,7 +182,7 @@ class RCKVCache(Cache):
         chat turn that brings a new document) or kept whole (`False`), whatever `policy.chunks` says."""
         if not isinstance(compress, bool):
             raise ValueError(f"compress must be True or False, got {compress!r}")
-        return self._layers_set("compress_chunks", compress)
+        return self._layers_set("compressing", compress)
 
     def replaying(self, context: int) -> AbstractContextManager[RCKVCache]:
         """Inside the block, the prefill reads `context` tokens, a prompt, then the same `context` tokens
@@ -240,12 +243,30 @@ class RCKVCache(Cache):
         return keys, values
 
     def attention(self, call: AttentionCall, proceed: Callable[[], AttentionOutput]) -> AttentionOutput:
-        """The attention call of an evicting layer, routed to that layer ([`RCLayer.attention`][rcattr.kvcache.layer.RCLayer.attention]), which
-        attends over what it holds and then evicts."""
+        """The attention call of an evicting layer: the layer attends over what it holds and scores it
+        ([`RCLayer.scores_after`][rcattr.kvcache.layer.RCLayer.scores_after]); the rule decides once every
+        layer it groups has reported (each layer alone, or every evicting layer for a `"model"`-scope rule),
+        and each of those layers cuts ([`RCLayer.cut`][rcattr.kvcache.layer.RCLayer.cut])."""
         layer = self.layers[call.layer_idx]
         if not isinstance(layer, RCLayer):
             raise RuntimeError(f"layer {call.layer_idx} of this RCKVCache does not evict")
-        return layer.attention(call, proceed)
+        call = layer.placed(call)
+        output = layer.attention(call, proceed)
+        step = layer.scores_after(call)
+        if step is None:
+            return output
+        ready = self._barrier.gather((layer, step.scored), step.rule.spans_layers)
+        if ready:
+            decisions = step.rule.decide([scored for _, scored in ready])
+            for (reported, scored), (keep, threshold) in zip(ready, decisions, strict=True):
+                reported.cut(scored, keep, threshold)
+                release_freed_memory()  # what the layer no longer holds, before the next one is re-packed
+        return output
+
+    def reset(self) -> None:
+        """Forget everything: every layer's entries and decisions, and any scores waiting for a decision."""
+        super().reset()
+        self._barrier.clear()
 
     def activate_past_recording(self, *args: object, **kwargs: object) -> None:
         """Refused: transformers asks for it before assisted (speculative) decoding, which rolls the cache back."""
@@ -261,7 +282,7 @@ class RCKVCache(Cache):
 
     @property
     def states(self) -> dict[int, LayerState]:
-        """Each evicting layer's decisions (its [`RCLayer.state`][rcattr.kvcache.layer.RCLayer.state]), by layer index."""
+        """Each evicting layer's decisions (its [`RCLayer.state`][rcattr.kvcache.layer.RCLayer]), by layer index."""
         return {i: layer.state for i, layer in self.evicting_layers.items()}
 
     @property
@@ -361,21 +382,6 @@ def _close(model: PreTrainedModel, hook: CacheHook, feed: Callable[[], None] | N
     detach(model, hook)
     if feed is not None:
         feed()
-
-
-def _hidden_state_feed(model: PreTrainedModel, cache: RCKVCache) -> Callable[[], None]:
-    """Hooks that set each evicting layer's `hidden` to its attention input in the forwards that fill `cache`
-    (held weakly); returns their removal."""
-    owner = weakref.ref(cache)
-
-    def store(layer: int, hidden: torch.Tensor, filled: object) -> None:
-        held = owner()
-        if held is not None and filled is held:
-            evicting = held.layers[layer]
-            assert isinstance(evicting, RCLayer)
-            evicting.hidden = hidden
-
-    return hold_attention_inputs(model, list(cache.evicting_layers), store)
 
 
 def cache_nbytes(cache: Cache) -> int:

@@ -16,6 +16,7 @@ the default model ships with the package ([`ScorePredictor.shipped`][rcattr.kvca
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +26,9 @@ from typing import Any, ClassVar
 
 import torch
 from transformers import PreTrainedModel
+from transformers.cache_utils import Cache
 
+from rcattr.kvcache.layer import RCLayer
 from rcattr.kvcache.scoring import WindowScorer, value_weighted
 
 __all__ = [
@@ -272,6 +275,21 @@ def hold_attention_inputs(
             handle.remove()
 
     return remove
+
+
+def feed_attention_inputs(model: PreTrainedModel, cache: Cache, layers: list[int]) -> Callable[[], None]:
+    """Hooks that set the `hidden` of each of `cache`'s evicting `layers` to its attention input in the forwards
+    that fill `cache` (held weakly), for a scorer that reads it; returns their removal."""
+    owner = weakref.ref(cache)
+
+    def store(layer: int, hidden: torch.Tensor, filled: object) -> None:
+        held = owner()
+        if held is not None and filled is held:
+            evicting = held.layers[layer]
+            assert isinstance(evicting, RCLayer)
+            evicting.hidden = hidden
+
+    return hold_attention_inputs(model, layers, store)
 
 
 @contextmanager

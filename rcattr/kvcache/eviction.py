@@ -1,6 +1,6 @@
-"""Scoring what one [`RCLayer`][rcattr.kvcache.layer.RCLayer] holds, the step the layer runs after its attention: the
-scores ([`rcattr.kvcache.scored`][rcattr.kvcache.scored]) go to the rule, which decides ([`Rule.decide`][rcattr.kvcache.Rule.decide]),
-and the layer applies the decision.
+"""Scoring what one [`RCLayer`][rcattr.kvcache.layer.RCLayer] holds, the step the layer runs after its attention:
+pure functions of the layer and the call, whose scores ([`rcattr.kvcache.scored`][rcattr.kvcache.scored]) go to the
+rule ([`Rule.decide`][rcattr.kvcache.Rule.decide]); the layer cuts what the rule decides.
 
 Every compressed forward of more than one token (the prompt, and a later turn of a chat fed to the same cache
 where the policy's `chunks` or [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing] says so) is
@@ -77,12 +77,13 @@ def score_chunk(layer: HeadwiseLayer, call: AttentionCall, window: int, scorer: 
 def score_replayed(
     layer: HeadwiseLayer, call: AttentionCall, context: int, scorer: WindowScorer
 ) -> ChunkScores:
-    """Score the first `context` tokens against a replay of them, then forget everything after them.
+    """Score the first `context` tokens against a replay of them.
 
     `call` is the attention call of a prefill that reads the context, a prompt, then the context again
     (the replay, its last `context` tokens): every context key is scored against the replay's queries
-    (the window), and the prompt's and the replay's entries are dropped from `layer`, so that it holds
-    the context alone, to be cut by the rule (window 0: no query of the context is protected but the sinks).
+    (the window). The scores are the context's alone, to be cut by the rule (window 0: no query of the
+    context is protected but the sinks); the layer then forgets the prompt and the replay
+    ([`RCLayer.forget_after`][rcattr.kvcache.layer.RCLayer.forget_after]).
     """
     scored = score_chunk(layer, call, context, scorer)
     batch, kv_heads = scored.present.shape[0], len(scored.slots)
@@ -91,8 +92,6 @@ def score_replayed(
             "a replay is scored in the prefill, which must hold the context, a prompt and the context"
         )
     first = [part.view(batch, kv_heads, -1)[..., :context] for part in (scored.scores, scored.protected)]
-    layer.keep_slots([positions < context for _, _, positions in layer.held()])
-    layer.seen = context
     return ChunkScores(
         first[0].reshape(batch, -1),
         first[1].reshape(batch, -1),

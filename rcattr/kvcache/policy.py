@@ -39,7 +39,7 @@ __all__ = [
 Scope = Literal["head", "layer", "model"]
 DEFAULT_RATIO = 0.5
 """The share of a prompt's entries `RCKVCache(model)` evicts when given no size: a context compressed before its
-questions keeps their answers there (docs/benchmarks.md, "The default: half the context"), where `c=1` evicted
+questions keeps their answers there (docs/benchmarks/kv-cache.md, "The default: half the context"), where `c=1` evicted
 about 80% of a 2k one (81% on the default model) and changed them."""
 SCOPES = ("head", "layer", "model")
 
@@ -215,25 +215,26 @@ class DecodeEviction:
 class EvictionPolicy:
     """A rule, a scorer and, optionally, decode-time eviction: what `RCKVCache(model, policy=...)` does.
 
-       Parameters
-       ----------
-       rule : Threshold, Ratio or TokenBudget, default `Ratio(DEFAULT_RATIO, scope="model")`
-           How each compressed chunk (the prompt, a chat's next turn) is cut.
-       scorer : WindowScorer, default `WindowScorer()`
-           How its entries are scored (expected RC, value norm, sinks).
-       decode : DecodeEviction, optional
-           Evict again while generating. Default: generated tokens are all kept.
-       chunks : {"prompt", "every"}, default "prompt"
-           Which forwards of more than one token are compressed: the first alone (`"prompt"`: a question or
-           a chat turn asked of a compressed context is kept whole, as it is short and exactly what the answer
-           needs), or each of them (`"every"`, rcattr 0.1's behaviour). [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing]
-    chooses for the forwards of a block (a turn that brings a
-           new document).
+    Parameters
+    ----------
+    rule : Threshold, Ratio or TokenBudget, default Ratio(DEFAULT_RATIO)
+        How each compressed chunk (the prompt, a chat's next turn) is cut; by default half of its entries, over
+        every key head of every evicting layer (`scope="model"`).
+    scorer : WindowScorer, default WindowScorer()
+        How its entries are scored (expected RC, value norm, sinks).
+    decode : DecodeEviction, optional
+        Evict again while generating. Default: generated tokens are all kept.
+    chunks : {"prompt", "every"}, default "prompt"
+        Which forwards of more than one token are compressed: the first alone (`"prompt"`: a question or
+        a chat turn asked of a compressed context is kept whole, as it is short and exactly what the answer
+        needs), or each of them (`"every"`, rcattr 0.1's behaviour).
+        [`RCKVCache.compressing`][rcattr.kvcache.RCKVCache.compressing] chooses for the forwards of a block (a
+        turn that brings a new document).
 
-       Examples
-       --------
-       >>> EvictionPolicy(Ratio(0.6, scope="head"), WindowScorer(value_norm=False, sinks=0))
-       >>> EvictionPolicy(TokenBudget(256), decode=DecodeEviction(every=32))
+    Examples
+    --------
+    >>> EvictionPolicy(Ratio(0.6, scope="head"), WindowScorer(value_norm=False, sinks=0))
+    >>> EvictionPolicy(TokenBudget(256), decode=DecodeEviction(every=32))
     """
 
     rule: Rule = Ratio(DEFAULT_RATIO)  # frozen: one instance serves every policy

@@ -6,7 +6,7 @@ scored). Any other transformers cache is filled the same way, uncompressed.
 Each chunk is scored against its own last `window` queries and cut by the cache's rule over that chunk alone
 (a ratio evicts that share of every chunk; a threshold is `c` times the mean score of the chunk): entries an
 earlier chunk kept stay. One forward instead scores every prompt token against the prompt's last window and
-decides over the whole prompt at once; docs/benchmarks.md measures what the difference costs.
+decides over the whole prompt at once; docs/benchmarks/kv-cache.md measures what the difference costs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from rcattr.runtime.compat import cache_argument
 
 __all__ = ["DEFAULT_PREFILL_CHUNK", "check_chunkable", "chunked_prefill"]
 
-DEFAULT_PREFILL_CHUNK = 1024  # tokens per chunk: docs/benchmarks.md, "The cache at long contexts"
+DEFAULT_PREFILL_CHUNK = 1024
+"""Tokens per forward of [`chunked_prefill`][rcattr.kvcache.prefill.chunked_prefill] (docs/benchmarks/kv-cache.md, "The cache at long
+contexts")."""
 
 
 @torch.no_grad()
@@ -45,8 +47,8 @@ def chunked_prefill(
         Empty, or holding earlier turns: the new tokens continue at `cache.get_seq_length()`.
     input_ids : torch.Tensor
         `[B, n]` the prompt's new tokens.
-    chunk_size : int, default [`DEFAULT_PREFILL_CHUNK`][rcattr.kvcache.prefill.DEFAULT_PREFILL_CHUNK]
-        Tokens per forward. With left padding the first chunk also holds the longest padding, so that every
+    chunk_size : int, optional
+        Tokens per forward ([`DEFAULT_PREFILL_CHUNK`][rcattr.kvcache.prefill.DEFAULT_PREFILL_CHUNK] by default). With left padding the first chunk also holds the longest padding, so that every
         row ends it on a real token.
     attention_mask : torch.Tensor, optional
         `[B, past + n]` (1: a real token), as `model.generate` takes it; positions follow it, as

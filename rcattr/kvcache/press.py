@@ -46,7 +46,7 @@ class RCPress(ScorerPress):
     window : int, default 16
         The last prompt tokens whose queries score the rest (always kept), >= 1; a prompt must be longer
         than `window + scorer.sinks`.
-    scorer : WindowScorer, default `WindowScorer()`
+    scorer : WindowScorer, default WindowScorer()
         The statistic, the value norm and the sinks (the first prompt tokens, always kept).
 
     Examples

@@ -12,7 +12,8 @@ from rcattr.runtime.compat import cache_argument
 
 __all__ = ["REPLAY_PROMPT", "replay_prefill"]
 
-REPLAY_PROMPT = "Repeat the previous context exactly."  # KVzip's reconstruction prompt
+REPLAY_PROMPT = "Repeat the previous context exactly."
+"""KVzip's reconstruction prompt: what the replay asks between the context and its repetition."""
 
 
 @torch.no_grad()

@@ -167,7 +167,7 @@ class WindowScorer:
         """`[B, Hkv, m]` the score of the first `m` keys of `layer` from their attention input
         `hidden [B, m, d]` and the `[B, Hkv, >= m, d]` values, for a scorer whose `reads_hidden_states`
         is True ([`DistilledScorer`][rcattr.kvcache.distilled.DistilledScorer]); `window_scores()` computes what
-        [`__call__`][rcattr.kvcache.scoring.WindowLogits.__call__] gives the same keys from the window's logits, for a scorer that uses both."""
+        the scorer's `__call__` gives the same keys from the window's logits, for a scorer that uses both."""
         raise NotImplementedError(f"{type(self).__name__} scores from the window's logits, not hidden states")
 
 

@@ -5,7 +5,7 @@ glibc keeps freed blocks of its heap for reuse. A prefill that interleaves what 
 keys and values) with what scoring needs for a moment (the window's logits, the kept entries re-packed) leaves
 holes that the next layer's larger blocks do not fit, so the resident memory grows past what is alive: on the
 default model at 8k tokens, one forward through an RCKVCache grew the process about 0.24 GB more than a
-DynamicCache's while the live tensors differed by a few MB (docs/benchmarks.md, "Peak memory of one forward").
+DynamicCache's while the live tensors differed by a few MB (docs/benchmarks/speed-memory.md, "Peak memory of one forward").
 `malloc_trim(0)` returns every free page of the heap; elsewhere (macOS, musl) nothing is done.
 """
 

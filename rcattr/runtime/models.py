@@ -194,7 +194,7 @@ def load_model(
     ----------
     name_or_path : str or path, optional
         `None` (default) loads the offline default model, SmolLM2-135M-Instruct; a name in
-        [`PACKAGED_MODELS`][rcattr.runtime.models.PACKAGED_MODELS] loads that offline model; anything else is a transformers model name or
+        `PACKAGED_MODELS` loads that offline model; anything else is a transformers model name or
         local path, loaded as `AutoModelForCausalLM.from_pretrained` does.
     dtype : torch.dtype or str, default torch.float32
         Weight dtype.

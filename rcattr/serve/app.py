@@ -25,7 +25,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.types import Receive
 
-import rcattr
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.runtime.generation import model_window
 from rcattr.serve.citing import context_input
@@ -34,6 +33,7 @@ from rcattr.serve.limits import BodyLimit, one_line_reason
 from rcattr.serve.logs import AccessLog
 from rcattr.serve.schema import CiteRequest, CiteResponse, Health, ModelInfo
 from rcattr.serve.worker import CitationWorker, Job, Outcome
+from rcattr.version import __version__
 
 
 class Refused(Exception):
@@ -62,7 +62,7 @@ def create_app(
 
     app = FastAPIOffline(  # /docs and /redoc from fastapi-offline's files, not a CDN: they work offline
         title="rcattr citation service",
-        version=rcattr.__version__,
+        version=__version__,
         description="Cite and check an answer against its documents from the statistics of raw attention logits "
         "(RCStat): per answer sentence, the documents it came from, how much they vouch for it, and its status.",
         lifespan=lifespan,
@@ -76,7 +76,7 @@ def create_app(
             model=model_name or str(getattr(attributor.model.config, "name_or_path", "")),
             device=str(attributor.model.device),
             window=model_window(attributor.model),
-            version=rcattr.__version__,
+            version=__version__,
             torch_threads=worker.torch_threads,
             max_batch_size=config.max_batch_size,
             max_batch_tokens=config.max_batch_tokens,

@@ -97,11 +97,11 @@ def cite_many(
 
 
 def citation_json(citation: Citation) -> dict[str, Any]:
-    """`citation` as the response gives it: its sources' `document` counted from 1, as the response's
-    `documents` and `to_dict()` count them (the library's [`CitedSource`][rcattr.grounding.citations.CitedSource] counts from 0)."""
+    """`citation` as the response gives it, its sources numbered from 1 (`number`) as the response's
+    `documents` and `to_dict()` number them; `document`, the same number, is deprecated (until 0.3.0)."""
     data = dataclasses.asdict(citation)
     for source in data["sources"]:
-        source["document"] += 1
+        source["document"] = source["number"]
     return data
 
 

@@ -50,7 +50,7 @@ FRAMEWORK_FIELDS = frozenset(
 class DocumentIn(BaseModel):
     """A document as RAG frameworks serialise one: its text in `page_content` (LangChain), `text`
     (LlamaIndex) or `content` (Haystack), with optional `metadata` (or `meta`) and id. The other fields
-    those frameworks write are accepted and not read ([`FRAMEWORK_FIELDS`][rcattr.serve.schema.FRAMEWORK_FIELDS]); any other field is refused, so
+    those frameworks write are accepted and not read (`FRAMEWORK_FIELDS`); any other field is refused, so
     that a misspelt one is not lost. The library reads it ([`rcattr.text.documents.as_document`][rcattr.text.documents.as_document]) and
     refuses one without text."""
 
@@ -156,11 +156,13 @@ class CitedSpanOut(BaseModel):
 
 
 class CitedSourceOut(BaseModel):
-    """[`CitedSource`][rcattr.grounding.citations.CitedSource]: a cited document (`document` 1-based, as in the response's `documents`,
-    where the library's is 0-based; `number` its mark)."""
+    """[`CitedSource`][rcattr.grounding.citations.CitedSource]: a cited document, `number` counted from 1 as its
+    mark and the response's `documents` count it."""
 
-    document: int
     number: int
+    document: int = Field(
+        description="The same number as `number`; deprecated, it goes in rcattr 0.3.0", deprecated=True
+    )
     score: float
     id: str | None
     metadata: dict[str, Any]

@@ -20,7 +20,7 @@ from rcattr.serve.schema import CiteRequest, CiteResponse
 Outcome = CiteResponse | Exception
 # A forward's prompts are within this factor of its shortest: padding is the cost of a shared forward. On 2 CPU
 # cores, 16 SQuAD requests (148 to 332 tokens) ran 0.85x the single calls' pace as one padded batch, and 32 ran
-# 1.30x so grouped (one run each; a second run gave about 1.0x: issue 62's note).
+# 1.30x so grouped (one run each; a second run gave about 1.0x, docs/benchmarks/service.md).
 MAX_PADDING = 1.5
 
 

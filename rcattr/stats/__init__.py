@@ -33,7 +33,7 @@ the input's floating dtype (bf16 and fp16 inputs are cast first).
 
 Cost
     Fully vectorised (sorts, cumulative sums, gathers). Every `x` is located in the sorted `Y`
-    by [`rcattr.stats.ranks.count_below`][rcattr.stats.ranks.count_below] (the kernel the head scores share), a compiled pass ([`rcattr.stats._grid`][rcattr.stats._grid]): a uniform grid over `Y`'s range
+    by `rcattr.stats.ranks.count_below` (the kernel the head scores share), a compiled pass (numba): a uniform grid over `Y`'s range
     answers an `x` with one table lookup and two comparisons, in vector code, and the rare `x` whose
     cell holds more than two `y` by a binary search; the result is exactly `torch.searchsorted`'s. Besides the inputs, peak
     memory is a handful of `[*batch, nx]` tensors of `dtype`: about 35 bytes per element of `x` for

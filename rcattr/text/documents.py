@@ -54,7 +54,7 @@ class Document:
         The first of the metadata's `title`, `source` and `file_name` that is text (bytes decoded as
         UTF-8), a path or a number (0 included) and not blank; else its `url` when that is a string; else
         the id, unless it is a UUID or a hex digest (as frameworks generate, whoever set it: the text says
-        more to a reader, and the id stays in [`id`][rcattr.text.documents.Document.id]); else the text's first words.
+        more to a reader, and the id stays in `id`); else the text's first words.
         """
         return one_line(self._naming()[0], width)
 

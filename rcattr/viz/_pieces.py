@@ -12,7 +12,7 @@ from rcattr.text.documents import source_labels
 from rcattr.text.segmentation import TextSpan
 
 if TYPE_CHECKING:
-    from rcattr.attribution.record import AttributionRecord
+    from rcattr.record.record import AttributionRecord
 
 Piece = tuple[int, int, int | None]  # (start, end, index): characters and their span (None in a gap)
 

@@ -22,10 +22,10 @@ import html
 import re
 from collections.abc import Collection, Sequence
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.citation_rule import DEFAULT_RULE, CitationRule
 from rcattr.grounding.citations import Citation
 from rcattr.grounding.claims import Claim
+from rcattr.record.record import AttributionRecord
 from rcattr.text.documents import source_labels
 
 _CLOSING = re.compile(r"[.!?;:]*[\"')\]»”’]*\s*$")  # a unit's closing punctuation, which its marks go before

@@ -13,12 +13,12 @@ from typing import Any
 
 import torch
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.citation_rule import CitationRule
 from rcattr.grounding.citations import Citation, cited_sources, document_scores, sentence_citations
 from rcattr.grounding.support import SUPPORT_MEANING, SUPPORT_THRESHOLD, support_text
 from rcattr.grounding.vouching import UNHELD_NAME, UNSUPPORTED_BELOW, WEAK_BELOW, unsupported_tokens
 from rcattr.options import HTML_SUFFIXES
+from rcattr.record.record import AttributionRecord
 from rcattr.text.documents import plain_json
 from rcattr.text.segmentation import one_line
 from rcattr.viz._pieces import chunk_pieces, contrast_intensity, document_names, text_pieces
@@ -132,8 +132,8 @@ def _answer_html(result: AttributionRecord) -> str:
 def _views(result: AttributionRecord, citations: Sequence[Citation]) -> dict[str, Any]:
     """What the page shows for the whole answer (`"seq"`) and for each output unit (`"units"`).
 
-    `alpha`: each span's shade, `[n_spans]` and `[n_outputs, n_spans]` ([`contrast_intensity`][rcattr.viz._pieces.contrast_intensity]
-    times the darkest opacity); `documents`: each document's share (`[n_documents]` and `[n_outputs,
+    `alpha`: each span's shade, `[n_spans]` and `[n_outputs, n_spans]` (how far the span stands above an even spread
+    against the best span, times the darkest opacity); `documents`: each document's share (`[n_documents]` and `[n_outputs,
     n_documents]`); `cited`: the 0-based documents cited, for the whole answer those of `citations` (the
     cited answer's), for a unit those the same rule ([`cited_sources`][rcattr.grounding.citations.cited_sources]) gives its own
     shares and context reliance (a sentence unit's are its sentence's citation), none for a unit inside an
@@ -160,7 +160,7 @@ def _views(result: AttributionRecord, citations: Sequence[Citation]) -> dict[str
         },
         "documents": {"seq": rounded(document_scores(result)), "units": [rounded(row) for row in shares]},
         "cited": {
-            "seq": sorted({source.document for citation in citations for source in citation.sources}),
+            "seq": sorted({source.number - 1 for citation in citations for source in citation.sources}),
             "units": cited,
         },
         "fold": len(result.chunks) > _FOLD_ABOVE,
@@ -240,9 +240,9 @@ def _summary_html(result: AttributionRecord, names: list[str]) -> str:
 def to_html(result: AttributionRecord, *, title: str | None = None) -> str:
     """A standalone HTML page (no external resources) showing `result`.
 
-    Each context span is shaded by how far its score stands above an even spread, against the best span
-    ([`contrast_intensity`][rcattr.viz._pieces.contrast_intensity]), so the few spans an answer draws on stand out from many
-    near-even ones. Each document is labelled with its share of the answer and, when the answer cites it
+    Each context span is shaded by how far its score stands above an even spread (the mean over the spans), as a
+    fraction of how far the best span's does: the best span is darkest and a span at or below an even share is not
+    shaded, so the few spans an answer draws on stand out from many near-even ones. Each document is labelled with its share of the answer and, when the answer cites it
     ([`citations`][rcattr.attribution.result.RCAttributionResult.citations], the rule of the cited answer), marked `cited
     [n]`; with more than 10 documents only the cited ones are open. Hovering an answer unit shows its
     shading, shares and citations and lists its top 3 sources; clicking pins it, opening the documents it

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.vouching import unsupported_tokens
+from rcattr.record.record import AttributionRecord
 from rcattr.text.documents import documents_json
 
 
 def result_dict(result: AttributionRecord) -> dict[str, Any]:
     """Everything in `result` as plain JSON-serialisable values (`json.dumps(result.to_dict())`).
 
-    Spans are `{"text", "start", "end"}` dicts (context spans add `source`, 0-based, and `document`,
-    1-based); `seq_attr` is a list, `token_attr` a list of rows; the per-token signals (`groundedness`,
+    Spans are `{"text", "start", "end"}` dicts (context spans add `document`, counted from 1 as the marks
+    `[n]` count it, and `source`, the same counted from 0: deprecated, it goes in rcattr 0.3.0); `seq_attr` is a list, `token_attr` a list of rows; the per-token signals (`groundedness`,
     `lookback`, `token_logprob`, `token_peak`, `token_support`), `context_reliance`,
     `unit_context_reliance` and `heads` (`{"kind", "selected": [[layer, head], ...], "weights", "outliers",
     "few_heads", "lexical_share", "seeing", "reach"}`: see [`HeadSelection`][rcattr.heads.selection.HeadSelection]) are
     None for baselines, `unsupported_tokens` empty. `documents` lists each document's `{"document", "id",
     "metadata"}`, the metadata made plain JSON by [`plain_json`][rcattr.text.documents.plain_json] (dates as ISO
     strings, bytes decoded, other objects as their `str()`). The full `[L, H]` head score table is left out
-    (see [`head_selection`][rcattr.attribution.record.AttributionRecord.head_selection]).
+    (see [`head_selection`][rcattr.record.signals.RCSignals]).
     """
     assert result.token_attr is not None  # always set by AttributionRecord.__init__
     selection = result.head_selection

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from rcattr.attribution.record import AttributionRecord
 from rcattr.grounding.support import SUPPORT_THRESHOLD
 from rcattr.grounding.vouching import unsupported_tokens
+from rcattr.record.record import AttributionRecord
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -13,7 +13,7 @@ from operator import itemgetter
 
 import torch
 
-from rcattr.attribution.record import AttributionRecord
+from rcattr.record.record import AttributionRecord
 from rcattr.text.segmentation import one_line
 from rcattr.viz._pieces import chunk_pieces, document_names, shade_intensity
 

@@ -238,8 +238,9 @@ def test_result_table_and_top(llama) -> None:
     result = RCAttributor(llama, char_tokenizer(), TopHeads(3)).attribute(INPUT, ANSWER, granularity="chunk")
     table = result.to_dataframe()
     assert list(table.columns) == ["score", "document", "source", "start", "end", "text"]
-    assert table["score"].is_monotonic_decreasing and sorted(table["source"]) == [0, 1, 2]
-    assert (table["document"] == table["source"] + 1).all()
+    assert table["score"].is_monotonic_decreasing and sorted(table["document"]) == [1, 2, 3]
+    with pytest.warns(DeprecationWarning, match="the table's `source` column .* goes in rcattr 0.3.0"):
+        assert (table["document"] == table["source"] + 1).all()
     best, score = result.top(1)[0]
     assert best.text == DOCUMENTS[best.source] and score == pytest.approx(float(result.seq_attr.max()))
     with pytest.raises(IndexError, match="1 output units"):

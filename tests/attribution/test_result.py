@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.grounding.signals import RCSignals
 from rcattr.heads.selection import HeadSelection
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
+from rcattr.record.signals import RCSignals
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan
 from tests.helpers.cited import supported_result

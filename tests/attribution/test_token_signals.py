@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import token_statistics
 from rcattr.attribution.reduction import forward_batch
 from rcattr.attribution.token_signals import every_head_rows, token_signals
-from rcattr.grounding.head_statistics import token_statistics
 from rcattr.grounding.support import support_heads
 from rcattr.heads.selectors import FixedHeads
 from tests.helpers import char_tokenizer

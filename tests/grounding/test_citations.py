@@ -3,6 +3,7 @@ on a tiny model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import warnings
@@ -14,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rcattr import ContextInput, RCAttributor
-from rcattr.attribution.attributed import SentenceRows
 from rcattr.baselines import BM25Attributor
 from rcattr.grounding.citation_rule import CitationRule
 from rcattr.grounding.citations import cited_sources, document_shares, sentence_groups
+from rcattr.record.attributed import SentenceRows
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan, sentence_spans, whole_span
 from rcattr.viz import to_html
@@ -104,7 +105,7 @@ def test_citations_carry_offsets_scores_and_metadata() -> None:
         min_share=0.5, max_sources=2, min_reliance=0.3, sentences=1, min_support=0
     )
     assert (first.start, first.end, first.text) == (0, 22, "It is 330 metres tall.")
-    assert [s.document for s in first.sources] == [0] and first.sources[0].score == pytest.approx(0.8)
+    assert [s.number for s in first.sources] == [1] and first.sources[0].score == pytest.approx(0.8)
     assert first.sources[0].metadata == {"title": "Eiffel Tower", "url": "https://x.org/e"}
     span = first.sources[0].spans[0]
     assert CITED_DOCUMENTS[0].text[span.start : span.end] == span.text == "The tower is 330 metres tall."
@@ -237,10 +238,10 @@ def test_citations_from_a_model_run(llama) -> None:
         assert 1 <= len(citation.sources) <= 2 and citation.context_reliance is not None
         for cited in citation.sources:
             assert cited.score == pytest.approx(
-                float(result.document_scores(citations.index(citation))[cited.document])
+                float(result.document_scores(citations.index(citation))[cited.number - 1])
             )
             for span in cited.spans:
-                assert result.chunks[cited.document][span.start : span.end] == span.text
+                assert result.chunks[cited.number - 1][span.start : span.end] == span.text
     baseline = BM25Attributor(model, tokenizer).attribute(inp, "Paris is.", output_granularity="sentence")
     assert baseline.citations()[0].context_reliance is None and baseline.documents[1].id == "d2"
 
@@ -359,3 +360,13 @@ def test_citations_per_sentence_from_a_model_run_whatever_the_output_units(llama
         warnings.simplefilter("error")  # nothing cited together
         assert whole.citations() == sentences.citations()
         assert whole.cited_answer() == sentences.cited_answer()
+
+
+def test_a_cited_source_is_numbered_as_its_mark_and_its_old_index_warns() -> None:
+    (first,) = sentence_result(reliance=[0.7, 0.6, 0.1]).citations(sentences=1, min_support=0)[:1]
+    source = first.sources[0]
+    assert "document" not in {f.name for f in dataclasses.fields(source)}
+    with pytest.warns(
+        DeprecationWarning, match=r"CitedSource.document \(counted from 0\) goes in rcattr 0.3.0"
+    ):
+        assert source.document == source.number - 1

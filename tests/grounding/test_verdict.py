@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.claim_checks import claim_verdict
 from rcattr.grounding.citation_rule import CitationRule
-from rcattr.grounding.claim_checks import claim_verdict
 from rcattr.grounding.probe import SupportProbe, model_identity
 from rcattr.serve.app import create_app
 from rcattr.text.prompting import ContextInput

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import torch
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
 from rcattr.text.documents import Document, as_document
 from rcattr.text.segmentation import TextSpan, sentence_spans, whole_span
 from tests.helpers.results import rc_signals

@@ -6,10 +6,10 @@ import re
 
 import torch
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.grounding.signals import RCSignals
 from rcattr.heads.selection import HeadSelection
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
+from rcattr.record.signals import RCSignals
 from rcattr.text.segmentation import TextSpan, whole_span
 
 CHUNKS = [

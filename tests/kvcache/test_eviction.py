@@ -80,7 +80,7 @@ def test_what_follows_the_prompt_is_kept_whole_unless_compressing(arch, attn) ->
         assert same is cache
         model(turn, **cache_argument(model, cache))
     assert all(len(state.evictions) == 2 for state in cache.states.values())
-    assert all(layer.compress_chunks is None for layer in cache.evicting_layers.values())
+    assert all(layer.compressing is None for layer in cache.evicting_layers.values())
     assert cache.compression_ratio != prompt_ratio
     every = RCKVCache(model, window=4, policy=EvictionPolicy(Threshold(1.0), chunks="every"))
     model(ids, attention_mask=mask, **cache_argument(model, every))
@@ -95,7 +95,6 @@ def test_what_follows_the_prompt_is_kept_whole_unless_compressing(arch, attn) ->
 
 def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
     from rcattr.kvcache import EvictionPolicy, RCLayer, value_weighted
-    from rcattr.kvcache.barrier import Barrier
     from rcattr.kvcache.eviction import score_chunk
     from rcattr.runtime.attention import AttentionCall
     from rcattr.runtime.capture import raw_logits
@@ -105,7 +104,7 @@ def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
     keys, values = torch.randn(batch, kv_heads, n, d), torch.randn(batch, kv_heads, n, d)
     query = torch.randn(batch, heads, n, d)
     rule = Threshold(1.0, "head")
-    layer = RCLayer(EvictionPolicy(rule, WindowScorer(sinks=2)), window, Barrier(1))
+    layer = RCLayer(EvictionPolicy(rule, WindowScorer(sinks=2)), window)
     state = layer.state
     layer.update(keys, values)
     attention = torch.nn.Module()
@@ -113,7 +112,7 @@ def test_a_layer_on_random_tensors_keeps_what_its_rule_decides() -> None:
     call = AttentionCall(attention, query, keys, values, None, "sdpa")  # plain causality
     scored = score_chunk(layer, call, window, WindowScorer(sinks=2))
     ((keep, threshold),) = rule.decide([scored])
-    scored.apply(layer, layer.state, keep, threshold)
+    layer.cut(scored, keep, threshold)
     visible = (torch.arange(n)[None, :] <= torch.arange(n - window, n)[:, None])[None]
     scores = value_weighted(
         window_rc_scores(raw_logits(query[:, :, -window:], keys), visible, kv_heads), values

@@ -1,48 +1,43 @@
-"""A layer's scores and how a decision is carried out on it (rcattr.kvcache.scored): the kept entries stay in the
-layer's storage, the decision is recorded in its state."""
+"""A layer's scores are plain data (rcattr.kvcache.scored): a rule decides on them, nothing else reads or changes a
+layer through them (the layer cuts, tests/kvcache/test_layer.py)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
 
-from rcattr.kvcache.headwise import HeadwiseLayer
-from rcattr.kvcache.scored import ChunkScores, DecodeScores
-from rcattr.kvcache.state import LayerState
+from rcattr.kvcache import Ratio
+from rcattr.kvcache.scored import ChunkScores, DecodeScores, Scored
 
 pytestmark = pytest.mark.transformers_line
 
 
-def filled_layer(n: int = 6, kv_heads: int = 2) -> HeadwiseLayer:
-    layer = HeadwiseLayer()
-    torch.manual_seed(0)
-    layer.update(torch.randn(1, kv_heads, n, 4), torch.randn(1, kv_heads, n, 4))
-    return layer
-
-
-def test_a_chunk_s_decision_keeps_its_window_and_is_recorded() -> None:
-    layer, state = filled_layer(), LayerState()
-    window = 2  # the last two tokens: kept whatever the decision
-    scores = torch.arange(8, dtype=torch.float).view(1, 8)  # 4 candidates per key head
-    scored = ChunkScores(
-        scores, torch.zeros(1, 8, dtype=torch.bool), [4, 4], window, torch.ones(1, 6, dtype=torch.bool), 0
+def two_heads_chunk() -> ChunkScores:
+    """A six-token chunk of two key heads: four candidates each, scored 0 to 7, and a window of 2."""
+    return ChunkScores(
+        torch.arange(8.0).view(1, 8),
+        torch.zeros(1, 8, dtype=torch.bool),
+        [4, 4],
+        2,
+        torch.ones(1, 6, dtype=torch.bool),
+        0,
     )
-    keep = torch.tensor([[True, False, False, True, False, True, True, False]])
-    scored.apply(layer, state, keep, None)
-    assert [positions.tolist() for positions in layer.kept_indices()] == [[[0, 3, 4, 5]], [[1, 2, 4, 5]]]
-    (eviction,) = state.evictions
-    assert eviction.kept.tolist() == [
-        [[True, False, False, True, True, True], [False, True, True, False, True, True]]
-    ]
-    assert state.judged_until == layer.seen - window and eviction.threshold is None
 
 
-def test_a_decode_time_decision_records_what_each_head_holds() -> None:
-    layer, state = filled_layer(n=4), LayerState()
-    state.recent = torch.zeros(1, 2, 1, 4)  # one recent query
-    keep = torch.tensor([[True, True, False, True, False, True, True, True]])
-    scored = DecodeScores(torch.zeros(1, 8), torch.zeros(1, 8, dtype=torch.bool), [4, 4], 0)
-    scored.apply(layer, state, keep, None)
-    (record,) = state.decode_evictions
-    assert record.held.tolist() == [[[True, True, False, True], [False, True, True, True]]]
-    assert state.decoded == 0 and state.judged_until == 3
+def test_scores_are_frozen_data_with_no_method_of_their_own() -> None:
+    scored = two_heads_chunk()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        scored.window = 3  # type: ignore[misc]
+    for kind in (Scored, ChunkScores, DecodeScores):
+        assert not [
+            name for name, value in vars(kind).items() if callable(value) and not name.startswith("_")
+        ]
+
+
+def test_a_rule_decides_on_scores_alone() -> None:
+    scored = two_heads_chunk()
+    ((keep, threshold),) = Ratio(0.5, scope="layer").decide([scored])
+    # half of 12 entries (8 candidates and the two heads' windows of 2, which count): the 2 best candidates
+    assert keep.tolist() == [[False] * 6 + [True] * 2] and threshold is None

@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+import rcattr.kvcache.cache
 import rcattr.kvcache.layer
 from rcattr.kvcache import EvictionPolicy, Ratio, RCKVCache, cache_argument
 from rcattr.runtime import memory
@@ -36,12 +37,15 @@ def test_on_linux_glibc_has_malloc_trim() -> None:
 @pytest.mark.parametrize("scope", ["model", "layer"])
 def test_a_prefill_releases_after_each_layer_scores_and_is_repacked(monkeypatch, scope) -> None:
     calls = []
-    monkeypatch.setattr(rcattr.kvcache.layer, "release_freed_memory", lambda: calls.append(1))
+    monkeypatch.setattr(rcattr.kvcache.layer, "release_freed_memory", lambda: calls.append("scored"))
+    monkeypatch.setattr(rcattr.kvcache.cache, "release_freed_memory", lambda: calls.append("cut"))
     model = kv_model("llama")  # three evicting layers
     cache = RCKVCache(model, window=4, policy=EvictionPolicy(Ratio(0.5, scope=scope)))
     with torch.no_grad():
         model(torch.randint(3, 120, (1, 40)), **cache_argument(model, cache))
-    assert len(calls) == 3 * 2  # each layer scored, then each layer re-packed
+    # each layer scored (and, at layer scope, cut at once); at model scope every layer cut after the last scored
+    expected = ["scored"] * 3 + ["cut"] * 3 if scope == "model" else ["scored", "cut"] * 3
+    assert calls == expected
     calls.clear()
     with torch.no_grad():
         model(torch.randint(3, 120, (1, 1)), **cache_argument(model, cache))

@@ -80,9 +80,9 @@ def test_a_source_counts_its_document_from_one_as_the_response_s_documents(gated
     cited = [
         (source["document"], source["number"]) for item in served["citations"] for source in item["sources"]
     ]
-    assert len(cited) > 1 and all(document == number for document, number in cited)
-    assert [document for document, _ in cited] == [
-        source.document + 1 for citation in library for source in citation.sources
+    assert len(cited) > 1 and all(document == number for document, number in cited)  # `document`: deprecated
+    assert [number for _, number in cited] == [
+        source.number for citation in library for source in citation.sources
     ]
     assert {document for document, _ in cited} <= {document["document"] for document in served["documents"]}
 

@@ -143,7 +143,7 @@ def test_markdown_citations_are_escaped(metadata: dict[str, object], answer: str
 
 
 def test_markdown_marks_are_not_read_as_links_or_definitions() -> None:
-    cites = CitedSource(0, 1, 1.0, None, {})
+    cites = CitedSource(1, 1.0, None, {})
     for answer, text, expected in [
         ("Yes(https://evil.example)", "Yes", "Yes[^1]\\(https://evil.example)"),  # [^1](...) would link
         (": see x", ":", "[^1]\\: see x"),  # [^1]: at a line's start would define a footnote

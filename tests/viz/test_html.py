@@ -210,7 +210,7 @@ def test_the_page_follows_the_citations_of_each_unit() -> None:
     result = units_result([first, second])
     page = to_html(result)
     payload = _payload(page)
-    cited = [[source.document for source in citation.sources] for citation in result.citations()]
+    cited = [[source.number - 1 for source in citation.sources] for citation in result.citations()]
     assert payload["cited"] == {"seq": [0, 1, 5], "units": cited} and cited == [[0, 1], [5]]
     assert _opened(page) == [1, 2, 6]
     assert payload["fold"] and "12 documents: the 3 cited for the answer open, the other 9 folded" in page

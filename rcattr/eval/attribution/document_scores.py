@@ -1,4 +1,4 @@
-"""How a document's sentences add up to its score (issue 59): the `documents` method of the attribution
+"""How a document's sentences add up to its score: the `documents` method of the attribution
 benchmark.
 
 Citations and the per-document list give a document one score per output unit from the scores of its context
@@ -20,7 +20,7 @@ from transformers import PreTrainedModel
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import AttributionMethod, Row, context_input, output_units
-from rcattr.eval.common.datasets import AttributionRecord
+from rcattr.eval.common.datasets import BenchmarkRecord
 from rcattr.protocols import TokenizerLike
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def top_mean(k: int) -> Aggregation:
 
 
 AGGREGATIONS: dict[str, Aggregation] = {
-    "sum": torch.sum,  # rcattr's per-document share before issue 59
+    "sum": torch.sum,  # rcattr's per-document share before 0.1.0
     "max": torch.max,
     "top-2 mean": top_mean(2),
     "mean": torch.mean,
@@ -79,7 +79,7 @@ class DocumentScoresMethod(AttributionMethod[RCAttributor]):
     ) -> RCAttributor:
         return self.attributor(model, tokenizer, config)
 
-    def row(self, built: RCAttributor, record: AttributionRecord, config: BenchmarkConfig) -> Row:
+    def row(self, built: RCAttributor, record: BenchmarkRecord, config: BenchmarkConfig) -> Row:
         result = built.attribute(
             context_input(record),
             record.answer,

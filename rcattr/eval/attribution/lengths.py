@@ -1,5 +1,5 @@
 """Sources of different lengths: SQuAD v2 questions whose gold source is much shorter, or much longer, than
-the documents beside it (issue 59).
+the documents beside it.
 
 A document's score that grows with its length wins citations it does not deserve, and the attribution
 benchmark's files cannot show it: their sources have similar lengths. [`length_records`][rcattr.eval.attribution.lengths.length_records] builds the two
@@ -23,7 +23,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan, load_attribution
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan, load_attribution
 from rcattr.eval.kv.data import squad_articles
 from rcattr.text.segmentation import sentence_spans
 
@@ -34,7 +34,7 @@ DOCUMENTS = (4, 6)  # the fewest and most documents of a record
 MIN_WORDS = 6  # a distractor sentence has at least this many words (no headings, no fragments)
 
 
-def length_ratio(record: AttributionRecord) -> float:
+def length_ratio(record: BenchmarkRecord) -> float:
     """The gold document's characters over the mean of the other documents'."""
     gold = record.gold[0].source
     others = [len(chunk) for index, chunk in enumerate(record.chunks) if index != gold]
@@ -60,7 +60,7 @@ def _question(paragraph: dict[str, Any]) -> tuple[str, str, str, str] | None:
     return None
 
 
-def length_records(setting: str, limit: int | None = None, seed: int = SEED) -> list[AttributionRecord]:
+def length_records(setting: str, limit: int | None = None, seed: int = SEED) -> list[BenchmarkRecord]:
     """The first `limit` records of `setting` (`"short_gold"` or `"long_gold"`), one question per
     paragraph of SQuAD v2 dev, in an order seeded by `seed`."""
     if setting not in SETTINGS:
@@ -69,7 +69,7 @@ def length_records(setting: str, limit: int | None = None, seed: int = SEED) -> 
     texts = [[_texts(paragraph["context"], setting) for paragraph in paragraphs] for paragraphs in articles]
     places = [(a, p) for a, paragraphs in enumerate(articles) for p in range(len(paragraphs))]
     random.Random(seed).shuffle(places)
-    records: list[AttributionRecord] = []
+    records: list[BenchmarkRecord] = []
     for a, p in places:
         if limit is not None and len(records) >= limit:
             break
@@ -97,7 +97,7 @@ def length_records(setting: str, limit: int | None = None, seed: int = SEED) -> 
         at = rng.randint(0, count)
         gold = sentence if setting == "short_gold" else articles[a][p]["context"]
         records.append(
-            AttributionRecord(
+            BenchmarkRecord(
                 id=f"{setting}-{qa_id}",
                 question=question,
                 chunks=[*distractors[:at], gold, *distractors[at:]],
@@ -113,7 +113,7 @@ def _texts(context: str, setting: str) -> Sequence[str]:
     return [context] if setting == "short_gold" else _sentences(context)
 
 
-def load_records(dataset: str, split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
+def load_records(dataset: str, split: str = "dev", limit: int | None = None) -> list[BenchmarkRecord]:
     """The attribution benchmark's records: a file of [`load_attribution`][rcattr.eval.common.datasets.load_attribution],
     or a direction of the length benchmark (`squad_short_gold`, `squad_long_gold`: SQuAD v2 dev only)."""
     if dataset not in DATASETS:

@@ -1,4 +1,4 @@
-"""The ablation's levers that lost (docs/benchmarks.md), kept here as experimental pieces so that every
+"""The ablation's levers that lost (docs/benchmarks/attribution.md), kept here as experimental pieces so that every
 row of the ablation still reproduces: a span scorer with span reductions, sink skipping and calibration
 against a content-free answer, margin weights, and heads selected per output unit.
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass, replace
 from itertools import chain, zip_longest
 
 from rcattr.eval.attribution.lengths import load_records
-from rcattr.eval.common.datasets import AttributionRecord
+from rcattr.eval.common.datasets import BenchmarkRecord
 from rcattr.eval.kv.data import squad_paragraphs
 from rcattr.protocols import TokenizerLike
 
 POSITIONS = ("start", "middle", "end")
 Passage = tuple[str, str]  # (the question it belongs to, its text)
-Length = Callable[[AttributionRecord], int]  # a record's prompt and answer, in tokens
+Length = Callable[[BenchmarkRecord], int]  # a record's prompt and answer, in tokens
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,7 @@ def distractor_passages(dataset: str, split: str) -> tuple[list[Passage], list[P
     return list(own), list(squad)
 
 
-def distractors_for(
-    record: AttributionRecord, pools: Sequence[Sequence[Passage]], seed: int
-) -> Iterator[str]:
+def distractors_for(record: BenchmarkRecord, pools: Sequence[Sequence[Passage]], seed: int) -> Iterator[str]:
     """The distractors of `record` in the order they are tried: each pool shuffled (by `seed` and the
     record's id) and taken in turn, leaving out the record's question and any passage it already holds."""
     rng = random.Random(f"{seed}:{record.id}")
@@ -80,7 +78,7 @@ def distractors_for(
             yield passage[1]
 
 
-def placed(record: AttributionRecord, distractors: Sequence[str], position: str) -> AttributionRecord:
+def placed(record: BenchmarkRecord, distractors: Sequence[str], position: str) -> BenchmarkRecord:
     """`record` with its sources at `position` among `distractors`; the gold spans follow them."""
     before = {"start": 0, "middle": len(distractors) // 2, "end": len(distractors)}[position]
     return replace(
@@ -92,12 +90,12 @@ def placed(record: AttributionRecord, distractors: Sequence[str], position: str)
 
 
 def stretched(
-    record: AttributionRecord,
+    record: BenchmarkRecord,
     context: LongContext,
     pools: Sequence[Sequence[Passage]],
     length: Length,
     passage_tokens: Callable[[str], int],
-) -> AttributionRecord:
+) -> BenchmarkRecord:
     """`record` among as many distractors as fit `context.tokens` (measured with `length`; each
     passage's share estimated with `passage_tokens` and checked on the whole prompt)."""
     room = context.tokens - length(record)
@@ -119,12 +117,12 @@ def stretched(
 
 
 def long_records(
-    records: Sequence[AttributionRecord],
+    records: Sequence[BenchmarkRecord],
     context: LongContext,
     pools: Sequence[Sequence[Passage]],
     length: Length,
     passage_tokens: Callable[[str], int],
-) -> list[AttributionRecord]:
+) -> list[BenchmarkRecord]:
     """The records that fit `context.tokens` on their own, stretched to it ([`stretched`][rcattr.eval.attribution.long_context.stretched])."""
     fitting = [record for record in records if length(record) <= context.tokens]
     return [stretched(r, context, pools, length, passage_tokens) for r in fitting]

@@ -21,7 +21,7 @@ from transformers import PreTrainedModel
 
 from rcattr.attribution.base import SpanAttributor
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.eval.common.datasets import AttributionRecord
+from rcattr.eval.common.datasets import BenchmarkRecord
 from rcattr.eval.common.metrics import location_hits, source_hits
 from rcattr.protocols import TokenizerLike
 from rcattr.text.prompting import ContextInput
@@ -35,12 +35,12 @@ Row = dict[str, Any]
 MethodBuilder = Callable[[PreTrainedModel, TokenizerLike, "BenchmarkConfig"], SpanAttributor]
 
 
-def context_input(record: AttributionRecord) -> ContextInput:
+def context_input(record: BenchmarkRecord) -> ContextInput:
     """The record's sources and question, as the attributors take them."""
     return ContextInput(record.chunks, record.question)
 
 
-def output_units(record: AttributionRecord) -> list[tuple[int, int]]:
+def output_units(record: BenchmarkRecord) -> list[tuple[int, int]]:
     """The record's gold spans as the output units, `(start, end)` characters of the answer."""
     return [(span.start, span.end) for span in record.gold]
 
@@ -49,7 +49,7 @@ def scored_row(
     answer: torch.Tensor,
     units: torch.Tensor,
     spans: Sequence[TextSpan],
-    record: AttributionRecord,
+    record: BenchmarkRecord,
     granularity: str,
 ) -> Row:
     """A record's line: hits per gold span from `units [n_gold, n_spans]`, and the chunk scores
@@ -83,10 +83,10 @@ class AttributionMethod(ABC, Generic[A]):
         """What the method runs on each record, built once per run."""
 
     @abstractmethod
-    def row(self, built: A, record: AttributionRecord, config: BenchmarkConfig) -> Row:
+    def row(self, built: A, record: BenchmarkRecord, config: BenchmarkConfig) -> Row:
         """The record's JSON line (without its `id` and `seconds`, which the runner adds)."""
 
-    def rows(self, built: A, records: Sequence[AttributionRecord], config: BenchmarkConfig) -> list[Row]:
+    def rows(self, built: A, records: Sequence[BenchmarkRecord], config: BenchmarkConfig) -> list[Row]:
         """The lines of a batch of records (`config.batch_size` of them at most): [`row`][rcattr.eval.attribution.method.AttributionMethod.row] of each,
         unless the method attributes a batch at once."""
         return [self.row(built, record, config) for record in records]
@@ -125,7 +125,7 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
     ) -> SpanAttributor:
         return self.builder(model, tokenizer, config)
 
-    def row(self, built: SpanAttributor, record: AttributionRecord, config: BenchmarkConfig) -> Row:
+    def row(self, built: SpanAttributor, record: BenchmarkRecord, config: BenchmarkConfig) -> Row:
         result = built.attribute(
             context_input(record),
             record.answer,
@@ -135,7 +135,7 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
         return self._scored(result, record, config)
 
     def rows(
-        self, built: SpanAttributor, records: Sequence[AttributionRecord], config: BenchmarkConfig
+        self, built: SpanAttributor, records: Sequence[BenchmarkRecord], config: BenchmarkConfig
     ) -> list[Row]:
         """The records' lines from one [`attribute_many`][rcattr.attribution.base.SpanAttributor.attribute_many] call."""
         if len(records) == 1:  # attribute() itself: a run at batch size 1 is the run before batching
@@ -150,7 +150,7 @@ class SpanAttributorMethod(AttributionMethod[SpanAttributor]):
         )
         return [self._scored(result, record, config) for result, record in zip(results, records, strict=True)]
 
-    def _scored(self, result: RCAttributionResult, record: AttributionRecord, config: BenchmarkConfig) -> Row:
+    def _scored(self, result: RCAttributionResult, record: BenchmarkRecord, config: BenchmarkConfig) -> Row:
         if result.token_attr is None:
             raise ValueError(f"{self.name} gave no scores per output unit (token_attr) on record {record.id}")
         return scored_row(

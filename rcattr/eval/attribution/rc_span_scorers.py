@@ -1,5 +1,5 @@
 """The paper's RC-expectation span scorers: expected RC per span ([`RCScorer`][rcattr.eval.attribution.rc_span_scorers.RCScorer]) and its coupling-free upper
-bound ([`RCBoundScorer`][rcattr.eval.attribution.rc_span_scorers.RCBoundScorer]). Both measured below the attention scorer on both dev files (docs/benchmarks.md,
+bound ([`RCBoundScorer`][rcattr.eval.attribution.rc_span_scorers.RCBoundScorer]). Both measured below the attention scorer on both dev files (docs/benchmarks/attribution.md,
 the ablation's "RC expectation scorer" row), so they live with the benchmark's recipes, not in the public API.
 """
 

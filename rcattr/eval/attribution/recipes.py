@@ -76,7 +76,7 @@ class Recipe:
         Fuse the vote with BM25 shares where the selected heads disagree ([`rcattr.attribution.fusion`][rcattr.attribution.fusion]).
     blind_heads : bool
         Choose heads among all of them, those whose sliding window does not reach the context too (rcattr's
-        rule before issue 60), rather than among those that see the whole context from the answer.
+        rule before heads that see the context were counted), rather than among those that see the whole context from the answer.
     """
 
     label: str

@@ -20,7 +20,7 @@ from rcattr.eval.attribution.method import AttributionMethod, Row, context_input
 from rcattr.eval.attribution.methods import AttributionMethods, default_methods
 from rcattr.eval.attribution.report import markdown_table
 from rcattr.eval.attribution.results import chunk_scores, summarise
-from rcattr.eval.common.datasets import AttributionRecord
+from rcattr.eval.common.datasets import BenchmarkRecord
 from rcattr.eval.common.memory import PeakMemory
 from rcattr.eval.common.run_store import StoredRun, record_id
 from rcattr.eval.common.sharding import Shard
@@ -64,14 +64,14 @@ class AttributionBenchmark(StoredRun):
         self.total_heads = text.num_hidden_layers * text.num_attention_heads
         self.records, self.too_long = self._records()
 
-    def _records(self) -> tuple[list[AttributionRecord], int]:
+    def _records(self) -> tuple[list[BenchmarkRecord], int]:
         """Records with gold spans that fit `max_tokens` and the model's window (stretched to the run's long
         context, when it has one), and how many did not."""
         loaded = load_records(self.config.dataset, self.config.split, self.config.lines())
         records = [r for r in loaded[self.config.skip or 0 :] if r.gold]
         sizer = RandomAttributor(self.model, self.tokenizer)
 
-        def length(record: AttributionRecord) -> int | None:
+        def length(record: BenchmarkRecord) -> int | None:
             try:
                 return int(sizer.prepare(context_input(record), record.answer, "chunk").ids.shape[1])
             except ValueError as error:
@@ -107,7 +107,7 @@ class AttributionBenchmark(StoredRun):
         """`step`'s lines on disk (every shard's), by record id in the records' order."""
         return self.store.done(step, [record.id for record in self.records], record_id)
 
-    def _steps(self) -> dict[str, list[AttributionRecord]]:
+    def _steps(self) -> dict[str, list[BenchmarkRecord]]:
         """The records of each step of the whole run: every method, then the faithfulness pass."""
         steps = {method: self.records[: self.config.records_for(method)] for method in self.config.methods}
         if self.config.faithfulness:

@@ -1,4 +1,4 @@
-"""Head-selection rules measured across architectures (issue 35), as recipes of the `heads` method.
+"""Head-selection rules measured across architectures, as recipes of the `heads` method.
 
 The default picks the *outlier* heads of each example: those scoring more than two standard deviations
 above the mean over all heads. That follows the shape of one model's score distribution (about 19 of
@@ -40,7 +40,7 @@ __all__ = [
 
 
 class SelectionRule(HeadSelector):
-    """A rule of issue 35: it chooses among all the heads of a `[L, H]` score table (it does not know
+    """A head-selection rule: it chooses among all the heads of a `[L, H]` score table (it does not know
     windows: `reach` is ignored) and may weigh them. A subclass is a frozen dataclass that implements
     [`choose`][rcattr.eval.attribution.selection_rules.SelectionRule.choose]."""
 
@@ -218,7 +218,7 @@ RULES: dict[str, SelectionRule] = {
 
 @dataclass(frozen=True)
 class BottomHeads(HeadSelector):
-    """The lowest-scoring heads, worst first: the paper's ablation (a measured loser, docs/benchmarks.md).
+    """The lowest-scoring heads, worst first: the paper's ablation (a measured loser, docs/benchmarks/attribution.md).
     Like [`TopHeads`][rcattr.heads.selectors.TopHeads], it chooses among the heads that see the whole context.
 
     Parameters

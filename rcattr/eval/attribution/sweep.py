@@ -23,7 +23,7 @@ from rcattr.eval.attribution.method import AttributionMethod, Row, context_input
 from rcattr.eval.attribution.per_head import HeadSpanScores, head_span_scores
 from rcattr.eval.attribution.rc_span_scorers import RCScorer
 from rcattr.eval.attribution.recipes import PAPER_SCORER, Recipe, RecipeScorer, ablation, current_labels
-from rcattr.eval.common.datasets import AttributionRecord
+from rcattr.eval.common.datasets import BenchmarkRecord
 from rcattr.eval.common.metrics import accuracy, source_hits
 from rcattr.heads.scores import top_heads
 from rcattr.options import TopK
@@ -81,7 +81,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
             text.num_hidden_layers * text.num_attention_heads,
         )
 
-    def row(self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig) -> Row:
+    def row(self, built: SweepPass, record: BenchmarkRecord, config: BenchmarkConfig) -> Row:
         return self.scored_row(built, self.head_pass(built, record, config), record, config)
 
     def scorers(self, built: SweepPass) -> dict[str, SpanScorer]:
@@ -89,9 +89,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
         first key)."""
         return {**built.recipes.scorers, **{f"curve/{name}": s for name, s in self.curve.items()}}
 
-    def head_pass(
-        self, built: SweepPass, record: AttributionRecord, config: BenchmarkConfig
-    ) -> HeadSpanScores:
+    def head_pass(self, built: SweepPass, record: BenchmarkRecord, config: BenchmarkConfig) -> HeadSpanScores:
         """The record's pass: every head's scores, and its span scores by every scorer of [`scorers`][rcattr.eval.attribution.sweep.SweepMethod.scorers]."""
         return head_span_scores(
             built.attributor,
@@ -104,7 +102,7 @@ class SweepMethod(AttributionMethod[SweepPass]):
         )
 
     def scored_row(
-        self, built: SweepPass, scores: HeadSpanScores, record: AttributionRecord, config: BenchmarkConfig
+        self, built: SweepPass, scores: HeadSpanScores, record: BenchmarkRecord, config: BenchmarkConfig
     ) -> Row:
         """The record's line from its pass: the curve's source hits and every recipe's scored row."""
         scorers = self.scorers(built)

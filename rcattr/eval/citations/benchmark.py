@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tqdm.auto import tqdm
 
+from rcattr.attribution.head_statistics import token_statistics
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.citations import rules
 from rcattr.eval.citations.foreign import foreign_markdown, foreign_tables
 from rcattr.eval.citations.rows import foreign_sentence, held_back, sentence_rows
-from rcattr.eval.common.datasets import AttributionRecord, load_attribution
+from rcattr.eval.common.datasets import BenchmarkRecord, load_attribution
 from rcattr.eval.common.run_store import StoredRun, record_id
 from rcattr.eval.groundedness.sentence_signals import citation_signals
-from rcattr.grounding.head_statistics import token_statistics
 
 if TYPE_CHECKING:
     from rcattr.attribution.attributor import RCAttributor
@@ -112,7 +112,7 @@ class CitationRun(StoredRun):
         results = rules.evaluate(lines, seed=self.seed)
         appended = foreign_tables(rules.labelled(lines), seed=self.seed)
         markdown = rules.markdown(results)
-        if appended:  # rows with the sentences' support (issue 50)
+        if appended:  # rows with the sentences' support
             results["appended"] = appended
             markdown += "\n" + foreign_markdown(appended)
         self.store.write_report(results, markdown)
@@ -121,7 +121,7 @@ class CitationRun(StoredRun):
 
 
 def _line(
-    attributor: RCAttributor, record: AttributionRecord, foreign: str | None, max_tokens: int
+    attributor: RCAttributor, record: BenchmarkRecord, foreign: str | None, max_tokens: int
 ) -> dict[str, Any]:
     """One record's line: its answer's sentences, or with `foreign` appended, that sentence alone."""
     inp = context_input(record)

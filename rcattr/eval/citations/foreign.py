@@ -1,4 +1,4 @@
-"""The appended sentences as natural errors (issue 50): does a citation vouch for a sentence its documents do
+"""The appended sentences as natural errors: does a citation vouch for a sentence its documents do
 not hold?
 
 Per dataset, the labelled sentences of the gold answers (label 1) against the sentences of other questions'
@@ -17,7 +17,7 @@ from rcattr.eval.common.auroc import auroc_table, markdown
 from rcattr.eval.groundedness.sentence_signals import derived
 
 REFERENCE = "logprob"
-MARKED = ("partial", "weak", "unsupported")  # what result.citations() marks; "partial" since issue 59
+MARKED = ("partial", "weak", "unsupported")  # what result.citations() marks; "partial" since 0.1.0
 
 
 def _status_shares(sentences: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -9,23 +9,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
-from rcattr.grounding.signals import RCSignals
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 from rcattr.grounding.support import SUPPORT_THRESHOLD
+from rcattr.record.signals import RCSignals
 from rcattr.text.segmentation import TextSpan, sentence_spans, tokens_within
 
 HELD_BACK = 3
 """One question in `HELD_BACK` (by a hash of its text) is held back: its records check the chosen rule."""
 
 
-def held_back(record: AttributionRecord) -> bool:
+def held_back(record: BenchmarkRecord) -> bool:
     """Whether `record` is in the held-back part. Records are split by question, so the summaries and
     statements of one question stay in one part."""
     digest = hashlib.sha256(record.question.encode()).digest()
     return int.from_bytes(digest[:8], "big") % HELD_BACK == 0
 
 
-def foreign_sentence(record: AttributionRecord, pool: Sequence[AttributionRecord], seed: int) -> str:
+def foreign_sentence(record: BenchmarkRecord, pool: Sequence[BenchmarkRecord], seed: int) -> str:
     """A sentence of the answer of another question in `pool` (the whole file, so that `--limit` changes
     no draw), drawn with `seed` and the record's id: appended to the record's answer, a sentence its
     documents do not support (gold: no document), for the no-citation rule."""
@@ -44,7 +44,7 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def sentence_rows(result: RCAttributionResult, record: AttributionRecord) -> list[dict[str, Any]]:
+def sentence_rows(result: RCAttributionResult, record: BenchmarkRecord) -> list[dict[str, Any]]:
     """Per output unit (answer sentence) of `result`: its offsets, gold documents (the sources of the
     record's gold spans it overlaps), the `[n_documents]` shares of its attribution, and its context reliance,
     mean and least token support, share of unsupported tokens and mean groundedness."""

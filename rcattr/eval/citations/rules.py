@@ -33,6 +33,7 @@ from rcattr.eval.common.metrics import resample_records
 from rcattr.grounding.citation_rule import CitationRule
 from rcattr.grounding.citations import cited_sources
 from rcattr.grounding.vouching import UNSUPPORTED_BELOW
+from rcattr.moved import renamed_name
 
 SIGNALS = ("reliance", "support", "groundedness")
 SHARES = tuple(round(0.1 * step, 1) for step in range(1, 11))
@@ -48,8 +49,8 @@ Lines = Mapping[str, Sequence[Mapping[str, Any]]]  # dataset -> its records' lin
 
 
 @dataclass(frozen=True)
-class Rule:
-    """One citation rule; `relative=False` counts `min_share` against 1 (the ablation's)."""
+class CandidateRule:
+    """One candidate citation rule of the grid (the library's is `CitationRule`); `relative=False` counts `min_share` against 1 (the ablation's)."""
 
     min_share: float
     max_sources: int
@@ -96,7 +97,7 @@ def labelled(lines: Lines) -> dict[str, list[Mapping[str, Any]]]:
 COUNTS = ("correct", "cited", "gold", "sentences", "foreign", "foreign_cited", "foreign_uncited")
 
 
-def counts(rule: Rule, lines: Sequence[Mapping[str, Any]]) -> np.ndarray:
+def counts(rule: CandidateRule, lines: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """`[n_records, 7]` per record, the [`COUNTS`][rcattr.eval.citations.rules.COUNTS]: on the answer's sentences, the cited documents that
     are gold, the cited ones, the gold ones and the sentences; on the appended sentences, how many, the
     documents cited, and the sentences left uncited."""
@@ -123,7 +124,7 @@ def scores(totals: np.ndarray) -> np.ndarray:
     return np.stack([precision, recall, withheld, f1], -1)
 
 
-def mean_f1(rule: Rule, lines: Lines, part: str) -> float:
+def mean_f1(rule: CandidateRule, lines: Lines, part: str) -> float:
     """The rule's F1 averaged over the datasets, on `part`."""
     return float(
         np.nanmean([scores(counts(rule, part_lines(rows, part)).sum(0))[3] for rows in lines.values()])
@@ -142,11 +143,11 @@ def thresholds(lines: Lines, signal: str) -> list[float]:
     return [float(v) for v in np.percentile(values, QUANTILES)] if values else []
 
 
-def families(lines: Lines) -> dict[str, list[Rule]]:
+def families(lines: Lines) -> dict[str, list[CandidateRule]]:
     """Each ablation family's rules."""
-    shared = [Rule(share, most) for share in SHARES for most in MAX_SOURCES]
+    shared = [CandidateRule(share, most) for share in SHARES for most in MAX_SOURCES]
     found = {
-        "top document": [Rule(1.0, 1)],
+        "top document": [CandidateRule(1.0, 1)],
         "no withholding": shared,
         "share against 1": [replace(rule, relative=False) for rule in shared],
     }
@@ -159,7 +160,7 @@ def families(lines: Lines) -> dict[str, list[Rule]]:
     return found
 
 
-def best(rules: Iterable[Rule], lines: Lines) -> Rule:
+def best(rules: Iterable[CandidateRule], lines: Lines) -> CandidateRule:
     """The rule with the best mean F1 on the dev part (the first of equals)."""
     return max(rules, key=lambda rule: mean_f1(rule, lines, "dev"))
 
@@ -172,7 +173,7 @@ def evaluate(lines: Lines, *, seed: int = 0, n_boot: int = 2000) -> dict[str, An
     chosen = max(chosen_by_family.values(), key=lambda rule: mean_f1(rule, lines, "dev"))
     sentences = [s for rows in lines.values() for line in rows for s in line.get("sentences", [])]
     if any("vouch" in s for s in sentences):
-        # the library withholds by the support of a sentence's held part (issue 59), older rows by the whole's
+        # the library withholds by the support of a sentence's held part, older rows by the whole's
         signal = "held_support" if all("held_support" in s for s in sentences) else "vouch"
         chosen_by_family[VOUCHED] = replace(chosen, signal=signal, threshold=UNSUPPORTED_BELOW)
     tables: dict[str, Any] = {}
@@ -200,7 +201,9 @@ def evaluate(lines: Lines, *, seed: int = 0, n_boot: int = 2000) -> dict[str, An
     }
 
 
-def _measure(rule: Rule, records: Sequence[Mapping[str, Any]], draws: np.ndarray) -> dict[str, np.ndarray]:
+def _measure(
+    rule: CandidateRule, records: Sequence[Mapping[str, Any]], draws: np.ndarray
+) -> dict[str, np.ndarray]:
     per_record = counts(rule, records)
     return {
         "value": scores(per_record.sum(0)),
@@ -280,3 +283,8 @@ def _share(value: float) -> str:
 def _difference(values: Sequence[float]) -> str:
     value, low, high = values
     return f"{100 * value:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
+def __getattr__(name: str) -> Any:
+    """The names this module gave up, with a DeprecationWarning until rcattr 0.3.0 (`rcattr.moved.RENAMED_NAMES`)."""
+    return renamed_name(__name__, name)

@@ -1,5 +1,5 @@
 """AUROC of signals telling supported items (label 1) from unsupported ones (0), with bootstrap intervals and
-paired differences to a reference signal: the natural-error benchmarks' tables (issue 50)."""
+paired differences to a reference signal: the natural-error benchmarks' tables."""
 
 from __future__ import annotations
 

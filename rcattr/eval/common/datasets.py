@@ -13,7 +13,7 @@ Both files mark attributed spans inline in the answer text (the `summary` field)
   load with empty gold). Spans may start with punctuation (`, allowed for ...`): kept as annotated.
 
 [`strip_markers`][rcattr.eval.common.datasets.strip_markers] turns either markup into a plain answer plus [`GoldSpan`][rcattr.eval.common.datasets.GoldSpan] offsets; the loaders
-return [`AttributionRecord`][rcattr.eval.common.datasets.AttributionRecord] lists, and [`as_hf_dataset`][rcattr.eval.common.datasets.as_hf_dataset] turns them into a `datasets.Dataset`.
+return [`BenchmarkRecord`][rcattr.eval.common.datasets.BenchmarkRecord] lists, and [`as_hf_dataset`][rcattr.eval.common.datasets.as_hf_dataset] turns them into a `datasets.Dataset`.
 Spans citing a source the record does not have are dropped with a [`SkippedSpanWarning`][rcattr.eval.common.datasets.SkippedSpanWarning] (the shipped
 files have none).
 """
@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rcattr.moved import renamed_name
 
 if TYPE_CHECKING:
     import datasets
@@ -55,7 +57,7 @@ class GoldSpan:
 
 
 @dataclass(frozen=True)
-class AttributionRecord:
+class BenchmarkRecord:
     """A question, its context chunks, the answer with markers stripped, and the gold attributions."""
 
     id: str
@@ -163,7 +165,7 @@ def _read_jsonl(name: str, split: str, limit: int | None) -> Iterator[dict[str, 
             yield json.loads(line)
 
 
-def load_quotesum(split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
+def load_quotesum(split: str = "dev", limit: int | None = None) -> list[BenchmarkRecord]:
     """QuoteSum records: chunks are the non-empty `source` slots (titles in `titles`), ids `unique_id`."""
     records = []
     for row in _read_jsonl("quotesum", split, limit):
@@ -174,7 +176,7 @@ def load_quotesum(split: str = "dev", limit: int | None = None) -> list[Attribut
             if g.source not in slot_to_chunk:
                 _skip(f"{g.text!r} cites empty source slot {g.source + 1} in {row['unique_id']}")
         records.append(
-            AttributionRecord(
+            BenchmarkRecord(
                 id=row["unique_id"],
                 question=row["question"],
                 chunks=[slots[s] for s in slot_to_chunk],
@@ -186,13 +188,13 @@ def load_quotesum(split: str = "dev", limit: int | None = None) -> list[Attribut
     return records
 
 
-def load_verigran(split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
+def load_verigran(split: str = "dev", limit: int | None = None) -> list[BenchmarkRecord]:
     """Veri-Gran records: chunks are `passages`; ids are `verigran-<split>-<line>` (the file has none)."""
     records = []
     for i, row in enumerate(_read_jsonl("verigran", split, limit)):
         answer, gold = strip_markers(row["summary"], n_sources=len(row["passages"]))
         records.append(
-            AttributionRecord(
+            BenchmarkRecord(
                 id=f"verigran-{split}-{i:04d}",
                 question=row["question"],
                 chunks=list(row["passages"]),
@@ -203,7 +205,7 @@ def load_verigran(split: str = "dev", limit: int | None = None) -> list[Attribut
     return records
 
 
-def load_attribution(name: str, split: str = "dev", limit: int | None = None) -> list[AttributionRecord]:
+def load_attribution(name: str, split: str = "dev", limit: int | None = None) -> list[BenchmarkRecord]:
     """Load `"quotesum"` or `"verigran"`."""
     loaders = {"quotesum": load_quotesum, "verigran": load_verigran}
     if name not in loaders:
@@ -211,7 +213,7 @@ def load_attribution(name: str, split: str = "dev", limit: int | None = None) ->
     return loaders[name](split, limit)
 
 
-def as_hf_dataset(records: list[AttributionRecord]) -> datasets.Dataset:
+def as_hf_dataset(records: list[BenchmarkRecord]) -> datasets.Dataset:
     """A `datasets.Dataset` with columns id, question, chunks, answer, gold (dicts), titles."""
     import datasets
 
@@ -223,9 +225,9 @@ def load_attribution_dataset(name: str, split: str = "dev", limit: int | None = 
     return as_hf_dataset(load_attribution(name, split, limit))
 
 
-def record_from_row(row: dict[str, Any]) -> AttributionRecord:
+def record_from_row(row: dict[str, Any]) -> BenchmarkRecord:
     """Inverse of [`as_hf_dataset`][rcattr.eval.common.datasets.as_hf_dataset] for one row."""
-    return AttributionRecord(
+    return BenchmarkRecord(
         id=row["id"],
         question=row["question"],
         chunks=list(row["chunks"]),
@@ -233,3 +235,8 @@ def record_from_row(row: dict[str, Any]) -> AttributionRecord:
         gold=[GoldSpan(**g) for g in row["gold"]],
         titles=None if row.get("titles") is None else list(row["titles"]),
     )
+
+
+def __getattr__(name: str) -> Any:
+    """The names this module gave up, with a DeprecationWarning until rcattr 0.3.0 (`rcattr.moved.RENAMED_NAMES`)."""
+    return renamed_name(__name__, name)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 from rcattr.text.segmentation import TextSpan
 
 
@@ -41,7 +41,7 @@ def quote_location(span: GoldSpan, chunks: Sequence[str]) -> tuple[int, int] | N
 
 
 def location_hits(
-    scores: torch.Tensor, context_spans: Sequence[TextSpan], record: AttributionRecord
+    scores: torch.Tensor, context_spans: Sequence[TextSpan], record: BenchmarkRecord
 ) -> list[bool | None]:
     """Per gold span: does the top context span overlap the quoted text? None where it is not a quote."""
     hits: list[bool | None] = []

@@ -1,6 +1,6 @@
 """Seeded edits of quoted content: gold answers with facts the sources do not support.
 
-The *unsupported tokens* benchmark (issue 20) needs answers in which some tokens are known not to come
+The *unsupported tokens* benchmark needs answers in which some tokens are known not to come
 from the context. [`edit_answers`][rcattr.eval.groundedness.answer_edits.edit_answers] takes attribution records (QuoteSum, Veri-Gran), finds the
 numbers, dates and named entities inside their gold spans (the text the annotators attributed to a
 source, i.e. the quoted content), and swaps up to `max_edits` of them per record for values that appear
@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rcattr.eval.common.datasets import AttributionRecord
+from rcattr.eval.common.datasets import BenchmarkRecord
 
 EDIT_KINDS = ("number", "date", "entity")
 MONTHS = (
@@ -64,7 +64,7 @@ class Edit:
 class EditedAnswer:
     """A record whose answer had quoted values swapped for unsupported ones."""
 
-    record: AttributionRecord
+    record: BenchmarkRecord
     answer: str
     edits: list[Edit]
 
@@ -84,7 +84,7 @@ class _Candidate:
     text: str
 
 
-def candidates(record: AttributionRecord) -> list[_Candidate]:
+def candidates(record: BenchmarkRecord) -> list[_Candidate]:
     """The numbers, dates and named entities inside the record's gold spans, not overlapping each other
     (a date wins over a number, either over an entity)."""
     found: list[_Candidate] = []
@@ -106,7 +106,7 @@ def candidates(record: AttributionRecord) -> list[_Candidate]:
     return sorted(found, key=lambda c: c.start)
 
 
-def _absent(value: str, record: AttributionRecord) -> bool:
+def _absent(value: str, record: BenchmarkRecord) -> bool:
     lowered = value.lower()
     return (
         all(lowered not in chunk.lower() for chunk in record.chunks) and lowered not in record.answer.lower()
@@ -125,7 +125,7 @@ def _redraw_digits(text: str, rng: random.Random) -> str:
 
 
 def _replacement(
-    candidate: _Candidate, record: AttributionRecord, entities: dict[int, list[str]], rng: random.Random
+    candidate: _Candidate, record: BenchmarkRecord, entities: dict[int, list[str]], rng: random.Random
 ) -> str | None:
     """A value of the candidate's kind absent from the record's sources and answer (None if none found)."""
     for _ in range(_ATTEMPTS):
@@ -145,7 +145,7 @@ def _replacement(
     return None
 
 
-def entity_pool(records: Sequence[AttributionRecord]) -> dict[int, list[str]]:
+def entity_pool(records: Sequence[BenchmarkRecord]) -> dict[int, list[str]]:
     """Every entity candidate of the records' gold spans, by word count (sorted, duplicates removed)."""
     pool: dict[int, set[str]] = {}
     for record in records:
@@ -156,7 +156,7 @@ def entity_pool(records: Sequence[AttributionRecord]) -> dict[int, list[str]]:
 
 
 def edit_record(
-    record: AttributionRecord, entities: dict[int, list[str]], rng: random.Random, max_edits: int = 2
+    record: BenchmarkRecord, entities: dict[int, list[str]], rng: random.Random, max_edits: int = 2
 ) -> EditedAnswer | None:
     """Swap up to `max_edits` of the record's candidates (drawn with `rng`) for absent values; None when
     no candidate could be swapped."""
@@ -184,9 +184,7 @@ def edit_record(
     return EditedAnswer(record, "".join(pieces), edits)
 
 
-def edit_answers(
-    records: Sequence[AttributionRecord], seed: int = 0, max_edits: int = 2
-) -> list[EditedAnswer]:
+def edit_answers(records: Sequence[BenchmarkRecord], seed: int = 0, max_edits: int = 2) -> list[EditedAnswer]:
     """The records that have a swappable value, each with up to `max_edits` seeded edits; entity
     replacements come from the other records' entities (never the record's own sources)."""
     entities = entity_pool(records)

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import token_signals
 from rcattr.eval.common.auroc import auroc, table_lines
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.pairs import Answering
-from rcattr.grounding.head_statistics import token_signals
-from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import support_heads
+from rcattr.record.signals import RCSignals
 from rcattr.text.prompting import ContextInput
 
 ANSWER_SIGNALS = (

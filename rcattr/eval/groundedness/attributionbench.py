@@ -1,4 +1,4 @@
-"""AttributionBench (issue 61): sentences of real generative-search answers, each labelled by people as
+"""AttributionBench: sentences of real generative-search answers, each labelled by people as
 attributable to its references or not, and what the library says of each.
 
 Each claim (one sentence of an ExpertQA, Stanford-GenSearch, LFQA or AttributedQA answer) is teacher-forced
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
+from rcattr.attribution.head_statistics import TokenStatistics, token_statistics
 from rcattr.eval.groundedness.judge import judge_log_odds
 from rcattr.grounding.claims import (
     citation_markers,
@@ -36,10 +37,9 @@ from rcattr.grounding.claims import (
     stop_words,
     without_markers,
 )
-from rcattr.grounding.head_statistics import TokenStatistics, token_statistics
 from rcattr.grounding.probe import claim_tokens, head_means
-from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import support_heads
+from rcattr.record.signals import RCSignals
 from rcattr.text.prompting import ContextInput
 from rcattr.text.segmentation import tokens_within
 

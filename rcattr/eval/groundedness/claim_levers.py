@@ -1,4 +1,4 @@
-"""What each signal says of an AttributionBench claim (issue 61), from its stored row
+"""What each signal says of an AttributionBench claim, from its stored row
 ([`rcattr.eval.groundedness.attributionbench.claim_row`][rcattr.eval.groundedness.attributionbench.claim_row]), with no model.
 
 Every signal is a probability-like score, higher for a claim the references support:

@@ -1,4 +1,4 @@
-"""The AttributionBench tables (issue 61): how well each signal of
+"""The AttributionBench tables: how well each signal of
 [`rcattr.eval.groundedness.claim_levers`][rcattr.eval.groundedness.claim_levers] tells the claims people judged attributable (1) from those they
 did not (0).
 
@@ -14,7 +14,7 @@ did not (0).
   `combined_one_pass` the same over the signals the attribution pass has without a second forward (no
   judge, entropy or all-heads lookback);
 - every fold holds whole questions, and every bootstrap draw resamples whole questions, when the rows say their
-  question (`question`, written since issue 75): a question's claims share its references and its answer, so
+  question (`question`, written since 0.2.0): a question's claims share its references and its answer, so
   a cut or a fit that saw some of them would be judged on their neighbours, and they do not vary apart; rows
   without it (older runs) are folded and resampled claim by claim, and the report says which;
 - per source dataset, the AUROC of every signal;

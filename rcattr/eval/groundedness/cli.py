@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         choices=TASKS,
         default=list(DEFAULT_TASKS),
-        help="benchmarks to run (default: all but errors, the natural errors of issue 50, and attributionbench, "
+        help="benchmarks to run (default: all but errors, the natural errors, and attributionbench, "
         "which reads --claims-file)",
     )
     parser.add_argument(

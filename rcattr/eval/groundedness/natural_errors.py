@@ -1,4 +1,4 @@
-"""Natural errors (issue 50): the model's own answers to answerable SQuAD v2 questions, right or wrong by
+"""Natural errors: the model's own answers to answerable SQuAD v2 questions, right or wrong by
 the gold answers, and the numbers, dates and names in them that the gold answers contradict.
 
 Labels come from the gold answers, never from a detector (SQuAD's normalisation: case, punctuation,
@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import token_statistics
 from rcattr.eval.common.auroc import auroc_table, markdown
 from rcattr.eval.groundedness.sentence_signals import SIGNALS, citation_signals, derived
 from rcattr.eval.kv import data as kv_data
 from rcattr.grounding.claims import claim_parts, claim_spans
-from rcattr.grounding.head_statistics import token_statistics
 from rcattr.text.prompting import ContextInput
 from rcattr.text.segmentation import tokens_within
 

@@ -1,4 +1,4 @@
-"""The support probe on AttributionBench (issue 75): its out-of-fold probabilities, and its transfer to other
+"""The support probe on AttributionBench: its out-of-fold probabilities, and its transfer to other
 models.
 
 - [`probe_probabilities`][rcattr.eval.groundedness.probe_report.probe_probabilities]: each claim's probability of being attributable from a

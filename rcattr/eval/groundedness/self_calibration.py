@@ -1,4 +1,4 @@
-"""Cut-offs without labels (issue 75, item 1): each model's support cut-off from claims it makes for itself.
+"""Cut-offs without labels: each model's support cut-off from claims it makes for itself.
 
 For a seeded draw of [`DRAWN`][rcattr.eval.groundedness.self_calibration.DRAWN] claims of the run, two claims whose answer is known without a person:
 
@@ -76,6 +76,8 @@ def self_cut(rows: Sequence[dict[str, Any]]) -> float | None:
     if not all(len(values) for values in support.values()):
         return None
     values = np.unique(np.concatenate(list(support.values())))
-    cuts = np.concatenate([[values[0]], (values[1:] + values[:-1]) / 2, [np.inf]])
+    halfway = (values[1:] + values[:-1]) / 2
+    halfway = np.where(halfway > values[:-1], halfway, values[1:])  # two neighbours too close to halve
+    cuts = np.concatenate([[values[0]], halfway, [np.inf]])
     youden = [(support["positive"] >= cut).mean() - (support["negative"] >= cut).mean() for cut in cuts]
     return float(cuts[int(np.argmax(youden))])

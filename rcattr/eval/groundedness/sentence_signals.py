@@ -1,4 +1,4 @@
-"""Per answer sentence, what the natural-error benchmark compares (issue 50): the support of its citation and
+"""Per answer sentence, what the natural-error benchmark compares: the support of its citation and
 the pieces it is made of, and the baselines from the same tokens.
 
 - `vouch`: [`Citation.support`][rcattr.grounding.citations.Citation.support], what `result.citations()` says
@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rcattr.attribution.head_statistics import TokenStatistics
 from rcattr.attribution.result import RCAttributionResult
 from rcattr.grounding.citations import Citation
 from rcattr.grounding.claims import content_coverage
-from rcattr.grounding.head_statistics import TokenStatistics
-from rcattr.grounding.signals import RCSignals
+from rcattr.record.signals import RCSignals
 from rcattr.text.segmentation import tokens_within
 
 SIGNALS = ("vouch", "support", "claims_held", "claims_rc", "coverage", "logprob", "neg_entropy", "lookback")

@@ -1,4 +1,4 @@
-"""The AttributionBench table pooled and per source dataset (issue 75): for each of a few signals, its AUROC,
+"""The AttributionBench table pooled and per source dataset: for each of a few signals, its AUROC,
 its marks' macro-F1, the share of unattributable claims its marks catch and the share of attributable ones
 they mark, each with a 95% bootstrap interval (whole questions drawn where the rows say their question).
 

@@ -1,6 +1,6 @@
 """Unsupported tokens: does a token-level RC signal find the answer tokens the context does not support?
 
-*Unsupported tokens* (issue 20): QuoteSum and Veri-Gran gold answers with seeded edits of their quoted
+*Unsupported tokens*: QuoteSum and Veri-Gran gold answers with seeded edits of their quoted
 numbers, dates and named entities ([`rcattr.eval.groundedness.answer_edits`][rcattr.eval.groundedness.answer_edits]), teacher-forced over the record's
 sources. Every answer token gets each signal below (higher: less supported); a token is positive when it
 overlaps an edit. The AUROC pools the tokens of all records; its 95% percentile bootstrap interval
@@ -17,7 +17,7 @@ Signals, per answer token t:
 - `rc_groundedness`: 1 - the token's groundedness (the attribution's, on the RC-selected heads);
 - `rc_peak` / `rc_peak_selected`: 1 - P(max X > Y) at row t, X the row's context logits, Y the
   answer's self logits (all heads / RC-selected heads);
-- `rc_support_logprob`: as `token_support` on the RC-selected heads (the combination of issue 20);
+- `rc_support_logprob`: as `token_support` on the RC-selected heads (the first groundedness recipe);
 - `neg_logprob`: minus the token's log-probability; `entropy`: the entropy of the distribution it was
   drawn from;
 - `lookback` / `lookback_rc`: 1 - the lookback ratio at row t (all heads / RC-selected heads);
@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import token_signals
 from rcattr.eval.attribution.method import context_input
 from rcattr.eval.common.auroc import auroc
 from rcattr.eval.common.metrics import resampled_summary
 from rcattr.eval.groundedness.answer_edits import EDIT_KINDS, EditedAnswer
-from rcattr.grounding.head_statistics import token_signals
-from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD, SUPPORT_THRESHOLD, support_heads
+from rcattr.record.signals import RCSignals
 
 TOKEN_SIGNALS = (
     "token_support",

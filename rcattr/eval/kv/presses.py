@@ -8,7 +8,7 @@ from typing import Any
 
 # name -> how to build the kvpress press at a compression ratio (the press classes' default settings): every
 # press of kvpress 0.5.5 that prunes the context at prefill offline, and Expected Attention, kvpress's strongest,
-# inside the head-wise wrappers (docs/benchmarks.md lists the presses left out and why)
+# inside the head-wise wrappers (docs/benchmarks/kv-cache.md lists the presses left out and why)
 PRESSES: dict[str, Callable[[Any, float], Any]] = {
     "snapkv": lambda kvpress, ratio: kvpress.SnapKVPress(compression_ratio=ratio),
     "tova": lambda kvpress, ratio: kvpress.TOVAPress(compression_ratio=ratio),

@@ -1,5 +1,5 @@
 """Scoring choices the KV benchmark measured and left out of [`WindowScorer`][rcattr.kvcache.scoring.WindowScorer]
-(docs/benchmarks.md, "Levers"): kept here so that their rows reproduce (`--rc-variants upper_bound`,
+(docs/benchmarks/kv-cache.md, "Levers"): kept here so that their rows reproduce (`--rc-variants upper_bound`,
 `benchmarks/bench_kv_fidelity.py`)."""
 
 from __future__ import annotations

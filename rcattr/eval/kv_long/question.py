@@ -1,5 +1,5 @@
 """Decode-time eviction that also scores against the question's window (`rc_question` of the long-generation
-benchmark): a measured loser (docs/benchmarks.md), kept with the benchmark so that its rows reproduce."""
+benchmark): a measured loser (docs/benchmarks/kv-cache.md), kept with the benchmark so that its rows reproduce."""
 
 from __future__ import annotations
 

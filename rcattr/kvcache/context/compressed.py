@@ -63,8 +63,10 @@ def compress_context(
         A causal LM RCKVCache supports, and its tokenizer.
     document : str or sequence of str
         The context; several documents are joined by blank lines.
-    ratio, c, budget, policy, window
-        As `RCKVCache` takes them.
+    ratio, c, budget, policy
+        As `RCKVCache` takes them (default: half of the document's entries evicted).
+    window : int, default 16
+        As `RCKVCache` takes it.
     system : str, optional
         A system prompt in front of the document, compressed with it.
     chunk_size : int, optional
@@ -288,6 +290,6 @@ def _file_sha256(path: Path) -> str:
 
 
 def _version() -> str:
-    from rcattr import __version__
+    from rcattr.version import __version__
 
     return __version__

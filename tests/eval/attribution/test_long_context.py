@@ -13,10 +13,10 @@ from rcattr.eval.attribution.long_context import (
     placed,
     stretched,
 )
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 
 OWN = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota"]
-RECORD = AttributionRecord(
+RECORD = BenchmarkRecord(
     id="r1",
     question="What is alpha?",
     chunks=OWN,
@@ -38,7 +38,7 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def length(record: AttributionRecord) -> int:
+def length(record: BenchmarkRecord) -> int:
     """A stand-in tokenizer: one token per word of the documents (with their ``Document [i]:``), answer and
     question."""
     return sum(words(chunk) + 2 for chunk in record.chunks) + words(record.answer) + words(record.question)
@@ -70,7 +70,7 @@ def test_the_order_is_seeded_by_the_run_and_the_record() -> None:
     first = list(distractors_for(RECORD, POOLS, seed=0))
     assert first == list(distractors_for(RECORD, POOLS, seed=0))
     assert first != list(distractors_for(RECORD, POOLS, seed=1))
-    other = AttributionRecord("r2", RECORD.question, OWN, RECORD.answer, RECORD.gold)
+    other = BenchmarkRecord("r2", RECORD.question, OWN, RECORD.answer, RECORD.gold)
     assert first != list(distractors_for(other, POOLS, seed=0))
 
 
@@ -97,7 +97,7 @@ def test_a_short_estimate_is_checked_on_the_whole_prompt() -> None:
 
 
 def test_records_longer_than_the_length_on_their_own_are_left_out() -> None:
-    short = AttributionRecord("s", "Q?", ["one"], "one", [GoldSpan(0, 3, "one", 0)])
+    short = BenchmarkRecord("s", "Q?", ["one"], "one", [GoldSpan(0, 3, "one", 0)])
     kept = long_records([RECORD, short], LongContext(length(short) + 5), POOLS, length, passage_tokens)
     assert [record.id for record in kept] == ["s"]
     with pytest.raises(ValueError, match="longer than"):

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from rcattr.eval.attribution.method import context_input, output_units, scored_row
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 from rcattr.text.segmentation import whole_span
 
-RECORD = AttributionRecord(
+RECORD = BenchmarkRecord(
     "r1",
     "Who sat?",
     ["The cat sat.", "Dogs bark."],

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rcattr.eval.citations.rows import foreign_sentence, gold_documents, held_back
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 from rcattr.text.segmentation import TextSpan
 
 
-def _record(identifier: str, question: str, answer: str) -> AttributionRecord:
-    return AttributionRecord(identifier, question, ["a"], answer, [GoldSpan(0, 3, answer[:3], 0)])
+def _record(identifier: str, question: str, answer: str) -> BenchmarkRecord:
+    return BenchmarkRecord(identifier, question, ["a"], answer, [GoldSpan(0, 3, answer[:3], 0)])
 
 
 def test_rows_pieces() -> None:

@@ -4,30 +4,36 @@ from __future__ import annotations
 
 import pytest
 
-from rcattr.eval.citations.rules import VOUCHED, Rule, best, counts, evaluate, labelled, scores
+from rcattr.eval.citations.rules import VOUCHED, CandidateRule, best, counts, evaluate, labelled, scores
 from tests.helpers.citation_lines import LINES, sentence_line, vouched_lines
 
 
 def test_counts_and_scores_follow_their_definitions() -> None:
-    top = counts(Rule(1.0, 1), LINES)
+    top = counts(CandidateRule(1.0, 1), LINES)
     # correct, cited, gold, sentences, foreign, foreign cited, foreign uncited
     assert top.tolist() == [[2, 2, 3, 2, 1, 1, 0], [0, 1, 1, 1, 0, 0, 0]]
     precision, recall, withheld, f1 = scores(top.sum(0))
     assert (precision, recall, withheld) == (2 / 3, 2 / 4, 0.0)
     assert f1 == pytest.approx(2 * 2 / (3 + 4))
-    two = counts(Rule(0.8, 2, signal="reliance", threshold=0.3), LINES).sum(0)
+    two = counts(CandidateRule(0.8, 2, signal="reliance", threshold=0.3), LINES).sum(0)
     assert two.tolist() == [3, 4, 4, 3, 1, 0, 1]  # (0.45 >= 0.8 x 0.55) cites both of sentence 2
-    assert counts(Rule(0.2, 3, relative=False), LINES)[0].tolist()[:2] == [3, 4]
+    assert counts(CandidateRule(0.2, 3, relative=False), LINES)[0].tolist()[:2] == [3, 4]
 
 
 def test_the_best_rule_is_chosen_on_the_dev_part_only() -> None:
     # held back: a second document near the best one, never gold, which a one-document rule gets right
     near = [sentence_line([0.5, 0.45, 0.05], [0]) for _ in range(10)]
     held = [{**line, "held_back": True, "sentences": near} for line in LINES]
-    rules = [Rule(1.0, 1), Rule(0.8, 2), Rule(0.8, 2, signal="reliance", threshold=0.3)]
-    assert best(rules, {"quotesum": LINES + held}) == Rule(0.8, 2)  # F1 0.75 against 0.57; ties: the first
+    rules = [
+        CandidateRule(1.0, 1),
+        CandidateRule(0.8, 2),
+        CandidateRule(0.8, 2, signal="reliance", threshold=0.3),
+    ]
+    assert best(rules, {"quotesum": LINES + held}) == CandidateRule(
+        0.8, 2
+    )  # F1 0.75 against 0.57; ties: the first
     flipped = [{**line, "held_back": not line["held_back"]} for line in LINES + held]
-    assert best(rules, {"quotesum": flipped}) == Rule(1.0, 1)
+    assert best(rules, {"quotesum": flipped}) == CandidateRule(1.0, 1)
 
 
 def test_only_labelled_sentences_count_where_a_file_marks_one_statement() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rcattr.eval.common.datasets import (
-    AttributionRecord,
+    BenchmarkRecord,
     GoldSpan,
     SkippedSpanWarning,
     as_hf_dataset,
@@ -27,12 +27,12 @@ def _norm(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def quotesum() -> list[AttributionRecord]:
+def quotesum() -> list[BenchmarkRecord]:
     return load_quotesum()
 
 
 @pytest.fixture(scope="module")
-def verigran() -> list[AttributionRecord]:
+def verigran() -> list[BenchmarkRecord]:
     return load_verigran()
 
 
@@ -56,7 +56,7 @@ def test_gold_spans_are_exact_and_clean(name: str, request: pytest.FixtureReques
             assert 0 <= g.source < len(r.chunks)
 
 
-def test_quotesum_chunks_titles_and_verbatim_fraction(quotesum: list[AttributionRecord]) -> None:
+def test_quotesum_chunks_titles_and_verbatim_fraction(quotesum: list[BenchmarkRecord]) -> None:
     for r in quotesum:
         assert r.titles is not None and len(r.titles) == len(r.chunks) and all(r.chunks)
     verbatim = [g.text in r.chunks[g.source] for r in quotesum for g in r.gold]
@@ -67,14 +67,14 @@ def test_quotesum_chunks_titles_and_verbatim_fraction(quotesum: list[Attribution
     assert first.gold == [GoldSpan(0, 15, "Denitrification", 1)]
 
 
-def test_quotesum_marker_before_punctuation_is_tidied(quotesum: list[AttributionRecord]) -> None:
+def test_quotesum_marker_before_punctuation_is_tidied(quotesum: list[BenchmarkRecord]) -> None:
     # the file writes "[ 2 Denitrification ] ." (space-delimited markup); outside markers punctuation is tight
     third = quotesum[2]
     assert third.answer.endswith("is called Denitrification.")
     assert not any(f" {p}" in r.answer for r in quotesum for p in ".,;)")
 
 
-def test_verigran_answer_contains_its_chunk_statement(verigran: list[AttributionRecord]) -> None:
+def test_verigran_answer_contains_its_chunk_statement(verigran: list[BenchmarkRecord]) -> None:
     # ``chunk`` is the marked statement (one sentence), not the whole stripped summary: it equals the
     # answer for 3 records only, but it is contained in every answer and holds every gold span
     path = data_dir() / "veri_gran" / "dev.jsonl"
@@ -90,7 +90,7 @@ def test_verigran_answer_contains_its_chunk_statement(verigran: list[Attribution
     assert (exact, contained) == (3, 170)
 
 
-def test_verigran_glued_and_word_splitting_markers(verigran: list[AttributionRecord]) -> None:
+def test_verigran_glued_and_word_splitting_markers(verigran: list[BenchmarkRecord]) -> None:
     filmed = verigran[0]
     assert "was filmed at **Oheka Castle** on **Long Island**, off" in filmed.answer
     assert filmed.gold[0].text.startswith("at **Oheka Castle**") and filmed.gold[0].source == 23
@@ -171,7 +171,7 @@ def test_missing_data_dir_and_split_errors(tmp_path: Path, monkeypatch: pytest.M
         load_attribution("squad")
 
 
-def test_hf_dataset_round_trip(quotesum: list[AttributionRecord], verigran: list[AttributionRecord]) -> None:
+def test_hf_dataset_round_trip(quotesum: list[BenchmarkRecord], verigran: list[BenchmarkRecord]) -> None:
     for records in (quotesum[:5], verigran[:5]):
         ds = as_hf_dataset(records)
         assert ds.column_names == ["id", "question", "chunks", "answer", "gold", "titles"]

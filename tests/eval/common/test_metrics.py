@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 from rcattr.eval.common.metrics import (
     accuracy,
     bootstrap_interval,
@@ -30,7 +30,7 @@ SENTENCES = [
 ]
 
 
-RECORD = AttributionRecord(
+RECORD = BenchmarkRecord(
     id="r",
     question="q",
     chunks=CHUNKS,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan, data_dir, load_attribution
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan, data_dir, load_attribution
 from rcattr.eval.groundedness.answer_edits import (
     EDIT_KINDS,
     MONTHS,
@@ -19,12 +19,12 @@ from rcattr.eval.groundedness.answer_edits import (
 )
 
 
-def record(answer: str, quoted: list[str], chunks: list[str], id: str = "r") -> AttributionRecord:
+def record(answer: str, quoted: list[str], chunks: list[str], id: str = "r") -> BenchmarkRecord:
     gold = []
     for text in quoted:
         start = answer.index(text)
         gold.append(GoldSpan(start, start + len(text), text, 0))
-    return AttributionRecord(id, "Q?", chunks, answer, gold)
+    return BenchmarkRecord(id, "Q?", chunks, answer, gold)
 
 
 SOURCE = "In March 1916 the Oklahoma Legislature met in Guthrie with 101 members."
@@ -102,9 +102,7 @@ def test_edits_stay_inside_gold_spans_on_random_answers(tokens, first, width, se
     first = min(first, len(tokens) - 1)
     last = min(first + width, len(tokens)) - 1
     span = (starts[first], starts[last] + len(tokens[last]))
-    rec = AttributionRecord(
-        "h", "Q?", ["the city of Rome"], answer, [GoldSpan(*span, answer[slice(*span)], 0)]
-    )
+    rec = BenchmarkRecord("h", "Q?", ["the city of Rome"], answer, [GoldSpan(*span, answer[slice(*span)], 0)])
     edited = edit_record(rec, {1: ["Berlin", "Oslo"], 2: ["Los Angeles"]}, random.Random(seed), max_edits=3)
     if edited is None:
         return

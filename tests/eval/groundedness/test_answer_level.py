@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import token_signals
 from rcattr.eval.groundedness.answer_level import ANSWER_SIGNALS, answer_signals, auroc_table
 from rcattr.eval.groundedness.pairs import (
     Answering,
 )
-from rcattr.grounding.head_statistics import token_signals
 from rcattr.heads.selectors import TopHeads
 from rcattr.text.prompting import ContextInput
 from tests.helpers import char_tokenizer

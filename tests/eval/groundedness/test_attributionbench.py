@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from rcattr.attribution.attributor import RCAttributor
+from rcattr.attribution.head_statistics import token_statistics
 from rcattr.eval.groundedness.attributionbench import (
     ClaimRecord,
     claim_row,
@@ -15,7 +16,6 @@ from rcattr.eval.groundedness.attributionbench import (
     heads_row,
     load_claims,
 )
-from rcattr.grounding.head_statistics import token_statistics
 from rcattr.text.prompting import ContextInput
 from tests.helpers.data import attributionbench_lines
 

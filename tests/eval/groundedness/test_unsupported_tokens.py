@@ -9,7 +9,7 @@ import torch
 
 from rcattr.attribution.attributor import RCAttributor
 from rcattr.eval.attribution.method import context_input
-from rcattr.eval.common.datasets import AttributionRecord, GoldSpan
+from rcattr.eval.common.datasets import BenchmarkRecord, GoldSpan
 from rcattr.eval.groundedness.answer_edits import Edit, EditedAnswer
 from rcattr.eval.groundedness.unsupported_tokens import (
     TOKEN_SIGNALS,
@@ -21,7 +21,7 @@ from rcattr.grounding.support import SUPPORT_LOG_ODDS_THRESHOLD
 from rcattr.heads.selectors import TopHeads
 from tests.helpers import char_tokenizer
 
-RECORD = AttributionRecord(
+RECORD = BenchmarkRecord(
     "r", "Who?", ["Ann met Bob in 1990."], "Ann met Bob in 1990.", [GoldSpan(0, 19, "", 0)]
 )
 EDITED = EditedAnswer(

@@ -1,4 +1,4 @@
-"""Per-token context signals (rcattr.grounding.head_statistics) against eager attention and brute force."""
+"""Per-token context signals (rcattr.attribution.head_statistics) against eager attention and brute force."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from rcattr.grounding.head_statistics import LookbackReducer, PeakSuperiorityReducer
+from rcattr.attribution.head_statistics import LookbackReducer, PeakSuperiorityReducer
 from rcattr.runtime.capture import LogitCapture, LogitStore
 from tests.helpers import tiny_model
 

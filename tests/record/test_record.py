@@ -1,4 +1,4 @@
-"""The record of an attribution (rcattr.attribution.record): data and captum's fields, the RC signals read from it,
+"""The record of an attribution (rcattr.record.record): data and captum's fields, the RC signals read from it,
 and nothing computed from it (that is grounding's and the views', which RCAttributionResult delegates to)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 import torch
 from captum.attr import LLMAttributionResult
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
-from rcattr.attribution.record import AttributionRecord
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
+from rcattr.record.record import AttributionRecord
 from tests.helpers.results import rc_signals, text_span
 
 CHUNKS = ["The tower is 330 metres tall.", "It opened in 1889."]

@@ -1,5 +1,5 @@
-"""What a result's scores refer to: the context's spans in their documents ([`AttributedContext`][rcattr.attribution.attributed.AttributedContext]), and
-the answer's output units and tokens ([`AttributedAnswer`][rcattr.attribution.attributed.AttributedAnswer]), with its sentences' rows ([`SentenceRows`][rcattr.attribution.attributed.SentenceRows])."""
+"""What a result's scores refer to: the context's spans in their documents ([`AttributedContext`][rcattr.record.attributed.AttributedContext]), and
+the answer's output units and tokens ([`AttributedAnswer`][rcattr.record.attributed.AttributedAnswer]), with its sentences' rows ([`SentenceRows`][rcattr.record.attributed.SentenceRows])."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class AttributedContext:
         The context spans scored, in order; `span.source` indexes `documents` and the offsets its text.
     evidence : list of str or None
         The texts an answer's numbers, dates and names are checked against ([`rcattr.grounding.claims`][rcattr.grounding.claims]): the
-        documents and the question, never the template's labels ([`rcattr.text.prompting.Prompt.evidence`][rcattr.text.prompting.Prompt.evidence]);
+        documents and the question, never the template's labels (`rcattr.text.prompting.Prompt.evidence`);
         None: the documents alone.
     """
 

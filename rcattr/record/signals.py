@@ -1,21 +1,19 @@
-"""What only RC knows about an answer ([`RCSignals`][rcattr.grounding.signals.RCSignals]): per answer token, its grounding in the context,
+"""What only RC knows about an answer ([`RCSignals`][rcattr.record.signals.RCSignals]): per answer token, its grounding in the context,
 and the heads it was read from. A result carries them as `result.rc` (None for a baseline)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import torch
 
 from rcattr.heads.selection import HeadSelection
-
-if TYPE_CHECKING:
-    from rcattr.grounding.probe import SupportProbe
+from rcattr.protocols import ClaimProbe
 
 
 class _Attributed(Protocol):
-    """What [`RCSignals.of`][rcattr.grounding.signals.RCSignals.of] reads of a result (an [`AttributionRecord`][rcattr.attribution.record.AttributionRecord])."""
+    """What [`RCSignals.of`][rcattr.record.signals.RCSignals.of] reads of a result (an [`AttributionRecord`][rcattr.record.record.AttributionRecord])."""
 
     @property
     def rc(self) -> RCSignals | None: ...
@@ -38,13 +36,13 @@ class RCSignals:
     lookback : Tensor, shape [n_answer_tokens]
         Per answer token, the lookback ratio (Chuang et al. 2024) averaged over the selected heads: the mean
         attention on a context token over that plus the mean attention on an answer token the row sees. In
-        [0, 1]; [`context_reliance`][rcattr.grounding.signals.RCSignals.context_reliance] is its mean.
+        [0, 1]; [`context_reliance`][rcattr.record.signals.RCSignals.context_reliance] is its mean.
     unit_context_reliance : Tensor, shape [n_outputs]
         Each output unit's mean `lookback` over its tokens.
     token_logprob : Tensor, shape [n_answer_tokens]
         Each answer token's log-probability under the model, given the prompt and the answer before it.
     token_peak : Tensor, shape [n_answer_tokens]
-        Per answer token, on the support heads ([`support_heads`][rcattr.grounding.signals.RCSignals.support_heads], not the selected ones), the mean
+        Per answer token, on the support heads (`support_heads`, not the selected ones), the mean
         P(max X > Y): the share of the answer's self logits Y(g, g) below the token's highest logit to the
         context. A token copied from the context has heads that find its match there; a token the context lacks
         does not.
@@ -61,12 +59,12 @@ class RCSignals:
         The `(layer, head)` pairs `token_peak` and `token_support` are read on: the 20 best heads
         by this example's head scores ([`rcattr.grounding.support.SUPPORT_HEADS`][rcattr.grounding.support.SUPPORT_HEADS]; all heads of a smaller model),
         whatever rule chose the voting heads (`heads=`), since the peak is a max over the context, noisy on
-        few heads (measured in docs/benchmarks.md). Groundedness and lookback are read on the selected heads.
+        few heads (measured in docs/benchmarks/citations.md). Groundedness and lookback are read on the selected heads.
     lexical_share : float, optional
         With lexical fusion (`RCAttributor()`'s default), how much of the unit votes BM25 filled where the selected
         heads disagreed (mean over units of 1 - the heads' agreement; `rcattr.attribution.fusion`); None without
         (`lexical=False`).
-    probe : SupportProbe, optional
+    probe : ClaimProbe, optional
         The support probe whose verdicts the citations give (`rcattr.grounding.verdict`); None: the
         unsupervised status.
     head_lookback, head_peak : Tensor, shape [L, H, n_answer_tokens], optional
@@ -84,7 +82,7 @@ class RCSignals:
     notes: tuple[str, ...] = ()
     support_heads: torch.Tensor | None = None
     lexical_share: float | None = None
-    probe: SupportProbe | None = None
+    probe: ClaimProbe | None = None
     head_lookback: torch.Tensor | None = None
     head_peak: torch.Tensor | None = None
 

@@ -2,7 +2,7 @@
 ([`rcattr.grounding.probe`][rcattr.grounding.probe]) and the groundedness benchmarks' baselines.
 
 Reducers on [`LogitCapture`][rcattr.runtime.capture.LogitCapture] (sdpa is kept; attention comes from the exact logits)
-and [`token_signals`][rcattr.grounding.head_statistics.token_signals], which gives every answer token its log-probability, entropy, lookback ratio
+and [`token_signals`][rcattr.attribution.head_statistics.token_signals], which gives every answer token its log-probability, entropy, lookback ratio
 (Chuang et al. 2024, unsupervised) and peak superiority, over all heads and over given heads.
 """
 
@@ -63,7 +63,7 @@ class TokenStatistics:
     Attributes
     ----------
     peak : Tensor of float64, shape [L, H, A]
-        P(max X > Y) at each answer row ([`PeakSuperiorityReducer`][rcattr.grounding.head_statistics.PeakSuperiorityReducer]).
+        P(max X > Y) at each answer row ([`PeakSuperiorityReducer`][rcattr.attribution.head_statistics.PeakSuperiorityReducer]).
     n_self : Tensor of long, shape [L]
         Each layer's `|Y|`.
     lookback : Tensor, shape [L, H, A]
@@ -85,7 +85,7 @@ class TokenStatistics:
 
 
 def token_statistics(model: PreTrainedModel, example: Example) -> TokenStatistics:
-    """Every head's [`TokenStatistics`][rcattr.grounding.head_statistics.TokenStatistics] from one forward over `example.ids`."""
+    """Every head's [`TokenStatistics`][rcattr.attribution.head_statistics.TokenStatistics] from one forward over `example.ids`."""
     start, ids = example.answer_start, example.ids
     context_keys = torch.tensor(sorted({t for r in example.context_ranges for t in r}), device=ids.device)
     lookback, peak = LookbackReducer(context_keys, start), PeakSuperiorityReducer(context_keys, start)

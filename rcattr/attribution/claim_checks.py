@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from rcattr.grounding.citation_rule import CitationRule
 from rcattr.grounding.claims import content_coverage, without_markers
 from rcattr.grounding.probe import DEFAULT_OPERATING_POINT, ClaimFeatures, claim_tokens
-from rcattr.grounding.signals import RCSignals
 from rcattr.grounding.verdict import ClaimVerdict
+from rcattr.record.signals import RCSignals
 
 if TYPE_CHECKING:
     from rcattr.attribution.attributor import RCAttributor

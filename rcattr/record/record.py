@@ -15,13 +15,13 @@ from typing import Any
 import torch
 from captum.attr import LLMAttributionResult
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
-from rcattr.grounding.signals import RCSignals
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
+from rcattr.record.signals import RCSignals
 from rcattr.text.segmentation import TextSpan, one_line
 
 
 class _FromRC:
-    """An attribute of [`AttributionRecord.rc`][rcattr.attribution.record.AttributionRecord.rc] read from the result itself (None for a baseline)."""
+    """An attribute of [`AttributionRecord.rc`][rcattr.record.record.AttributionRecord.rc] read from the result itself (None for a baseline)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -62,7 +62,7 @@ class AttributionRecord(LLMAttributionResult):
     answer_tokens : list of TextSpan
         The answer's tokens, for the per-token signals below.
     rc : RCSignals or None
-        What only RC knows ([`RCSignals`][rcattr.grounding.signals.RCSignals]): per answer token its groundedness, lookback,
+        What only RC knows ([`RCSignals`][rcattr.record.signals.RCSignals]): per answer token its groundedness, lookback,
         log-probability, peak and support, each output unit's context reliance, and the heads; None for a
         baseline. Each is also an attribute of the result (`result.token_support`: None for a baseline).
     evidence : list of str or None
@@ -121,9 +121,9 @@ class AttributionRecord(LLMAttributionResult):
 
     @property
     def context_reliance(self) -> float | None:
-        """How much the whole answer relies on the context: the mean [`lookback`][rcattr.attribution.record.AttributionRecord.lookback] ratio of its tokens on
+        """How much the whole answer relies on the context: the mean [`lookback`][rcattr.record.signals.RCSignals] ratio of its tokens on
         the RC-selected heads, in [0, 1] (None for baselines). The best answer-level signal of the
-        groundedness benchmarks (`python -m rcattr.eval.groundedness`, docs/benchmarks.md); a relative
+        groundedness benchmarks (`python -m rcattr.eval.groundedness`, docs/benchmarks/citations.md); a relative
         signal, not a truth test."""
         return None if self.rc is None else self.rc.context_reliance
 
@@ -159,7 +159,7 @@ class AttributionRecord(LLMAttributionResult):
         return dict(zip(self.span_keys(), self.seq_attr.tolist(), strict=True))
 
     def span_keys(self) -> list[str]:
-        """A unique key per context span: its text, made unique as [`seq_attr_dict`][rcattr.attribution.record.AttributionRecord.seq_attr_dict] describes."""
+        """A unique key per context span: its text, made unique as [`seq_attr_dict`][rcattr.record.record.AttributionRecord.seq_attr_dict] describes."""
         texts = [span.text for span in self.context_spans]
         repeated = {text for text in texts if texts.count(text) > 1}
         keys, seen = [], set()
@@ -184,7 +184,7 @@ class AttributionRecord(LLMAttributionResult):
         return labels
 
     def plot_seq_attr(self, show: bool = False) -> Any:
-        """captum's plot of the whole answer's scores, labelled with [`span_labels`][rcattr.attribution.record.AttributionRecord.span_labels]."""
+        """captum's plot of the whole answer's scores, labelled with [`span_labels`][rcattr.record.record.AttributionRecord.span_labels]."""
         with self._short_labels():
             return super().plot_seq_attr(show=show)
 

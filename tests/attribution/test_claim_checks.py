@@ -1,4 +1,4 @@
-"""A claim checked by teacher-forcing it (rcattr.grounding.claim_checks): the probe's features from the
+"""A claim checked by teacher-forcing it (rcattr.attribution.claim_checks): the probe's features from the
 attribution's own pass against a second forward, and the claim's verdict against its citations'."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rcattr.attribution.attributor import RCAttributor
-from rcattr.grounding.claim_checks import claim_features, claim_verdict
-from rcattr.grounding.head_statistics import token_statistics
+from rcattr.attribution.claim_checks import claim_features, claim_verdict
+from rcattr.attribution.head_statistics import token_statistics
 from rcattr.grounding.probe import SupportProbe, claim_tokens, model_identity
 from rcattr.text.prompting import ContextInput
 from tests.helpers.claims import synthetic_claims

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
 from rcattr.attribution.result import RCAttributionResult
-from rcattr.grounding.signals import RCSignals
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
+from rcattr.record.signals import RCSignals
 from rcattr.text.segmentation import TextSpan
 from tests.helpers.results import rc_signals
 

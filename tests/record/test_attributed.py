@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rcattr.attribution.attributed import AttributedAnswer, AttributedContext
 from rcattr.attribution.result import RCAttributionResult
+from rcattr.record.attributed import AttributedAnswer, AttributedContext
 from rcattr.text.documents import Document
 from rcattr.text.segmentation import TextSpan
 
