@@ -57,6 +57,11 @@ def _span_frame() -> type[pd.DataFrame]:
                 )
             return super().__getitem__(key)
 
+        def __reduce__(self) -> Any:
+            plain = pd.DataFrame(self)  # pickled as a plain frame: this class lives in a function
+            plain.attrs = dict(self.attrs)
+            return plain.__reduce__()
+
         def query(self, expr: str, **kwargs: Any) -> Any:
             with warnings.catch_warnings():  # query resolves every column by name, read or not
                 warnings.filterwarnings("ignore", "the table's `source` column", DeprecationWarning)
